@@ -1,0 +1,70 @@
+"""The backward pass: walk the graph from the output to the leaves, calling each op's backward.
+
+`Tensor.backward()` lands here.  Step through `run_backward` in a debugger to watch
+reverse-mode differentiation happen one node at a time.
+"""
+
+import numpy as np
+
+from autograd.function import unbroadcast
+
+
+def graph_nodes(root_node):
+    """Every node reachable from `root_node`, each listed after all nodes it depends on.
+
+    Iterative depth-first search (an explicit stack, no recursion), so a chain of
+    100,000 ops is fine.
+    """
+    order, visited = [], set()
+    stack = [(root_node, False)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        stack.append((node, True))
+        for t in node.inputs:
+            if t._node is not None and id(t._node) not in visited:
+                stack.append((t._node, False))
+    return order
+
+
+def run_backward(root, grad, retain_graph=False):
+    """Accumulate d(root)/d(leaf) * grad into the .grad of every leaf that requires it.
+
+    root: a Tensor produced by an op; grad: d(loss)/d(root), same shape as root.
+    """
+    order = graph_nodes(root._node)
+    for node in order:  # check before anything changes
+        if node.freed:
+            raise RuntimeError(
+                f"Trying to backward through the graph a second time: the {node.name} node "
+                f"(output shape {node.out_shape}) already freed its saved arrays. "
+                "Call backward(retain_graph=True) the first time if you need to backward twice.")
+    grads = {id(root._node): grad}   # node -> d(root)/d(node's output), accumulated
+    for node in reversed(order):     # outputs first, inputs last
+        out_grad = grads.pop(id(node))
+        if node.retained is not None:
+            kept = node.retained()
+            if kept is not None:
+                kept.grad = out_grad.copy() if kept.grad is None else kept.grad + out_grad
+        input_grads = node.backward(out_grad)
+        if not retain_graph:
+            node.saved_tensors = None
+            node.freed = True
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for t, needs, g in zip(node.inputs, node.needs_input_grad, input_grads):
+            if not needs or g is None:
+                continue
+            g = unbroadcast(np.asarray(g), t.data.shape)
+            if g.dtype != t.data.dtype:
+                g = g.astype(t.data.dtype)
+            if t._node is None:            # a leaf: accumulate into .grad, as PyTorch does
+                t.grad = np.array(g) if t.grad is None else t.grad + g
+            else:
+                key = id(t._node)
+                grads[key] = g if key not in grads else grads[key] + g

@@ -1,0 +1,110 @@
+"""`Function`: the base class of every differentiable op of the tensor engine.
+
+An op is one subclass with `forward` and `backward` side by side:
+
+    class Mul(Function):
+        def forward(ctx, a, b):            # numpy arrays in, numpy array out
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        def backward(ctx, grad):           # d(loss)/d(out) in, one gradient per input out
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+`ctx` is the node itself: the `Function` instance made for this one application of the op.
+It keeps the inputs, their `requires_grad` flags (`ctx.needs_input_grad`), what forward
+saved, the op name and the output shape, so a learner who stops in `Mul.backward` sees
+exactly which node they are in.
+
+`backward` may return a gradient in the broadcast output shape; `unbroadcast` (the one
+place where that happens) sums it back down to the input's shape before it is stored.
+"""
+
+import numpy as np
+
+from autograd.grad_mode import is_grad_enabled
+
+
+class Function:
+    """One node of the graph: an op applied to some input tensors."""
+
+    def forward(ctx, *arrays, **params):
+        raise NotImplementedError(f"{type(ctx).__name__} must define forward(ctx, *arrays)")
+
+    def backward(ctx, grad):
+        raise NotImplementedError(f"{type(ctx).__name__} must define backward(ctx, grad)")
+
+    def save_for_backward(ctx, *arrays):
+        ctx.saved_tensors = arrays
+
+    @property
+    def name(ctx):
+        return type(ctx).__name__
+
+    def __repr__(ctx):
+        return f"<{ctx.name} node, output shape {ctx.out_shape}>"
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        """Run forward on the inputs' arrays and, if a gradient is needed, record the node.
+
+        `inputs` are Tensors (differentiable arguments); `params` are plain Python/numpy
+        values (a dim, a shape, a mask) passed to forward as keywords.
+        """
+        from autograd.tensor import Tensor  # noqa: cycle: Tensor's methods call ops
+
+        ctx = cls()
+        ctx.saved_tensors = ()
+        try:
+            out = ctx.forward(*[t.data for t in inputs], **params)
+        except (ValueError, IndexError) as err:
+            shapes = ", ".join(str(t.shape) for t in inputs)
+            raise type(err)(f"{cls.__name__}: {err} (input shapes: {shapes})") from None
+        requires_grad = is_grad_enabled() and any(t.requires_grad for t in inputs)
+        if not requires_grad:
+            return Tensor._make(out, None)
+        ctx.inputs = inputs
+        ctx.needs_input_grad = tuple(t.requires_grad for t in inputs)
+        ctx.out_shape = out.shape
+        ctx.freed = False
+        ctx.retained = None
+        return Tensor._make(out, ctx)
+
+
+def unbroadcast(grad, shape):
+    """Sum `grad` over the dimensions that broadcasting added or stretched to reach `shape`.
+
+    If y = x + b with x of shape (3, 4) and b of shape (4,), then b was used 3 times,
+    so dL/db is dL/dy summed over the first axis.
+    """
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra < 0:
+        raise ValueError(f"gradient of shape {grad.shape} cannot be reduced to shape {shape}")
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
+
+
+def normalize_dim(dim, ndim, op):
+    """Turn a possibly negative dim into 0..ndim-1, with a clear error when out of range."""
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(
+            f"{op}: dim {dim} is out of range for a tensor with {ndim} dims "
+            f"(expected {-max(ndim, 1)}..{max(ndim, 1) - 1})")
+    return dim % max(ndim, 1)
+
+
+def normalize_dims(dim, ndim, op):
+    """dim=None -> all dims; int or tuple -> a sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    dims = tuple(sorted({normalize_dim(d, ndim, op) for d in dims}))
+    return dims

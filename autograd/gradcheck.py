@@ -1,0 +1,118 @@
+"""`gradcheck`: prove a backward pass right by comparing it with finite differences.
+
+For f: inputs -> output, the analytic Jacobian comes from backward passes (one per output
+element, with a one-hot upstream gradient) and the numeric one from central differences
+    dJ[i, j] ~ (f(x + eps e_j)[i] - f(x - eps e_j)[i]) / (2 eps).
+Both must agree within |analytic - numeric| <= atol + rtol |numeric| everywhere, and one
+more backward pass with a random upstream gradient v must give v^T J (numeric).
+In float32 the rounding error of f swamps eps, so float64 inputs are required.
+"""
+
+import numpy as np
+
+from autograd.grad_mode import enable_grad
+from autograd.tensor import Tensor
+
+
+class GradcheckError(AssertionError):
+    """The analytic and numeric Jacobians disagree."""
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """True if fn's backward matches central differences for every input that requires grad.
+
+    fn: called as fn(*inputs), returns one Tensor.  inputs: Tensors (those with
+    requires_grad are checked; they must be float64) or other values passed through.
+    Inputs are perturbed in place, so fn may also read them through a closure (how a
+    layer's parameters are checked).  On a mismatch raises GradcheckError naming the input,
+    the element, and both values (or returns False if raise_exception=False).
+    """
+    inputs = tuple(inputs)
+    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input requires grad")
+    for i in checked:
+        if inputs[i].dtype != np.float64:
+            raise TypeError(f"gradcheck: input {i} has dtype {inputs[i].dtype}; "
+                            "finite differences need float64 inputs")
+    with enable_grad():
+        out = fn(*inputs)
+        if not isinstance(out, Tensor):
+            raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
+        analytic = _analytic_jacobians(out, [inputs[i] for i in checked])
+        upstream = np.random.default_rng(1234).standard_normal(out.shape)
+        vjp = _backward_with(out, [inputs[i] for i in checked], upstream)
+    for k, i in enumerate(checked):
+        numeric = _numeric_jacobian(fn, inputs, inputs[i], eps)
+        expected_vjp = upstream.reshape(-1) @ numeric
+        for analytic_value, numeric_value, what in ((analytic[k], numeric, "Jacobian"),
+                                                    (vjp[k][None, :], expected_vjp[None, :], "random-upstream VJP")):
+            bad = np.abs(analytic_value - numeric_value) > atol + rtol * np.abs(numeric_value)
+            if bad.any():
+                out_idx, in_flat = np.argwhere(bad)[0]
+                element = np.unravel_index(in_flat, inputs[i].shape)
+                message = (f"gradcheck: {what} mismatch for input {i} (shape {inputs[i].shape}) at element "
+                           f"{tuple(int(e) for e in element)}, output element {int(out_idx)}: analytic "
+                           f"{analytic_value[out_idx, in_flat]:.8g} vs numeric {numeric_value[out_idx, in_flat]:.8g}")
+                if raise_exception:
+                    raise GradcheckError(message)
+                return False
+    return True
+
+
+def _backward_with(out, leaves, upstream):
+    """v^T J for each leaf: one backward pass with upstream gradient v."""
+    if not out.requires_grad:
+        return [np.zeros(x.numel()) for x in leaves]
+    saved = [x.grad for x in leaves]
+    for x in leaves:
+        x.grad = None
+    out.backward(upstream.astype(out.dtype), retain_graph=True)
+    result = [np.zeros(x.numel()) if x.grad is None else x.grad.reshape(-1) for x in leaves]
+    for x, g in zip(leaves, saved):
+        x.grad = g
+    return result
+
+
+def _analytic_jacobians(out, leaves):
+    """J[k] of shape (out.size, leaf_k.size), one backward pass per output element."""
+    jacobians = [np.zeros((out.numel(), x.numel())) for x in leaves]
+    if not out.requires_grad:   # the output does not depend on any checked input
+        return jacobians
+    saved = [x.grad for x in leaves]
+    for row in range(out.numel()):
+        for x in leaves:
+            x.grad = None
+        one_hot = np.zeros(out.numel(), dtype=out.dtype)
+        one_hot[row] = 1
+        out.backward(one_hot.reshape(out.shape), retain_graph=True)
+        for J, x in zip(jacobians, leaves):
+            if x.grad is not None:
+                J[row] = x.grad.reshape(-1)
+    for x, g in zip(leaves, saved):
+        x.grad = g
+    return jacobians
+
+
+def _numeric_jacobian(fn, inputs, x, eps):
+    """Central differences, perturbing x.data in place one element at a time."""
+    flat = x.data.reshape(-1)   # a view when x.data is contiguous
+    if not np.shares_memory(flat, x.data):
+        raise ValueError("gradcheck: input data must be contiguous to be perturbed in place")
+    columns = []
+    for j in range(flat.size):
+        original = flat[j]
+        flat[j] = original + eps
+        plus = _evaluate(fn, inputs)
+        flat[j] = original - eps
+        minus = _evaluate(fn, inputs)
+        flat[j] = original
+        columns.append((plus - minus) / (2 * eps))
+    size = _evaluate(fn, inputs).size
+    return np.stack(columns, axis=1) if columns else np.zeros((size, 0))
+
+
+def _evaluate(fn, inputs):
+    from autograd.grad_mode import no_grad
+    with no_grad():
+        return np.array(fn(*inputs).data, dtype=np.float64).reshape(-1)  # a copy, never a view of x

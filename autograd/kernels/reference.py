@@ -1,0 +1,61 @@
+"""Plain numpy twins of the Numba kernels: same signatures, same results.
+
+They are the definition the kernels are tested against, and what the ops run when the
+numpy backend is chosen (`autograd.kernels.use_backend("numpy")`).  Row-wise kernels work
+along the last axis of an array of any shape.
+
+Fully masked rows: a row whose entries are all -inf (an attention query that may attend
+to nothing) gets softmax 0, log-softmax 0 and zero gradient, never NaN.  PyTorch returns
+NaN there; zeros let padding rows pass through a model harmlessly.
+"""
+
+import numpy as np
+
+
+def matmul(a, b):
+    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast."""
+    return np.matmul(a, b)
+
+
+def _row_max(x):
+    """Row maxima, with fully masked rows (max = -inf) shifted by 0 instead."""
+    m = np.max(x, axis=-1, keepdims=True)
+    m[m == -np.inf] = 0
+    return m
+
+
+def softmax(x):
+    """y_i = exp(x_i - max x) / sum_j exp(x_j - max x), row-wise."""
+    if x.shape[-1] == 0:
+        return x.copy()
+    e = np.exp(x - _row_max(x))
+    s = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+
+
+def softmax_backward(y, dy):
+    """dx_i = y_i (dy_i - sum_j dy_j y_j)."""
+    return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
+
+
+def log_softmax(x):
+    """y_i = (x_i - max x) - log sum_j exp(x_j - max x), row-wise."""
+    if x.shape[-1] == 0:
+        return x.copy()
+    shifted = x - _row_max(x)
+    s = np.exp(shifted).sum(axis=-1, keepdims=True)
+    masked = s == 0
+    out = shifted - np.log(np.where(masked, 1, s))
+    return np.where(masked, 0, out)
+
+
+def log_softmax_backward(y, dy):
+    """dx_i = dy_i - exp(y_i) sum_j dy_j.
+
+    A fully masked row has y = 0 everywhere, so sum_j exp(y_j) = n instead of 1; such
+    rows (n >= 2) get zero gradient.  (For n = 1 the formula itself gives 0.)
+    """
+    p = np.exp(y)
+    dx = dy - p * np.sum(dy, axis=-1, keepdims=True)
+    masked = np.sum(p, axis=-1, keepdims=True) > 1.5
+    return np.where(masked, 0, dx)

@@ -1,0 +1,174 @@
+"""Elementwise ops.  Binary ops broadcast like numpy; their backward returns gradients in
+the broadcast output shape and the engine sums them back to each input's shape."""
+
+import numpy as np
+
+from autograd.function import Function
+
+
+class Add(Function):
+    """out = a + b;  dout/da = 1,  dout/db = 1."""
+
+    def forward(ctx, a, b):
+        return a + b
+
+    def backward(ctx, grad):
+        return grad, grad
+
+
+class Sub(Function):
+    """out = a - b;  dout/da = 1,  dout/db = -1."""
+
+    def forward(ctx, a, b):
+        return a - b
+
+    def backward(ctx, grad):
+        return grad, (-grad if ctx.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+    """out = a * b;  dout/da = b,  dout/db = a."""
+
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b
+
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return (grad * b if ctx.needs_input_grad[0] else None,
+                grad * a if ctx.needs_input_grad[1] else None)
+
+
+class Div(Function):
+    """out = a / b;  dout/da = 1/b,  dout/db = -a/b^2."""
+
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a / b
+
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_a = grad / b if ctx.needs_input_grad[0] else None
+        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Pow(Function):
+    """out = a ** b;  dout/da = b a^(b-1),  dout/db = a^b log(a) (needs a > 0)."""
+
+    def forward(ctx, a, b):
+        out = a ** b
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        grad_a = grad * b * a ** (b - 1) if ctx.needs_input_grad[0] else None
+        grad_b = grad * out * np.log(a) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Neg(Function):
+    """out = -a;  dout/da = -1."""
+
+    def forward(ctx, a):
+        return -a
+
+    def backward(ctx, grad):
+        return -grad
+
+
+class Exp(Function):
+    """out = e^a;  dout/da = e^a = out."""
+
+    def forward(ctx, a):
+        out = np.exp(a)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * out
+
+
+class Log(Function):
+    """out = ln a;  dout/da = 1/a."""
+
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.log(a)
+
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return grad / a
+
+
+class Sqrt(Function):
+    """out = sqrt(a);  dout/da = 1 / (2 sqrt(a))."""
+
+    def forward(ctx, a):
+        out = np.sqrt(a)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad / (2 * out)
+
+
+class Tanh(Function):
+    """out = tanh(a);  dout/da = 1 - out^2."""
+
+    def forward(ctx, a):
+        out = np.tanh(a)
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (1 - out * out)
+
+
+class Sigmoid(Function):
+    """out = 1 / (1 + e^-a), computed as (1 + tanh(a/2)) / 2 so no exp overflows;
+    dout/da = out (1 - out)."""
+
+    def forward(ctx, a):
+        out = 0.5 * (1 + np.tanh(0.5 * a))
+        ctx.save_for_backward(out)
+        return out
+
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * out * (1 - out)
+
+
+class ReLU(Function):
+    """out = max(a, 0);  dout/da = 1 where a > 0, else 0."""
+
+    def forward(ctx, a):
+        positive = a > 0
+        ctx.save_for_backward(positive)
+        return a * positive
+
+    def backward(ctx, grad):
+        (positive,) = ctx.saved_tensors
+        return grad * positive
+
+
+class GELU(Function):
+    """GELU with the tanh approximation (PyTorch's `approximate='tanh'`; numpy has no erf):
+    out = a/2 (1 + tanh(u)),  u = sqrt(2/pi) (a + 0.044715 a^3);
+    dout/da = (1 + tanh u)/2 + a/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 a^2)."""
+
+    C = np.sqrt(2 / np.pi)
+
+    def forward(ctx, a):
+        t = np.tanh(GELU.C * (a + 0.044715 * a ** 3))
+        ctx.save_for_backward(a, t)
+        return 0.5 * a * (1 + t)
+
+    def backward(ctx, grad):
+        a, t = ctx.saved_tensors
+        du_da = GELU.C * (1 + 3 * 0.044715 * a * a)
+        return grad * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * du_da)

@@ -1,0 +1,314 @@
+"""`Tensor`: a numpy array that remembers how it was computed, so gradients can flow back.
+
+A tensor made by the user is a *leaf* (`t.grad_fn is None`).  A tensor made by an op
+points to the node that made it (`t.grad_fn`, an instance of the op's `Function` class),
+and that node points to its inputs: together they form the graph that `backward()` walks.
+
+dtypes: a tensor built from Python floats (or lists of them) is float32, like PyTorch's
+default; one built from a numpy array keeps the array's dtype (float64 stays float64,
+which is what `gradcheck` needs); Python ints give int64 and bools give bool.
+Unlike `torch.tensor`, `Tensor(array)` copies the array so that later in-place updates
+to the tensor never change the caller's array.
+"""
+
+import numpy as np
+
+from autograd import engine
+
+
+class Tensor:
+    __slots__ = ("data", "grad", "requires_grad", "_node", "__weakref__")
+    __array_priority__ = 1000  # numpy array (op) Tensor calls Tensor's reflected operator
+
+    def __init__(self, data, requires_grad=False, dtype=None):
+        if isinstance(data, Tensor):
+            data = data.data
+        if isinstance(data, (np.ndarray, np.generic)):
+            array = np.array(data, dtype=dtype)
+        else:
+            array = np.array(data, dtype=dtype)
+            if dtype is None and array.dtype == np.float64:
+                array = array.astype(np.float32)   # Python floats -> float32 (PyTorch's default)
+        if requires_grad and not np.issubdtype(array.dtype, np.floating):
+            raise TypeError(
+                f"Tensor: only floating-point tensors can require gradients, got dtype {array.dtype}")
+        self.data = array
+        self.grad = None
+        self.requires_grad = bool(requires_grad)
+        self._node = None
+
+    @classmethod
+    def _make(cls, array, node):
+        """Fast constructor used by ops: no copy, no checks."""
+        t = cls.__new__(cls)
+        t.data = array
+        t.grad = None
+        t.requires_grad = node is not None
+        t._node = node
+        return t
+
+    # ----- what a tensor is -----
+
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def grad_fn(self):
+        """The node (a Function instance) that produced this tensor; None for a leaf."""
+        return self._node
+
+    @property
+    def is_leaf(self):
+        return self._node is None
+
+    def numel(self):
+        return self.data.size
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def __len__(self):
+        return len(self.data)
+
+    def __repr__(self):
+        body = np.array2string(self.data, precision=4, threshold=20, edgeitems=2, separator=", ")
+        origin = f", grad_fn={self._node.name}" if self._node is not None else (
+            ", requires_grad=True" if self.requires_grad else "")
+        return f"Tensor({body}, shape={self.data.shape}, dtype={self.data.dtype}{origin})"
+
+    __hash__ = object.__hash__  # == is elementwise, as in PyTorch; identity hashing stays
+
+    # ----- leaving the graph -----
+
+    def numpy(self):
+        return self.data
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item(): only a one-element tensor can be converted, got shape {self.shape}")
+        return self.data.item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def detach(self):
+        """The same data (shared, not copied) as a new leaf that requires no gradient."""
+        return Tensor._make(self.data, None)
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf:
+            raise RuntimeError("requires_grad_: only leaf tensors can change requires_grad")
+        if requires_grad and not np.issubdtype(self.data.dtype, np.floating):
+            raise TypeError(f"requires_grad_: only floating-point tensors can require gradients, got {self.dtype}")
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self):
+        """Keep this intermediate tensor's .grad during backward (leaves always keep theirs)."""
+        if self._node is not None:
+            import weakref
+            self._node.retained = weakref.ref(self)
+
+    # ----- backpropagation -----
+
+    def backward(self, grad=None, retain_graph=False):
+        """Compute d(self)/d(leaf) and add it to every leaf's .grad.
+
+        grad: d(loss)/d(self), needed unless self holds one element.  The graph's saved
+        arrays are freed afterwards unless retain_graph=True.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward: this tensor does not require grad and has no grad_fn "
+                               "(was it made under no_grad, or from tensors without requires_grad?)")
+        if grad is None:
+            if self.data.size != 1:
+                raise RuntimeError(
+                    f"backward: grad can be implicitly created only for a one-element output, "
+                    f"got shape {self.shape}; pass grad= of that shape")
+            grad = np.ones_like(self.data)
+        else:
+            grad = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.data.dtype)
+            if grad.shape != self.data.shape:
+                raise ValueError(f"backward: grad has shape {grad.shape} but the tensor has shape {self.shape}")
+        if self._node is None:   # backward on a leaf: its gradient is grad itself
+            self.grad = grad.copy() if self.grad is None else self.grad + grad
+            return
+        engine.run_backward(self, grad, retain_graph)
+
+    # ----- operators (numpy broadcasting) -----
+
+    def _lift(self, other):
+        """A Python number or array as a constant tensor of a matching dtype."""
+        if isinstance(other, Tensor):
+            return other
+        if isinstance(other, (int, float, bool)):
+            return Tensor._make(np.asarray(other, dtype=np.result_type(self.data.dtype, other)), None)
+        return Tensor._make(np.asarray(other), None)
+
+    def __add__(self, other):
+        return ops.Add.apply(self, self._lift(other))
+
+    def __radd__(self, other):
+        return ops.Add.apply(self._lift(other), self)
+
+    def __sub__(self, other):
+        return ops.Sub.apply(self, self._lift(other))
+
+    def __rsub__(self, other):
+        return ops.Sub.apply(self._lift(other), self)
+
+    def __mul__(self, other):
+        return ops.Mul.apply(self, self._lift(other))
+
+    def __rmul__(self, other):
+        return ops.Mul.apply(self._lift(other), self)
+
+    def __truediv__(self, other):
+        return ops.Div.apply(self, self._lift(other))
+
+    def __rtruediv__(self, other):
+        return ops.Div.apply(self._lift(other), self)
+
+    def __pow__(self, exponent):
+        return ops.Pow.apply(self, self._lift(exponent))
+
+    def __rpow__(self, base):
+        return ops.Pow.apply(self._lift(base), self)
+
+    def __matmul__(self, other):
+        return ops.MatMul.apply(self, self._lift(other))
+
+    def __rmatmul__(self, other):
+        return ops.MatMul.apply(self._lift(other), self)
+
+    def __neg__(self):
+        return ops.Neg.apply(self)
+
+    def __getitem__(self, key):
+        return ops.Index.apply(self, key=_index_key(key))
+
+    # comparisons give boolean tensors that carry no gradient
+    def __lt__(self, other):
+        return Tensor._make(self.data < _raw(other), None)
+
+    def __le__(self, other):
+        return Tensor._make(self.data <= _raw(other), None)
+
+    def __gt__(self, other):
+        return Tensor._make(self.data > _raw(other), None)
+
+    def __ge__(self, other):
+        return Tensor._make(self.data >= _raw(other), None)
+
+    def __eq__(self, other):
+        return Tensor._make(self.data == _raw(other), None)
+
+    def __ne__(self, other):
+        return Tensor._make(self.data != _raw(other), None)
+
+    # ----- elementwise math -----
+
+    def exp(self):
+        return ops.Exp.apply(self)
+
+    def log(self):
+        return ops.Log.apply(self)
+
+    def sqrt(self):
+        return ops.Sqrt.apply(self)
+
+    def tanh(self):
+        return ops.Tanh.apply(self)
+
+    def sigmoid(self):
+        return ops.Sigmoid.apply(self)
+
+    def relu(self):
+        return ops.ReLU.apply(self)
+
+    def gelu(self):
+        return ops.GELU.apply(self)
+
+    # ----- reductions -----
+
+    def sum(self, dim=None, keepdim=False):
+        return ops.Sum.apply(self, dim=dim, keepdim=keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return ops.Mean.apply(self, dim=dim, keepdim=keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """Maximum values (not PyTorch's (values, indices) pair); ties share the gradient."""
+        return ops.Max.apply(self, dim=dim, keepdim=keepdim)
+
+    def softmax(self, dim):
+        return ops.Softmax.apply(self, dim=dim)
+
+    def log_softmax(self, dim):
+        return ops.LogSoftmax.apply(self, dim=dim)
+
+    def logsumexp(self, dim, keepdim=False):
+        return ops.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+
+    # ----- shape -----
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ops.Reshape.apply(self, shape=tuple(shape))
+
+    view = reshape
+
+    def transpose(self, dim0, dim1):
+        return ops.Transpose.apply(self, dim0=dim0, dim1=dim1)
+
+    @property
+    def T(self):
+        """The transpose of a 2-D tensor (the last two dims swapped)."""
+        return ops.Transpose.apply(self, dim0=-2, dim1=-1)
+
+    def permute(self, *dims):
+        dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return ops.Permute.apply(self, dims=tuple(dims))
+
+    def unsqueeze(self, dim):
+        dim = ops.normalize_dim(dim, self.ndim + 1, "unsqueeze")
+        return ops.Reshape.apply(self, shape=self.shape[:dim] + (1,) + self.shape[dim:])
+
+    def squeeze(self, dim=None):
+        if dim is None:
+            shape = tuple(n for n in self.shape if n != 1)
+        else:
+            dim = ops.normalize_dim(dim, self.ndim, "squeeze")
+            shape = self.shape[:dim] + self.shape[dim + 1:] if self.shape[dim] == 1 else self.shape
+        return ops.Reshape.apply(self, shape=shape)
+
+    def expand(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ops.Expand.apply(self, shape=tuple(shape))
+
+    def masked_fill(self, mask, value):
+        """Where mask is True, the result is `value`; elsewhere it is self (gradient flows there)."""
+        return ops.MaskedFill.apply(self, mask=_raw(mask), value=value)
+
+
+def _raw(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _index_key(key):
+    """Tensors inside an index become their arrays (integer or boolean index arrays)."""
+    if isinstance(key, tuple):
+        return tuple(_raw(k) for k in key)
+    return _raw(key)
+
+
+from autograd import ops  # noqa: E402  (the ops need Tensor defined first)

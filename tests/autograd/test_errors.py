@@ -1,0 +1,55 @@
+"""Bad input gets a clear error naming the op and the shapes, before anything changes."""
+
+import numpy as np
+import pytest
+
+from autograd import Tensor
+from tests.helpers import leaf
+
+
+def test_matmul_inner_dimension_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"MatMul: inner dimensions differ: \(2, 3\) @ \(4, 5\)"):
+        leaf(2, 3) @ leaf(4, 5)
+
+
+def test_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"Add: .*\(input shapes: \(2, 3\), \(4,\)\)"):
+        leaf(2, 3) + leaf(4)
+
+
+def test_reshape_to_a_different_size():
+    with pytest.raises(ValueError, match=r"Reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) to \(4, 2\)"):
+        leaf(2, 3).reshape(4, 2)
+
+
+@pytest.mark.parametrize("call", [lambda t: t.sum(dim=2), lambda t: t.softmax(-3),
+                                  lambda t: t.transpose(0, 5), lambda t: t.max(dim=(0, 4))])
+def test_invalid_dim(call):
+    with pytest.raises(IndexError, match=r"dim -?\d+ is out of range for a tensor with 2 dims"):
+        call(leaf(2, 3))
+
+
+def test_masked_fill_needs_a_boolean_mask_of_a_broadcastable_shape():
+    with pytest.raises(TypeError, match="boolean, got dtype int64"):
+        leaf(2, 3).masked_fill(np.array([1, 0, 1]), 0.0)
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 2, 3\) does not broadcast to the tensor's shape \(2, 3\)"):
+        leaf(2, 3).masked_fill(np.ones((4, 2, 3), bool), 0.0)
+
+
+def test_index_out_of_range_names_the_op():
+    with pytest.raises(IndexError, match="Index: index 5 is out of bounds"):
+        leaf(3, 2)[np.array([0, 5])]
+
+
+def test_item_of_many_elements():
+    with pytest.raises(ValueError, match=r"only a one-element tensor.*\(2,\)"):
+        Tensor([1.0, 2.0]).item()
+
+
+def test_failed_op_leaves_inputs_unchanged():
+    a = leaf(2, 3)
+    before = a.data.copy()
+    with pytest.raises(ValueError):
+        a @ leaf(2, 3)
+    np.testing.assert_array_equal(a.data, before)
+    assert a.grad is None

@@ -1,0 +1,146 @@
+"""PyTorch's graph semantics, each asserted."""
+
+import numpy as np
+import pytest
+
+from autograd import Tensor, no_grad, enable_grad, is_grad_enabled
+from tests.helpers import leaf
+
+
+def test_leaf_gradients_accumulate_across_backward_calls():
+    a = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    (a * 3).sum().backward()
+    (a * 3).sum().backward()
+    np.testing.assert_array_equal(a.grad, [6.0, 6.0])
+
+
+def test_intermediate_grad_is_none_unless_retained():
+    a = Tensor(np.array([1.0, -2.0]), requires_grad=True)
+    b = a * 2
+    c = a * 3
+    c.retain_grad()
+    (b * c).sum().backward()
+    assert b.grad is None
+    np.testing.assert_allclose(c.grad, b.data)
+
+
+def test_backward_on_non_scalar_without_grad_is_an_error():
+    with pytest.raises(RuntimeError, match=r"one-element output, got shape \(2, 3\)"):
+        (leaf(2, 3) * 2).backward()
+
+
+def test_backward_with_grad_of_wrong_shape_is_an_error():
+    with pytest.raises(ValueError, match=r"grad has shape \(3, 2\) but the tensor has shape \(2, 3\)"):
+        (leaf(2, 3) * 2).backward(np.ones((3, 2)))
+
+
+def test_second_backward_through_freed_graph_raises_and_retain_graph_allows_it():
+    a = leaf(3)
+    y = (a.exp() * 2).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(a.grad, 4 * np.exp(a.data))
+    with pytest.raises(RuntimeError, match="backward through the graph a second time.*retain_graph=True"):
+        y.backward()
+    np.testing.assert_allclose(a.grad, 4 * np.exp(a.data))   # unchanged by the refused call
+
+
+def test_no_grad_builds_no_graph():
+    a = leaf(2)
+    with no_grad():
+        assert not is_grad_enabled()
+        b = a * 2
+        with enable_grad():
+            c = a * 2
+    assert is_grad_enabled()
+    assert not b.requires_grad and b.grad_fn is None
+    assert c.requires_grad and c.grad_fn.name == "Mul"
+
+
+def test_detach_shares_data_and_stops_gradient():
+    a = leaf(3)
+    d = (a * 2).detach()
+    assert d.grad_fn is None and not d.requires_grad
+    y = (a * d).sum()
+    y.backward()
+    np.testing.assert_allclose(a.grad, d.data)
+
+
+def test_reused_node_gets_both_contributions():
+    a = Tensor(np.array([1.5, -2.0]), requires_grad=True)
+    b = a + a
+    c = b * b          # c = 4 a^2, dc/da = 8a
+    c.sum().backward()
+    np.testing.assert_allclose(a.grad, 8 * a.data)
+
+
+def test_long_chain_backpropagates_without_recursion_error():
+    a = Tensor(np.array(1.0), requires_grad=True)
+    x = a
+    for _ in range(100_000):
+        x = x * 1.0
+    x.backward()
+    assert a.grad == 1.0
+
+
+def test_requires_grad_on_integer_tensor_is_an_error():
+    with pytest.raises(TypeError, match="floating-point.*int64"):
+        Tensor([1, 2, 3], requires_grad=True)
+
+
+def test_backward_without_grad_requirement_is_an_error():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (Tensor([1.0]) * 2).sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtype_flows_end_to_end(dtype):
+    a = Tensor(np.ones((2, 3), dtype), requires_grad=True)
+    w = Tensor(np.ones((3, 4), dtype), requires_grad=True)
+    y = ((a @ w).relu().softmax(-1) * 2.0).log_softmax(-1).mean()
+    y.backward()
+    assert y.dtype == dtype and a.grad.dtype == dtype and w.grad.dtype == dtype
+
+
+def test_python_numbers_give_float32_and_ints_int64():
+    assert Tensor(1.5).dtype == np.float32
+    assert Tensor([[1.0, 2.0]]).dtype == np.float32
+    assert Tensor([1, 2]).dtype == np.int64
+    assert Tensor(np.zeros(2)).dtype == np.float64
+    assert (Tensor(np.zeros(2, np.float32)) * 2.5).dtype == np.float32
+
+
+def test_comparisons_give_boolean_tensors_without_grad():
+    a = leaf(2, 3)
+    m = a > 0
+    assert m.dtype == np.bool_ and not m.requires_grad
+    np.testing.assert_array_equal((a == a).data, np.ones((2, 3), bool))
+
+
+def test_repr_names_shape_dtype_and_op():
+    a = leaf(2, 3)
+    r = repr(a @ leaf(3, 4))
+    assert "shape=(2, 4)" in r and "float64" in r and "grad_fn=MatMul" in r
+    assert repr((a @ leaf(3, 4)).grad_fn) == "<MatMul node, output shape (2, 4)>"
+
+
+def test_backward_method_is_named_after_its_op():
+    from autograd.ops import MatMul
+    assert MatMul.backward.__qualname__ == "MatMul.backward"
+
+
+def test_print_graph_lists_ops_and_shapes():
+    from autograd import print_graph
+    a, b = leaf(2, 3), leaf(3)
+    y = (a * b).sum()
+    y.backward()
+    text = print_graph(y)
+    assert text.splitlines()[0].startswith("Sum") and "Mul" in text
+    assert "leaf (2, 3) float64, grad shape (2, 3)" in text
+
+
+def test_draw_graph_writes_an_image(tmp_path):
+    from autograd import draw_graph
+    a, b = leaf(2), leaf(2)
+    path = draw_graph(((a * b).tanh() + a).sum(), tmp_path / "graph.png")
+    assert path.stat().st_size > 1000

@@ -1,0 +1,105 @@
+"""Every op's gradient against central finite differences, in float64, on non-square
+shapes (gradcheck also tests a random upstream gradient)."""
+
+import numpy as np
+import pytest
+
+from autograd import cat, gradcheck, stack, where
+from tests.helpers import const, leaf
+
+# op name -> list of (description, fn, inputs)
+CASES = {
+    "Add": [("broadcast (3,1)+(1,4)", lambda a, b: a + b, [leaf(3, 1), leaf(1, 4)]),
+            ("(2,3,4)+(4,)", lambda a, b: a + b, [leaf(2, 3, 4), leaf(4)]),
+            ("0-d + (2,3)", lambda a, b: a + b, [leaf(), leaf(2, 3)]),
+            ("python scalar", lambda a: 2.5 + a, [leaf(2, 3)])],
+    "Sub": [("(2,3,4)-(3,1)", lambda a, b: a - b, [leaf(2, 3, 4), leaf(3, 1)]),
+            ("scalar - t", lambda a: 1.0 - a, [leaf(3, 2)])],
+    "Mul": [("(3,1)*(1,4)", lambda a, b: a * b, [leaf(3, 1), leaf(1, 4)]),
+            ("reused a*a", lambda a: a * a, [leaf(2, 5)])],
+    "Div": [("(2,3)/(3,)", lambda a, b: a / b, [leaf(2, 3), leaf(3, low=0.5)]),
+            ("scalar / t", lambda a: 2.0 / a, [leaf(4, 3, low=0.5)])],
+    "Pow": [("t ** 3", lambda a: a ** 3, [leaf(2, 3)]),
+            ("t ** t", lambda a, b: a ** b, [leaf(2, 3, low=0.2), leaf(3)]),
+            ("2 ** t", lambda a: 2.0 ** a, [leaf(3, 2)])],
+    "Neg": [("-t", lambda a: -a, [leaf(2, 3)])],
+    "Exp": [("exp", lambda a: a.exp(), [leaf(2, 3)])],
+    "Log": [("log", lambda a: a.log(), [leaf(3, 2, low=0.1)])],
+    "Sqrt": [("sqrt", lambda a: a.sqrt(), [leaf(3, 2, low=0.1)])],
+    "Tanh": [("tanh", lambda a: a.tanh(), [leaf(2, 3)])],
+    "Sigmoid": [("sigmoid", lambda a: a.sigmoid(), [leaf(2, 3)])],
+    "ReLU": [("relu", lambda a: a.relu(), [leaf(3, 4)])],
+    "GELU": [("gelu", lambda a: a.gelu(), [leaf(3, 4)])],
+    "Sum": [("all", lambda a: a.sum(), [leaf(2, 3, 4)]),
+            ("dim=1 keepdim", lambda a: a.sum(1, keepdim=True), [leaf(2, 3, 4)]),
+            ("dims (0,2)", lambda a: a.sum((0, -1)), [leaf(2, 3, 4)])],
+    "Mean": [("dim=-1", lambda a: a.mean(-1), [leaf(2, 3, 4)]),
+             ("all keepdim", lambda a: a.mean(keepdim=True), [leaf(3, 2)])],
+    "Max": [("dim=1", lambda a: a.max(1), [leaf(2, 5, 3)]),
+            ("all", lambda a: a.max(), [leaf(3, 4)])],
+    "Reshape": [("(2,3,4)->(4,-1)", lambda a: a.reshape(4, -1), [leaf(2, 3, 4)]),
+                ("unsqueeze+squeeze", lambda a: a.unsqueeze(1).squeeze(), [leaf(2, 3)])],
+    "Transpose": [("(2,3,4) 0<->2", lambda a: a.transpose(0, 2), [leaf(2, 3, 4)])],
+    "Permute": [("(2,3,4)->(1,2,0)", lambda a: a.permute(1, 2, 0), [leaf(2, 3, 4)])],
+    "Expand": [("(3,1)->(2,3,4)", lambda a: a.expand(2, 3, 4), [leaf(3, 1)])],
+    "Index": [("slice", lambda a: a[1:, ::2], [leaf(3, 5)]),
+              ("repeated indices", lambda a: a[np.array([0, 2, 0, 0])], [leaf(3, 4)]),
+              ("pairs of arrays", lambda a: a[np.array([0, 1, 1]), np.array([2, 2, 0])], [leaf(2, 3)]),
+              ("boolean mask", lambda a: a[a.data > 0], [leaf(3, 4)])],
+    "Cat": [("dim=1", lambda a, b: cat([a, b], dim=1), [leaf(2, 3), leaf(2, 1)])],
+    "Stack": [("dim=-1", lambda a, b: stack([a, b], dim=-1), [leaf(2, 3), leaf(2, 3)])],
+    "MaskedFill": [("broadcast mask", lambda a: a.masked_fill(np.array([True, False, True]), -5.0),
+                    [leaf(2, 3)])],
+    "Where": [("broadcast", lambda a, b: where(np.array([[True], [False]]), a, b), [leaf(2, 3), leaf(3)])],
+    "MatMul": [("(3,4)@(4,2)", lambda a, b: a @ b, [leaf(3, 4), leaf(4, 2)]),
+               ("batched broadcast (2,1,3,4)@(5,4,2)", lambda a, b: a @ b, [leaf(2, 1, 3, 4), leaf(5, 4, 2)]),
+               ("(2,3,4)@(4,5) folds batch", lambda a, b: a @ b, [leaf(2, 3, 4), leaf(4, 5)]),
+               ("vector @ matrix", lambda a, b: a @ b, [leaf(4), leaf(4, 3)]),
+               ("matrix @ vector", lambda a, b: a @ b, [leaf(2, 4), leaf(4)]),
+               ("vector @ vector", lambda a, b: a @ b, [leaf(4), leaf(4)]),
+               ("batched @ vector", lambda a, b: a @ b, [leaf(2, 3, 4), leaf(4)])],
+    "Softmax": [("dim=-1", lambda a: a.softmax(-1), [leaf(3, 5)]),
+                ("dim=0 of 3-d", lambda a: a.softmax(0), [leaf(3, 2, 4)])],
+    "LogSoftmax": [("dim=-1", lambda a: a.log_softmax(-1), [leaf(3, 5)]),
+                   ("dim=1", lambda a: a.log_softmax(1), [leaf(2, 4, 3)])],
+    "LogSumExp": [("dim=-1", lambda a: a.logsumexp(-1), [leaf(3, 5)]),
+                  ("dim=0 keepdim", lambda a: a.logsumexp(0, keepdim=True), [leaf(4, 3)])],
+}
+
+
+@pytest.mark.parametrize("op,description,fn,inputs",
+                         [(op, d, f, x) for op, cases in CASES.items() for d, f, x in cases],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_gradcheck(op, description, fn, inputs):
+    assert gradcheck(fn, inputs)
+
+
+def test_softmax_with_masked_entries_gradchecks():
+    mask = np.array([[True, False, True, True], [False, False, False, False], [True, True, True, False]])
+    assert gradcheck(lambda a: a.masked_fill(~mask, -np.inf).softmax(-1), [leaf(3, 4)])
+
+
+def test_gradcheck_detects_a_wrong_gradient():
+    from autograd import Function, GradcheckError
+
+    class WrongSquare(Function):
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        def backward(ctx, grad):
+            (a,) = ctx.saved_tensors
+            return grad * a   # should be 2a
+
+    with pytest.raises(GradcheckError, match=r"input 0 .* analytic .* numeric"):
+        gradcheck(lambda a: WrongSquare.apply(a), [leaf(2, 3)])
+
+
+def test_gradcheck_requires_float64():
+    from autograd import Tensor
+    with pytest.raises(TypeError, match="float64"):
+        gradcheck(lambda a: a * 2, [Tensor(np.ones((2, 2), np.float32), requires_grad=True)])
+
+
+def test_gradcheck_passes_constants_through():
+    assert gradcheck(lambda a, c: a * c, [leaf(2, 3), const(2, 3)])
