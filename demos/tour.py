@@ -1,0 +1,68 @@
+"""A guided tour of the tensor engine: one small expression, forward then backward.
+
+    python -m demos.tour [--out runs/tour]
+
+Prints each node as it is built, then each backward step (which op, what gradient it
+receives and what it sends to its inputs), checks the result with gradcheck, and saves
+a drawing of the graph.  Put a breakpoint in `autograd/engine.py:run_backward` to step it.
+"""
+
+import argparse
+
+import numpy as np
+
+from autograd import Tensor, draw_graph, gradcheck, print_graph
+from autograd.engine import graph_nodes
+from demos._plotting import output_dir
+
+
+def expression(x, w, b):
+    """loss = mean(tanh(x @ w + b)^2): a one-layer network and a squared output."""
+    h = x @ w          # (2, 3) @ (3, 2) -> (2, 2)
+    z = h + b          # (2, 2) + (2,)   -> (2, 2): b is broadcast over the rows
+    a = z.tanh()
+    return (a * a).mean()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/tour")
+    args = parser.parse_args(argv)
+    out_dir = output_dir(args.out)
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.standard_normal((2, 3)))                          # data: no gradient needed
+    w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)      # parameters
+    b = Tensor(np.zeros(2), requires_grad=True)
+
+    print("== forward: each op makes a node that remembers its inputs ==")
+    loss = expression(x, w, b)
+    for node in graph_nodes(loss.grad_fn):
+        inputs = ", ".join(str(t.shape) for t in node.inputs)
+        print(f"  {node.name:<6} inputs {inputs:<18} -> output {node.out_shape}")
+    print(f"  loss = {loss.item():.6f}")
+
+    print("\n== backward: from the loss to the leaves, one op's backward() at a time ==")
+    for node in reversed(graph_nodes(loss.grad_fn)):
+        original = type(node).backward
+
+        def traced(ctx, grad, original=original):
+            grads = original(ctx, grad)
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            sent = ", ".join("-" if g is None else str(np.shape(g)) for g in grads)
+            print(f"  {ctx.name}.backward: receives dL/d(out) of shape {np.shape(grad)}, sends {sent}")
+            return grads
+        node.backward = traced.__get__(node)
+    loss.backward()
+    print(f"\n  dL/dw =\n{np.array2string(w.grad, precision=4)}\n  dL/db = {np.array2string(b.grad, precision=4)}")
+
+    print("\n== the graph, output first ==")
+    print_graph(loss)
+    print("\n== gradcheck: the backward pass against central finite differences ==")
+    ok = gradcheck(lambda w, b: expression(x, w, b), [w, b])
+    print(f"  gradcheck passed: {ok}")
+    path = draw_graph(loss, f"{out_dir}/graph.png", title="loss = mean(tanh(x @ w + b)^2)")
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()
