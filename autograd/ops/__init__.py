@@ -7,3 +7,4 @@ from autograd.ops.shape import Reshape, Transpose, Permute, Expand, Index, Cat, 
 from autograd.ops.masking import MaskedFill, Where  # noqa: F401
 from autograd.ops.matmul import MatMul  # noqa: F401
 from autograd.ops.softmax import Softmax, LogSoftmax, LogSumExp  # noqa: F401
+from autograd.ops.norm import LayerNorm  # noqa: F401

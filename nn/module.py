@@ -1,0 +1,190 @@
+"""`Module` and `Parameter`: the containers that turn tensors into trainable models.
+
+Assigning a `Parameter` or a `Module` to an attribute of a module registers it, so
+`parameters()`, `state_dict()`, `train()` and `eval()` find it by name, as in PyTorch.
+"""
+
+from collections import OrderedDict
+
+import numpy as np
+
+from autograd import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a Module owns and an optimizer updates; always requires grad.
+
+    `.data` and `.grad` are plain numpy arrays: an optimizer (or a learner in a debugger)
+    may read them and assign new arrays.
+    """
+
+    def __init__(self, data, requires_grad=True):
+        super().__init__(data.data if isinstance(data, Tensor) else data, requires_grad=requires_grad)
+        if not np.issubdtype(self.data.dtype, np.floating):
+            raise TypeError(f"Parameter: data must be floating point, got {self.data.dtype}")
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Module:
+    """Base class of every layer and model: subclasses define `forward` and assign their
+    parameters and sub-modules as attributes in `__init__` (after `super().__init__()`)."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        self._parameters.pop(name, None)
+        self._modules.pop(name, None)
+        object.__delattr__(self, name)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ----- walking the tree -----
+
+    def named_modules(self, prefix=""):
+        """(dotted name, module) for this module and every descendant, depth first."""
+        yield prefix, self
+        for name, child in self._modules.items():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_parameters(self, prefix="", remove_duplicate=True):
+        """(dotted name, parameter) pairs such as ('encoder.layers.0.self_attn.q_proj.weight', p).
+        A parameter shared by two modules (weight tying) is listed once unless remove_duplicate=False."""
+        seen = set()
+        for module_name, module in self.named_modules(prefix):
+            for name, p in module._parameters.items():
+                if remove_duplicate and id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (f"{module_name}.{name}" if module_name else name), p
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    # ----- modes and gradients -----
+
+    def train(self, mode=True):
+        """Training mode (dropout active) for this module and all below it."""
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        """Evaluation mode (dropout is the identity) for this module and all below it."""
+        return self.train(False)
+
+    def zero_grad(self):
+        for p in self.parameters():
+            p.grad = None
+
+    # ----- saving and loading -----
+
+    def state_dict(self):
+        """{dotted name: numpy array (a copy)} for every parameter, tied ones under each name."""
+        return OrderedDict((name, p.data.copy()) for name, p in self.named_parameters(remove_duplicate=False))
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy arrays into the parameters.  Every problem (missing key, unexpected key,
+        shape mismatch) is reported together, by name, and nothing is changed if any is
+        found.  strict=False ignores missing and unexpected keys, never shape mismatches."""
+        own = OrderedDict(self.named_parameters(remove_duplicate=False))
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = [f"{k}: expected shape {own[k].shape}, got {np.shape(state_dict[k])}"
+                      for k in own if k in state_dict and np.shape(state_dict[k]) != own[k].shape]
+        problems = []
+        if strict and missing:
+            problems.append("missing keys: " + ", ".join(missing))
+        if strict and unexpected:
+            problems.append("unexpected keys: " + ", ".join(unexpected))
+        if mismatched:
+            problems.append("shape mismatches: " + "; ".join(mismatched))
+        if problems:
+            raise KeyError(f"load_state_dict for {type(self).__name__} failed, nothing was loaded: "
+                           + " | ".join(problems))
+        for name, p in own.items():
+            if name in state_dict:
+                p.data = np.array(state_dict[name], dtype=p.data.dtype)
+        return missing, unexpected
+
+    # ----- printing -----
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, child in self._modules.items():
+            child_text = repr(child).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {child_text}")
+        return "\n".join(lines) + (")" if len(lines) == 1 else "\n)")
+
+
+class Sequential(Module):
+    """Modules applied one after another: Sequential(a, b, c)(x) == c(b(a(x)))."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are registered (under names '0', '1', ...)."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module):
+        setattr(self, str(len(self._modules)), module)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())

@@ -1,0 +1,138 @@
+"""state_dicts, checkpoints, resuming, and refusing bad checkpoints without changing the model."""
+
+import os
+
+import numpy as np
+import pytest
+
+import nn
+from autograd import Tensor, manual_seed
+from nn import functional as F
+from nn.optim import Adam
+
+
+def make_model(seed=0):
+    manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Dropout(0.1), nn.LayerNorm(8), nn.Linear(8, 3))
+
+
+def train(model, opt, steps, data_seed):
+    rng = np.random.default_rng(data_seed)
+    losses = []
+    for _ in range(steps):
+        x = Tensor(rng.standard_normal((16, 4)).astype(np.float32))
+        y = rng.integers(0, 3, 16)
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_state_dict_round_trip_is_exact(tmp_path):
+    a, b = make_model(0), make_model(1)
+    nn.save(a.state_dict(), tmp_path / "m.npz")
+    b.load_state_dict(nn.load(tmp_path / "m.npz"))
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and va.dtype == vb.dtype
+        np.testing.assert_array_equal(va, vb)
+
+
+def test_same_seed_same_losses_bit_for_bit():
+    runs = []
+    for _ in range(2):
+        model = make_model(7)
+        manual_seed(11)   # dropout masks
+        runs.append(train(model, Adam(model.parameters(), lr=1e-2), 5, data_seed=3))
+    assert runs[0] == runs[1]
+
+
+def test_resume_from_checkpoint_gives_the_same_next_losses(tmp_path):
+    model = make_model(3)
+    opt = Adam(model.parameters(), lr=1e-2)
+    manual_seed(5)
+    train(model, opt, 4, data_seed=1)
+    nn.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, tmp_path / "ckpt.npz")
+    rng_state = manual_seed(9)
+    uninterrupted = train(model, opt, 4, data_seed=2)
+
+    resumed_model = make_model(42)
+    resumed_opt = Adam(resumed_model.parameters(), lr=0.5)
+    ckpt = nn.load(tmp_path / "ckpt.npz")
+    resumed_model.load_state_dict(ckpt["model"])
+    resumed_opt.load_state_dict(ckpt["optimizer"])
+    manual_seed(9)
+    assert train(resumed_model, resumed_opt, 4, data_seed=2) == uninterrupted
+    assert rng_state is not None
+
+
+def _assert_unchanged(model, before):
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v, before[k])
+
+
+@pytest.mark.parametrize("corrupt,message", [
+    (lambda s: s.pop("0.weight"), r"missing keys: 0\.weight"),
+    (lambda s: s.__setitem__("extra.weight", np.zeros(2)), r"unexpected keys: extra\.weight"),
+    (lambda s: s.__setitem__("4.bias", np.zeros(5)), r"4\.bias: expected shape \(3,\), got \(5,\)"),
+])
+def test_mismatched_state_dict_is_refused_and_model_unchanged(corrupt, message):
+    model = make_model(0)
+    before = model.state_dict()
+    state = make_model(1).state_dict()
+    corrupt(state)
+    with pytest.raises(KeyError, match=message):
+        model.load_state_dict(state)
+    _assert_unchanged(model, before)
+
+
+def test_object_array_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "evil.npz"
+    np.savez(path, weight=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="object .*refusing"):
+        nn.load(path)
+
+
+def test_truncated_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "m.npz"
+    nn.save(make_model(0).state_dict(), path)
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="not a valid checkpoint"):
+        nn.load(path)
+
+
+def test_missing_file_and_directory_are_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint file"):
+        nn.load(tmp_path / "nope.npz")
+    with pytest.raises(FileNotFoundError, match="no checkpoint file"):
+        nn.load(tmp_path)
+
+
+def test_save_is_atomic_when_writing_fails(tmp_path, monkeypatch):
+    path = tmp_path / "m.npz"
+    nn.save({"w": np.ones(3)}, path)
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(np, "savez", crash)
+    with pytest.raises(OSError, match="disk full"):
+        nn.save({"w": np.zeros(3)}, path)
+    np.testing.assert_array_equal(nn.load(path)["w"], np.ones(3))
+    assert os.listdir(tmp_path) == ["m.npz"]
+
+
+def test_average_checkpoints(tmp_path):
+    paths = []
+    for i in range(3):
+        paths.append(nn.save({"w": np.full(2, float(i)), "b": np.array([i * 2.0])}, tmp_path / f"{i}.npz"))
+    avg = nn.average_checkpoints(paths)
+    np.testing.assert_array_equal(avg["w"], [1.0, 1.0])
+    nn.save({"w": np.zeros(3), "b": np.zeros(1)}, tmp_path / "bad_shape.npz")
+    with pytest.raises(ValueError, match=r"'w' has shape \(3,\)"):
+        nn.average_checkpoints(paths + [tmp_path / "bad_shape.npz"])
+    nn.save({"w": np.zeros(2)}, tmp_path / "bad_keys.npz")
+    with pytest.raises(KeyError, match="different keys"):
+        nn.average_checkpoints(paths + [tmp_path / "bad_keys.npz"])
