@@ -3,7 +3,8 @@
 Ops call `kernels.matmul`, `kernels.softmax`, ... and this module forwards the call to
 the chosen backend: "numba" (JIT-compiled, `autograd/kernels/jit.py`) or "numpy" (the
 plain reference twins, `autograd/kernels/reference.py`).  Choose with the environment
-variable AUTOGRAD_KERNELS=numpy|numba before import, or `use_backend(name)` at run time.
+variable AUTOGRAD_KERNELS=numpy|numba before import (numba is the default), or
+`use_backend(name)` at run time.
 """
 
 import os
@@ -38,4 +39,9 @@ def backend():
     return _current
 
 
-use_backend(os.environ.get("AUTOGRAD_KERNELS", "numpy"))
+def warmup():
+    """Compile (or load from Numba's cache) every Numba kernel now rather than on first use."""
+    _load_backend("numba").warmup()
+
+
+use_backend(os.environ.get("AUTOGRAD_KERNELS", "numba"))

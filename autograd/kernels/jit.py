@@ -1,0 +1,349 @@
+"""Numba kernels: matmul, softmax, log-softmax and their backwards, compiled for the CPU.
+
+Each public function here has a numpy twin of the same name and signature in
+`reference.py`; tests compare the two.  Run with NUMBA_DISABLE_JIT=1 and every kernel is
+plain Python you can step through (slowly).
+
+Three tricks make these fast, each explained where it is used:
+- matmul packs B into panels of PANEL columns and computes C four rows at a time, with the
+  k loop unrolled by four, so each accumulator load and store carries 16 multiply-adds;
+- `_row_max` compares floats as integers (an order-preserving bit mapping), because
+  LLVM vectorizes integer max reductions but not float ones here;
+- `_exp_row` computes exp with a range reduction and a Taylor polynomial instead of calling
+  libm's scalar exp, so the loop vectorizes.
+
+Helpers called by a kernel are `register_jitable` (compiled into their caller): a nested
+dispatcher object would make the cache key differ in every process.
+
+Fast-math: the flags allow reassociation (vectorized sums) and fused multiply-add, but
+NOT 'nnan'/'ninf': masked attention scores are -inf and must stay -inf.
+"""
+
+import math
+
+import numba
+import numpy as np
+from numba import njit, prange
+from numba.extending import register_jitable
+
+FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
+JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False)
+MICRO_ROWS = 4             # rows of C computed together (the register block)
+ROWS_PER_TASK = 64         # rows of C per parallel work item
+PARALLEL_MIN_FLOPS = 1 << 22   # below this (about a 128^3 matmul), threads cost more than they save
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+def _use_threads(work, threshold):
+    return work >= threshold and numba.get_num_threads() > 1
+
+
+# ============================================================================ matmul
+
+def _make_gemm(panel, parallel):
+    """A batched GEMM kernel whose B panels are `panel` columns wide.  The width is a
+    compile-time constant (LLVM fully vectorizes the inner loop), so each width is its
+    own compiled function: 16, 32 or 64, chosen by N."""
+
+    @register_jitable(**JIT)
+    def gemm_rows(a, packed_b, c, i0, i1):
+        """c[i0:i1] = a[i0:i1] @ B, with B packed as (n_panels, K4, panel), zero-padded."""
+        n_panels, k4, _ = packed_b.shape
+        k = a.shape[1]
+        n = c.shape[1]
+        count = i1 - i0
+        a_rows = np.zeros(((count + MICRO_ROWS - 1) // MICRO_ROWS * MICRO_ROWS, k4), c.dtype)
+        for r in range(count):                            # rows i0..i1 of A, zero-padded
+            for kk in range(k):
+                a_rows[r, kk] = a[i0 + r, kk]
+        acc = np.empty((MICRO_ROWS, panel), c.dtype)      # a 4 x panel block of C
+        for i in range(0, a_rows.shape[0], MICRO_ROWS):
+            for p in range(n_panels):
+                bp = packed_b[p]                          # (K4, panel)
+                acc[:] = 0
+                for kk in range(0, k4, 4):
+                    a00 = a_rows[i, kk]; a01 = a_rows[i, kk + 1]; a02 = a_rows[i, kk + 2]; a03 = a_rows[i, kk + 3]
+                    a10 = a_rows[i + 1, kk]; a11 = a_rows[i + 1, kk + 1]; a12 = a_rows[i + 1, kk + 2]; a13 = a_rows[i + 1, kk + 3]
+                    a20 = a_rows[i + 2, kk]; a21 = a_rows[i + 2, kk + 1]; a22 = a_rows[i + 2, kk + 2]; a23 = a_rows[i + 2, kk + 3]
+                    a30 = a_rows[i + 3, kk]; a31 = a_rows[i + 3, kk + 1]; a32 = a_rows[i + 3, kk + 2]; a33 = a_rows[i + 3, kk + 3]
+                    for j in range(panel):                # vectorized: `panel` columns at once
+                        b0 = bp[kk, j]; b1 = bp[kk + 1, j]; b2 = bp[kk + 2, j]; b3 = bp[kk + 3, j]
+                        acc[0, j] += a00 * b0 + a01 * b1 + a02 * b2 + a03 * b3
+                        acc[1, j] += a10 * b0 + a11 * b1 + a12 * b2 + a13 * b3
+                        acc[2, j] += a20 * b0 + a21 * b1 + a22 * b2 + a23 * b3
+                        acc[3, j] += a30 * b0 + a31 * b1 + a32 * b2 + a33 * b3
+                j0 = p * panel
+                for r in range(min(MICRO_ROWS, count - i)):
+                    for j in range(min(panel, n - j0)):
+                        c[i0 + i + r, j0 + j] = acc[r, j]
+
+    @njit(parallel=parallel, **JIT)
+    def gemm(a, b, a_of, b_of, c):
+        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.
+        a: (Ta, M, K), b: (Tb, K, N), c: (T, M, N), all C-contiguous; a_of/b_of map each
+        output matrix to its operands (that is how broadcast batch dims are handled)."""
+        t_count, m, n = c.shape
+        k = a.shape[2]
+        k4 = (k + 3) // 4 * 4
+        n_panels = (n + panel - 1) // panel
+        packed = np.zeros((b.shape[0], n_panels, k4, panel), c.dtype)   # (Tb, panels, K4, panel)
+        for q in prange(b.shape[0] * n_panels):
+            s, p = q // n_panels, q % n_panels
+            j0 = p * panel
+            for kk in range(k):
+                for j in range(min(panel, n - j0)):
+                    packed[s, p, kk, j] = b[s, kk, j0 + j]
+        blocks = (m + ROWS_PER_TASK - 1) // ROWS_PER_TASK
+        for task in prange(t_count * blocks):
+            t, blk = task // blocks, task % blocks
+            i0 = blk * ROWS_PER_TASK
+            gemm_rows(a[a_of[t]], packed[b_of[t]], c[t], i0, min(m, i0 + ROWS_PER_TASK))
+
+    return gemm
+
+
+PANELS = (16, 32, 64)
+_gemm_kernels = {}
+
+
+def _gemm_kernel(n, parallel):
+    panel = 16 if n <= 16 else 32 if n <= 32 else 64
+    key = (panel, parallel)
+    if key not in _gemm_kernels:
+        _gemm_kernels[key] = _make_gemm(panel, parallel)
+    return _gemm_kernels[key]
+
+
+_aranges = {}
+
+
+def _batch_index(batch_shape, full_batch):
+    """For each matrix of the broadcast batch, the index of the operand's own matrix."""
+    count = math.prod(batch_shape)
+    if batch_shape == full_batch:        # no broadcasting: matrix t uses matrix t
+        if count not in _aranges:
+            _aranges[count] = np.arange(count)
+        return _aranges[count]
+    return np.ascontiguousarray(np.broadcast_to(np.arange(count).reshape(batch_shape), full_batch)).reshape(-1)
+
+
+def matmul(a, b):
+    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast, float32 or float64."""
+    dtype = a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
+    if dtype not in (np.float32, np.float64) or a.ndim < 2 or b.ndim < 2:
+        return np.matmul(a, b)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if b.shape[-2] != k:
+        raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
+    if b.ndim == 2 and a.ndim > 2:   # (..., M, K) @ (K, N): one GEMM over all rows
+        return matmul(a.reshape(-1, k), b).reshape(a.shape[:-1] + (n,))
+    batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    out = np.empty(batch + (m, n), dtype)
+    if out.size == 0:
+        return out
+    if k == 0:
+        out[...] = 0
+        return out
+    a3 = np.ascontiguousarray(a, dtype).reshape(-1, m, k)
+    b3 = np.ascontiguousarray(b, dtype).reshape(-1, k, n)
+    a_of = _batch_index(a.shape[:-2], batch)
+    b_of = _batch_index(b.shape[:-2], batch)
+    parallel = _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
+    _gemm_kernel(n, parallel)(a3, b3, a_of, b_of, out.reshape(-1, m, n))
+    return out
+
+
+# ============================================================================ row-wise kernels
+
+def _make_rowwise(dtype, parallel):
+    """softmax, log-softmax and their backwards over the rows of a 2-D array, for one
+    dtype.  Every constant is of that dtype: a float64 literal in a float32 kernel would
+    silently turn the whole computation into float64."""
+    f = np.dtype(dtype).type
+    uint_bits = 32 if dtype == np.float32 else 64
+    itype = np.int32 if dtype == np.float32 else np.int64
+    it = itype
+    SIGN_SHIFT = it(uint_bits - 1)
+    SIGN_OFF = it(2 ** (uint_bits - 1) - 1)          # all bits but the sign bit
+    MIN_KEY = it(-2 ** (uint_bits - 1))
+    MANTISSA = it(23 if dtype == np.float32 else 52)
+    BIAS = it(127 if dtype == np.float32 else 1023)
+    # e^r = sum_k r^k / k! on |r| <= ln2/2: degree 7 is below float32 rounding, 12 below float64's
+    DEGREE = 7 if dtype == np.float32 else 12
+    TAYLOR = tuple(f(1.0 / math.factorial(k)) for k in range(DEGREE, -1, -1))   # highest power first
+    LOG2E = f(1.4426950408889634)
+    LN2_HI = f(0.693145751953125)                    # ln 2 split in two so k * LN2_HI is exact
+    LN2_LO = f(1.4286068203094173e-06)
+    LOWEST = f(-87.0 if dtype == np.float32 else -708.0)   # exp below this is 0 (or denormal)
+    ZERO, ONE, HALF = f(0.0), f(1.0), f(0.5)
+    NEG_INF = f(-np.inf)
+
+    @register_jitable(**JIT)
+    def row_max(row, scratch_key):
+        """max(row), -inf for an all -inf row.  Floats are compared as integers: flipping
+        the non-sign bits of negative numbers makes integer order equal float order, and
+        LLVM vectorizes an integer max reduction (it does not vectorize this float one)."""
+        bits = row.view(itype)
+        best = MIN_KEY
+        for j in range(row.shape[0]):
+            key = bits[j] ^ ((bits[j] >> SIGN_SHIFT) & SIGN_OFF)
+            best = key if key > best else best
+        scratch_key[0] = best ^ ((best >> SIGN_SHIFT) & SIGN_OFF)   # the mapping is its own inverse
+        return scratch_key.view(f)[0]
+
+    @register_jitable(**JIT)
+    def exp_row(row, shift, out):
+        """out[j] = exp(row[j] - shift) for row[j] <= shift; returns sum_j out[j].
+
+        exp(d) = 2^k * e^r with k = round(d / ln 2) and r = d - k ln 2, |r| <= ln2/2:
+        e^r is a Taylor polynomial (Horner's rule) and 2^k is built from its bits
+        ((k + bias) << mantissa bits) through an integer view of `out`."""
+        out_bits = out.view(itype)
+        total = ZERO
+        for j in range(row.shape[0]):
+            d = row[j] - shift
+            t = d if d > LOWEST else LOWEST
+            k_int = it(t * LOG2E - HALF)               # round to nearest (t <= 0): truncate t/ln2 - 1/2
+            out_bits[j] = (k_int + BIAS) << MANTISSA    # out[j] now holds 2^k
+            k = f(k_int)
+            r = (t - k * LN2_HI) - k * LN2_LO
+            p = TAYLOR[0]
+            for c in TAYLOR[1:]:
+                p = p * r + c
+            e = p * out[j] if d >= LOWEST else ZERO
+            out[j] = e
+            total += e
+        return total
+
+    @njit(parallel=parallel, **JIT)
+    def softmax(x, out):
+        """out = softmax of each row of x (zeros for a fully masked row)."""
+        scratch = np.empty(x.shape[0], itype)             # one slot per row for row_max
+        for i in prange(x.shape[0]):
+            m = row_max(x[i], scratch[i:i + 1])
+            if m == NEG_INF:
+                out[i] = ZERO
+                continue
+            inv = ONE / exp_row(x[i], m, out[i])
+            for j in range(x.shape[1]):
+                out[i, j] *= inv
+
+    @njit(parallel=parallel, **JIT)
+    def softmax_backward(y, dy, dx):
+        """dx = y * (dy - sum(dy * y)) row by row."""
+        for i in prange(y.shape[0]):
+            dot = ZERO
+            for j in range(y.shape[1]):
+                dot += dy[i, j] * y[i, j]
+            for j in range(y.shape[1]):
+                dx[i, j] = y[i, j] * (dy[i, j] - dot)
+
+    @njit(parallel=parallel, **JIT)
+    def log_softmax(x, out):
+        """out = x - max - log(sum exp(x - max)) row by row (zeros for a fully masked row)."""
+        scratch = np.empty(x.shape[0], itype)             # one slot per row for row_max
+        for i in prange(x.shape[0]):
+            m = row_max(x[i], scratch[i:i + 1])
+            if m == NEG_INF:
+                out[i] = ZERO
+                continue
+            log_sum = f(np.log(exp_row(x[i], m, out[i])))   # out[i] is scratch here
+            for j in range(x.shape[1]):
+                out[i, j] = (x[i, j] - m) - log_sum
+
+    @njit(parallel=parallel, **JIT)
+    def log_softmax_backward(y, dy, dx):
+        """dx = dy - exp(y) * sum(dy); zero for a fully masked row (y all 0, so sum exp(y) = n > 1)."""
+        for i in prange(y.shape[0]):
+            total_dy = ZERO
+            for j in range(y.shape[1]):
+                total_dy += dy[i, j]
+            total_p = exp_row(y[i], ZERO, dx[i])        # dx[i] holds exp(y) for now
+            if total_p > f(1.5):
+                dx[i] = ZERO
+                continue
+            for j in range(y.shape[1]):
+                dx[i, j] = dy[i, j] - dx[i, j] * total_dy
+
+    return {"softmax": softmax, "softmax_backward": softmax_backward,
+            "log_softmax": log_softmax, "log_softmax_backward": log_softmax_backward}
+
+
+_rowwise_kernels = {}
+
+
+def _rowwise(name, dtype, size):
+    parallel = _use_threads(size, PARALLEL_MIN_ELEMENTS)
+    key = (np.dtype(dtype), parallel)
+    if key not in _rowwise_kernels:
+        _rowwise_kernels[key] = _make_rowwise(np.dtype(dtype).type, parallel)
+    return _rowwise_kernels[key][name]
+
+
+def _as_rows(x, dtype):
+    """x as a C-contiguous 2-D array of rows along its last axis."""
+    n = x.shape[-1] if x.ndim else 1
+    return np.ascontiguousarray(x, dtype).reshape(-1, n)
+
+
+def _float_dtype(*arrays):
+    dtype = np.result_type(*arrays)
+    return dtype if dtype in (np.float32, np.float64) else None
+
+
+def _forward(name, x):
+    dtype = _float_dtype(x)
+    if dtype is None or x.size == 0 or x.ndim == 0:
+        from autograd.kernels import reference
+        return getattr(reference, name)(x)
+    rows = _as_rows(x, dtype)
+    out = np.empty_like(rows)
+    _rowwise(name, dtype, rows.size)(rows, out)
+    return out.reshape(x.shape)
+
+
+def _backward(name, y, dy):
+    dtype = _float_dtype(y, dy)
+    if dtype is None or y.size == 0 or y.ndim == 0:
+        from autograd.kernels import reference
+        return getattr(reference, name)(y, dy)
+    y_rows, dy_rows = _as_rows(y, dtype), _as_rows(dy, dtype)
+    dx = np.empty_like(y_rows)
+    _rowwise(name, dtype, y_rows.size)(y_rows, dy_rows, dx)
+    return dx.reshape(y.shape)
+
+
+def softmax(x):
+    """Row-wise softmax along the last axis (see reference.softmax)."""
+    return _forward("softmax", x)
+
+
+def softmax_backward(y, dy):
+    return _backward("softmax_backward", y, dy)
+
+
+def log_softmax(x):
+    return _forward("log_softmax", x)
+
+
+def log_softmax_backward(y, dy):
+    return _backward("log_softmax_backward", y, dy)
+
+
+def warmup():
+    """Compile (or load from the cache) every kernel for float32 and float64, serial and
+    parallel, so that the first training step does not pay for compilation."""
+    for dtype in (np.float32, np.float64):
+        for parallel in (False, True):
+            kernels = _rowwise_kernels.setdefault((np.dtype(dtype), parallel), _make_rowwise(dtype, parallel))
+            x = np.zeros((2, 3), dtype)
+            kernels["softmax"](x, np.empty_like(x))
+            kernels["log_softmax"](x, np.empty_like(x))
+            kernels["softmax_backward"](x, x, np.empty_like(x))
+            kernels["log_softmax_backward"](x, x, np.empty_like(x))
+            for panel in PANELS:
+                a = np.zeros((1, 2, 3), dtype)
+                b = np.zeros((1, 3, panel), dtype)
+                index = np.zeros(1, np.int64)
+                _gemm_kernel(panel, parallel)(a, b, index, index, np.empty((1, 2, panel), dtype))

@@ -1,0 +1,185 @@
+"""Benchmark the Numba kernels against numpy (and PyTorch CPU, when installed) in one process.
+
+    python -m demos.bench_kernels [--threads 1] [--json out.json] [--quick]
+
+Prints medians of repeated runs: matmul GFLOP/s against numpy's BLAS; softmax and
+log-softmax forward and backward in microseconds against the numpy twins (and PyTorch);
+compile time of each kernel with an empty cache, and start-up with the cache warm.
+Thread counts are fixed before numpy is imported, so BLAS, Numba and PyTorch all use
+`--threads` threads.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")
+    return parser.parse_args(argv)
+
+
+def median_time(fn, repeats, min_total=0.2):
+    """Median seconds per call; calls are batched so each timing lasts >= ~1 ms."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    inner = max(1, int(1e-3 / once))
+    times = []
+    deadline = time.perf_counter() + min_total
+    while len(times) < repeats or time.perf_counter() < deadline:
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        times.append((time.perf_counter() - start) / inner)
+        if len(times) >= 5 * repeats:
+            break
+    times.sort()
+    return times[len(times) // 2]
+
+
+def matmul_cases():
+    cases = [(f"square {n} {dt}", (n, n), (n, n), dt) for dt in ("float32", "float64")
+             for n in (64, 128, 256, 512, 1024)]
+    for dt in ("float32", "float64"):
+        cases += [(f"attention 64x(32x16)@(16x32) {dt}", (64, 32, 16), (64, 16, 32), dt),
+                  (f"attention 64x(32x32)@(32x16) {dt}", (64, 32, 32), (64, 32, 16), dt),
+                  (f"linear (640x64)@(64x256) {dt}", (640, 64), (64, 256), dt),
+                  (f"linear (640x64)@(64x64) {dt}", (640, 64), (64, 64), dt)]
+    return cases
+
+
+def bench_matmul(np, jit, repeats, torch):
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, a_shape, b_shape, dt in matmul_cases():
+        a = rng.standard_normal(a_shape).astype(dt)
+        b = rng.standard_normal(b_shape).astype(dt)
+        flops = 2 * a.size * b_shape[-1]
+        t_numba = median_time(lambda: jit.matmul(a, b), repeats)
+        t_numpy = median_time(lambda: np.matmul(a, b), repeats)
+        row = {"case": name, "numba_gflops": flops / t_numba / 1e9, "numpy_gflops": flops / t_numpy / 1e9}
+        row["ratio_vs_numpy"] = row["numba_gflops"] / row["numpy_gflops"]
+        if torch is not None:
+            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+            row["torch_gflops"] = flops / median_time(lambda: torch.matmul(ta, tb), repeats) / 1e9
+        rows.append(row)
+        extra = f"  torch {row['torch_gflops']:6.1f}" if torch is not None else ""
+        print(f"  {name:<38} numba {row['numba_gflops']:6.1f}  numpy {row['numpy_gflops']:6.1f} GFLOP/s"
+              f"  ratio {row['ratio_vs_numpy']:.2f}x{extra}", flush=True)
+    return rows
+
+
+def bench_rowwise(np, jit, reference, repeats, torch):
+    rng = np.random.default_rng(1)
+    rows = []
+    for shape in ((64, 4, 32, 32), (640, 1000)):
+        x = (3 * rng.standard_normal(shape)).astype(np.float32)
+        dy = rng.standard_normal(shape).astype(np.float32)
+        y_soft, y_log = reference.softmax(x), reference.log_softmax(x)
+        cases = {
+            "softmax": (lambda: jit.softmax(x), lambda: reference.softmax(x)),
+            "softmax_backward": (lambda: jit.softmax_backward(y_soft, dy), lambda: reference.softmax_backward(y_soft, dy)),
+            "log_softmax": (lambda: jit.log_softmax(x), lambda: reference.log_softmax(x)),
+            "log_softmax_backward": (lambda: jit.log_softmax_backward(y_log, dy),
+                                     lambda: reference.log_softmax_backward(y_log, dy)),
+        }
+        torch_cases = {}
+        if torch is not None:
+            tx, tdy = torch.from_numpy(x), torch.from_numpy(dy)
+            ty_soft, ty_log = torch.softmax(tx, -1), torch.log_softmax(tx, -1)
+            aten = torch.ops.aten
+            torch_cases = {
+                "softmax": lambda: torch.softmax(tx, -1),
+                "softmax_backward": lambda: aten._softmax_backward_data(tdy, ty_soft, -1, tx.dtype),
+                "log_softmax": lambda: torch.log_softmax(tx, -1),
+                "log_softmax_backward": lambda: aten._log_softmax_backward_data(tdy, ty_log, -1, tx.dtype),
+            }
+        for name, (numba_fn, numpy_fn) in cases.items():
+            row = {"case": f"{name} {shape} float32", "numba_us": median_time(numba_fn, repeats) * 1e6,
+                   "numpy_us": median_time(numpy_fn, repeats) * 1e6}
+            row["ratio_vs_numpy"] = row["numba_us"] / row["numpy_us"]
+            extra = ""
+            if name in torch_cases:
+                row["torch_us"] = median_time(torch_cases[name], repeats) * 1e6
+                row["ratio_vs_torch"] = row["numba_us"] / row["torch_us"]
+                extra = f"  torch {row['torch_us']:8.1f} us  ratio {row['ratio_vs_torch']:.2f}x"
+            rows.append(row)
+            print(f"  {row['case']:<45} numba {row['numba_us']:8.1f} us  numpy {row['numpy_us']:8.1f} us"
+                  f"  ratio {row['ratio_vs_numpy']:.2f}x{extra}", flush=True)
+    return rows
+
+
+COMPILE_SCRIPT = """
+import time, json, numpy as np
+t0 = time.perf_counter()
+from autograd.kernels import jit
+times = {"import": time.perf_counter() - t0}
+x = np.zeros((3, 5), np.float32)
+for name in ("softmax", "log_softmax"):
+    t = time.perf_counter(); getattr(jit, name)(x); times[name] = time.perf_counter() - t
+for name in ("softmax_backward", "log_softmax_backward"):
+    t = time.perf_counter(); getattr(jit, name)(x, x); times[name] = time.perf_counter() - t
+for n in (16, 32, 64):
+    t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, n), np.float32))
+    times[f"matmul panel {n}"] = time.perf_counter() - t
+times["total"] = time.perf_counter() - t0
+print(json.dumps(times))
+"""
+
+
+def bench_compile():
+    """Each float32 serial kernel's first call in a fresh process: once with an empty
+    cache (compilation), once with the cache that run left (loading)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        runs = [json.loads(subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], env=env, cwd=root, check=True,
+                                          capture_output=True, text=True).stdout) for _ in range(2)]
+    cold, warm = runs
+    for name in cold:
+        print(f"  {name:<24} cold {cold[name]:7.2f} s   warm cache {warm[name]:6.3f} s")
+    return {"cold_s": cold, "warm_s": warm}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    import numpy as np
+    from autograd.kernels import jit, reference
+    try:
+        import torch
+        torch.set_num_threads(args.threads)
+    except ImportError:
+        torch = None
+    repeats = 5 if args.quick else 21
+    import platform
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": args.threads,
+               "numpy": np.__version__, "torch": getattr(torch, "__version__", None)}
+    print(f"machine: {machine}")
+    jit.warmup()
+    print("matmul (GFLOP/s, higher is better):")
+    results = {"machine": machine, "matmul": bench_matmul(np, jit, repeats, torch)}
+    print("row-wise kernels (microseconds, lower is better):")
+    results["rowwise"] = bench_rowwise(np, jit, reference, repeats, torch)
+    if not args.quick:
+        print("compile time (float32 serial kernels):")
+        results["compile"] = bench_compile()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+        print(f"wrote {args.json}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

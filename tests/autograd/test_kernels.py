@@ -1,0 +1,184 @@
+"""The Numba kernels against their numpy twins, and the ops' gradients with Numba active."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from autograd import gradcheck, kernels
+from autograd.kernels import jit, reference
+from tests.helpers import leaf
+
+DTYPES = [np.float32, np.float64]
+SIZES = [1, 7, 33, 65, 129]
+
+
+def tol(dtype):
+    return dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def numba_backend():
+    previous = kernels.backend()
+    kernels.use_backend("numba")
+    yield
+    kernels.use_backend(previous)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,k,n", [(m, k, n) for m in SIZES for k in (1, 33, 129) for n in SIZES][::3])
+def test_matmul_matches_numpy(dtype, m, k, n):
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    out = jit.matmul(a, b)
+    assert out.dtype == dtype and out.shape == (m, n)
+    np.testing.assert_allclose(out, reference.matmul(a, b), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_large_enough_for_threads(dtype):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((200, 130)).astype(dtype)
+    b = rng.standard_normal((130, 190)).astype(dtype)
+    np.testing.assert_allclose(jit.matmul(a, b), a @ b, rtol=1e-4 if dtype == np.float32 else 1e-11, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_transposed_and_broadcast_batches(dtype):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 1, 9, 5)).astype(dtype)
+    b = rng.standard_normal((4, 7, 5)).astype(dtype).transpose(0, 2, 1)   # (4, 5, 7), not contiguous
+    assert not b.flags.c_contiguous
+    np.testing.assert_allclose(jit.matmul(a, b), reference.matmul(a, b), **tol(dtype))
+    at = rng.standard_normal((33, 65)).astype(dtype).T                   # (65, 33) transposed view
+    bt = rng.standard_normal((7, 33)).astype(dtype).T
+    np.testing.assert_allclose(jit.matmul(at, bt), reference.matmul(at, bt), **tol(dtype))
+    w = rng.standard_normal((6, 5)).astype(dtype)                          # (..., M, K) @ (K, N) folds rows
+    np.testing.assert_allclose(jit.matmul(a, w.T), reference.matmul(a, w.T), **tol(dtype))
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((0, 3), (3, 4)), ((2, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 2, 3), (3, 4))])
+def test_matmul_empty_dims(shape_a, shape_b):
+    a, b = np.ones(shape_a, np.float32), np.ones(shape_b, np.float32)
+    out = jit.matmul(a, b)
+    np.testing.assert_array_equal(out, reference.matmul(a, b))
+    assert out.shape == np.matmul(a, b).shape
+
+
+def _rows_with_edge_cases(n, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = (3 * rng.standard_normal((6, n))).astype(dtype)
+    x[1] = -np.inf                          # a fully masked row
+    x[2, ::2] = -np.inf                     # a partly masked row
+    x[3, 0] = 1e4                           # huge logits
+    x[4] = -1e4
+    x[4, -1] = 1e4
+    return x
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_row_kernels_forward_match_numpy(dtype, n, name):
+    x = _rows_with_edge_cases(n, dtype, n)
+    out = getattr(jit, name)(x)
+    assert out.dtype == dtype and not np.isnan(out).any()
+    assert np.isfinite(out[np.isfinite(x)]).all()
+    np.testing.assert_allclose(out, getattr(reference, name)(x), **tol(dtype))
+    np.testing.assert_array_equal(out[1], 0)   # fully masked row: zeros, not NaN
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name,forward", [("softmax_backward", "softmax"), ("log_softmax_backward", "log_softmax")])
+def test_row_kernels_backward_match_numpy(dtype, n, name, forward):
+    x = _rows_with_edge_cases(n, dtype, n + 1)
+    y = getattr(reference, forward)(x)
+    dy = np.random.default_rng(n).standard_normal(x.shape).astype(dtype)
+    dx = getattr(jit, name)(y, dy)
+    assert np.isfinite(dx).all()
+    np.testing.assert_allclose(dx, getattr(reference, name)(y, dy), rtol=1e-4 if dtype == np.float32 else 1e-11,
+                               atol=1e-4 if dtype == np.float32 else 1e-11)
+    if n > 1:
+        np.testing.assert_array_equal(dx[1], 0)   # fully masked row: zero gradient
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fast_exp_is_accurate_over_its_whole_range(dtype):
+    """softmax([d, 0]) = e^d / (1 + e^d) exercises the kernel's exp for d from -700 to 0."""
+    low = -80 if dtype == np.float32 else -700
+    d = np.linspace(low, 0, 2001).astype(dtype)
+    x = np.stack([d, np.zeros_like(d)], axis=1)
+    expected = np.exp(d.astype(np.float64)) / (1 + np.exp(d.astype(np.float64)))
+    got = jit.softmax(x)[:, 0]
+    rel = np.abs(got - expected) / expected
+    assert rel.max() < (2e-6 if dtype == np.float32 else 1e-13)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_row_kernels_on_non_contiguous_empty_and_3d_input(name):
+    x = np.random.default_rng(3).standard_normal((5, 7, 4)).astype(np.float32).transpose(0, 2, 1)
+    np.testing.assert_allclose(getattr(jit, name)(x), getattr(reference, name)(x), **tol(np.float32))
+    empty = np.zeros((0, 5), np.float32)
+    assert getattr(jit, name)(empty).shape == (0, 5)
+    assert getattr(jit, name)(np.zeros((3, 0), np.float32)).shape == (3, 0)
+
+
+def test_large_rows_use_threads_and_agree():
+    x = np.random.default_rng(4).standard_normal((300, 400)).astype(np.float32)
+    np.testing.assert_allclose(jit.softmax(x), reference.softmax(x), **tol(np.float32))
+
+
+@pytest.mark.parametrize("case", [
+    (lambda a, b: a @ b, [(3, 5), (5, 4)]),
+    (lambda a, b: a @ b, [(2, 1, 3, 5), (4, 5, 2)]),
+    (lambda a: a.softmax(-1), [(3, 7)]),
+    (lambda a: a.log_softmax(1), [(2, 5, 3)]),
+    (lambda a: a.masked_fill(np.array([False, True, True, False, True]), -np.inf).softmax(-1), [(3, 5)]),
+    (lambda a: a.logsumexp(-1), [(4, 6)]),
+])
+def test_gradcheck_with_numba_kernels(numba_backend, case):
+    fn, shapes = case
+    assert kernels.backend() == "numba"
+    assert gradcheck(fn, [leaf(*s) for s in shapes])
+
+
+def test_backend_switch():
+    previous = kernels.backend()
+    try:
+        kernels.use_backend("numpy")
+        assert kernels.softmax is reference.softmax
+        kernels.use_backend("numba")
+        assert kernels.softmax is jit.softmax
+        with pytest.raises(ValueError, match="unknown kernel backend 'cuda'"):
+            kernels.use_backend("cuda")
+    finally:
+        kernels.use_backend(previous)
+
+
+def test_kernels_run_as_plain_python_with_jit_disabled():
+    script = textwrap.dedent("""
+        import numpy as np
+        from autograd.kernels import jit, reference
+        import numba
+        assert numba.config.DISABLE_JIT
+        rng = np.random.default_rng(0)
+        a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
+        np.testing.assert_allclose(jit.matmul(a, b), a @ b, rtol=1e-12)
+        x = rng.standard_normal((3, 6)).astype(np.float32)
+        x[1] = -np.inf
+        for name in ("softmax", "log_softmax"):
+            np.testing.assert_allclose(getattr(jit, name)(x), getattr(reference, name)(x), rtol=1e-5, atol=1e-6)
+        y = reference.softmax(x)
+        np.testing.assert_allclose(jit.softmax_backward(y, x * 0 + 1), reference.softmax_backward(y, x * 0 + 1), atol=1e-6)
+        print("steppable")
+    """)
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "steppable" in result.stdout
