@@ -7,9 +7,8 @@ from autograd.random import default_generator
 
 
 def linear(x, weight, bias=None):
-    """y = x W^T + b, with W of shape (out, in)."""
-    y = x @ weight.T        # (..., in) @ (in, out) -> (..., out)
-    return y + bias if bias is not None else y
+    """y = x W^T + b, with W of shape (out, in): (..., in) -> (..., out), as one fused op."""
+    return ops.Linear.apply(x, weight) if bias is None else ops.Linear.apply(x, weight, bias)
 
 
 def dropout(x, p=0.5, training=True, generator=None):

@@ -40,25 +40,57 @@ def _use_threads(work, threshold):
 
 # ============================================================================ matmul
 
+def _gemm_signatures():
+    """float32 and float64; operands read-only with any strides, so one compiled kernel
+    serves contiguous, transposed and broadcast views alike."""
+    signatures = []
+    for t in (numba.float32, numba.float64):
+        operand = numba.types.Array(t, 4, "A", readonly=True)
+        index = numba.types.Array(numba.int64, 1, "C", readonly=True)
+        signatures.append(numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64))
+    return signatures
+
+
 def _make_gemm(panel, parallel):
     """A batched GEMM kernel whose B panels are `panel` columns wide.  The width is a
     compile-time constant (LLVM fully vectorizes the inner loop), so each width is its
     own compiled function: 16, 32 or 64, chosen by N."""
 
     @register_jitable(**JIT)
-    def gemm_rows(a, packed_b, c, i0, i1):
-        """c[i0:i1] = a[i0:i1] @ B, with B packed as (n_panels, K4, panel), zero-padded."""
+    def pack_b(b, packed):
+        """Copy b (K, N) into panels (n_panels, K4, panel) of `panel` columns each; the
+        padding beyond K and N is never written, so it stays zero."""
+        k, n = b.shape
+        for p in range(packed.shape[0]):
+            j0 = p * panel
+            if b.strides[1] <= b.strides[0]:              # rows of b are contiguous: copy along them
+                for kk in range(k):
+                    for j in range(min(panel, n - j0)):
+                        packed[p, kk, j] = b[kk, j0 + j]
+            else:                                         # b is a transposed view: copy down its columns
+                for j in range(min(panel, n - j0)):
+                    for kk in range(k):
+                        packed[p, kk, j] = b[kk, j0 + j]
+
+    @register_jitable(**JIT)
+    def gemm_rows(a, packed_b, c, i0, i1, a_rows):
+        """c[i0:i1] = a[i0:i1] @ B with B packed by pack_b.  Scratch: a_rows (>= i1-i0 rows
+        rounded up to 4, K4) whose columns K..K4 are zero, and acc (4, panel)."""
         n_panels, k4, _ = packed_b.shape
         k = a.shape[1]
         n = c.shape[1]
         count = i1 - i0
-        a_rows = np.zeros(((count + MICRO_ROWS - 1) // MICRO_ROWS * MICRO_ROWS, k4), c.dtype)
-        for r in range(count):                            # rows i0..i1 of A, zero-padded
-            for kk in range(k):
-                a_rows[r, kk] = a[i0 + r, kk]
         acc = np.empty((MICRO_ROWS, panel), c.dtype)      # a 4 x panel block of C
-        for i in range(0, a_rows.shape[0], MICRO_ROWS):
-            for p in range(n_panels):
+        if a.strides[1] <= a.strides[0]:                  # copy rows i0..i1 of A in the order
+            for r in range(count):                        # that reads memory contiguously
+                for kk in range(k):
+                    a_rows[r, kk] = a[i0 + r, kk]
+        else:
+            for kk in range(k):
+                for r in range(count):
+                    a_rows[r, kk] = a[i0 + r, kk]
+        for i in range(0, count, MICRO_ROWS):             # rows past `count` hold stale values
+            for p in range(n_panels):                     # whose results are never stored
                 bp = packed_b[p]                          # (K4, panel)
                 acc[:] = 0
                 for kk in range(0, k4, 4):
@@ -77,27 +109,32 @@ def _make_gemm(panel, parallel):
                     for j in range(min(panel, n - j0)):
                         c[i0 + i + r, j0 + j] = acc[r, j]
 
-    @njit(parallel=parallel, **JIT)
-    def gemm(a, b, a_of, b_of, c):
+    @njit(_gemm_signatures(), parallel=parallel, **JIT)
+    def gemm(a, b, a_of, b_of, c, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.
-        a: (Ta, M, K), b: (Tb, K, N), c: (T, M, N), all C-contiguous; a_of/b_of map each
-        output matrix to its operands (that is how broadcast batch dims are handled)."""
+
+        a: (A1, A2, M, K) and b: (B1, B2, K, N), any strides (the batch is two dims so that
+        a transposed (B, H, T, d) view needs no copy); a_of/b_of: for each output matrix t,
+        the flat index of its operands' matrices (how broadcast batch dims are handled);
+        c: (T, M, N), C-contiguous.  Work items are (matrix, block of ROWS_PER_TASK rows);
+        they are split into `chunks` runs, one per thread task, each with its own scratch."""
         t_count, m, n = c.shape
-        k = a.shape[2]
+        k = a.shape[3]
+        a2, b2 = a.shape[1], b.shape[1]
         k4 = (k + 3) // 4 * 4
-        n_panels = (n + panel - 1) // panel
-        packed = np.zeros((b.shape[0], n_panels, k4, panel), c.dtype)   # (Tb, panels, K4, panel)
-        for q in prange(b.shape[0] * n_panels):
-            s, p = q // n_panels, q % n_panels
-            j0 = p * panel
-            for kk in range(k):
-                for j in range(min(panel, n - j0)):
-                    packed[s, p, kk, j] = b[s, kk, j0 + j]
         blocks = (m + ROWS_PER_TASK - 1) // ROWS_PER_TASK
-        for task in prange(t_count * blocks):
-            t, blk = task // blocks, task % blocks
-            i0 = blk * ROWS_PER_TASK
-            gemm_rows(a[a_of[t]], packed[b_of[t]], c[t], i0, min(m, i0 + ROWS_PER_TASK))
+        work = t_count * blocks
+        for chunk in prange(chunks):
+            packed = np.zeros(((n + panel - 1) // panel, k4, panel), c.dtype)
+            a_rows = np.zeros((ROWS_PER_TASK, k4), c.dtype)
+            packed_for = -1                                   # which B matrix `packed` holds
+            for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
+                t, blk = item // blocks, item % blocks
+                if b_of[t] != packed_for:
+                    packed_for = b_of[t]
+                    pack_b(b[packed_for // b2, packed_for % b2], packed)
+                i0 = blk * ROWS_PER_TASK
+                gemm_rows(a[a_of[t] // a2, a_of[t] % a2], packed, c[t], i0, min(m, i0 + ROWS_PER_TASK), a_rows)
 
     return gemm
 
@@ -145,13 +182,20 @@ def matmul(a, b):
     if k == 0:
         out[...] = 0
         return out
-    a3 = np.ascontiguousarray(a, dtype).reshape(-1, m, k)
-    b3 = np.ascontiguousarray(b, dtype).reshape(-1, k, n)
     a_of = _batch_index(a.shape[:-2], batch)
     b_of = _batch_index(b.shape[:-2], batch)
     parallel = _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
-    _gemm_kernel(n, parallel)(a3, b3, a_of, b_of, out.reshape(-1, m, n))
+    chunks = min(len(a_of) * -(-m // ROWS_PER_TASK), 4 * numba.get_num_threads()) if parallel else 1
+    _gemm_kernel(n, parallel)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n), chunks)
     return out
+
+
+def _as_4d(x, dtype):
+    """x viewed as (batch1, batch2, rows, cols) without copying when it has <= 4 dims."""
+    x = x.astype(dtype, copy=False)
+    if x.ndim <= 4:
+        return x.reshape((1,) * (4 - x.ndim) + x.shape)
+    return x.reshape((-1,) + x.shape[-3:])
 
 
 # ============================================================================ row-wise kernels
@@ -273,12 +317,15 @@ def _make_rowwise(dtype, parallel):
 _rowwise_kernels = {}
 
 
-def _rowwise(name, dtype, size):
-    parallel = _use_threads(size, PARALLEL_MIN_ELEMENTS)
+def _rowwise_set(dtype, parallel):
     key = (np.dtype(dtype), parallel)
     if key not in _rowwise_kernels:
         _rowwise_kernels[key] = _make_rowwise(np.dtype(dtype).type, parallel)
-    return _rowwise_kernels[key][name]
+    return _rowwise_kernels[key]
+
+
+def _rowwise(name, dtype, size):
+    return _rowwise_set(dtype, _use_threads(size, PARALLEL_MIN_ELEMENTS))[name]
 
 
 def _as_rows(x, dtype):
@@ -336,14 +383,11 @@ def warmup():
     parallel, so that the first training step does not pay for compilation."""
     for dtype in (np.float32, np.float64):
         for parallel in (False, True):
-            kernels = _rowwise_kernels.setdefault((np.dtype(dtype), parallel), _make_rowwise(dtype, parallel))
+            kernels = _rowwise_set(dtype, parallel)
             x = np.zeros((2, 3), dtype)
             kernels["softmax"](x, np.empty_like(x))
             kernels["log_softmax"](x, np.empty_like(x))
             kernels["softmax_backward"](x, x, np.empty_like(x))
             kernels["log_softmax_backward"](x, x, np.empty_like(x))
-            for panel in PANELS:
-                a = np.zeros((1, 2, 3), dtype)
-                b = np.zeros((1, 3, panel), dtype)
-                index = np.zeros(1, np.int64)
-                _gemm_kernel(panel, parallel)(a, b, index, index, np.empty((1, 2, panel), dtype))
+            for n in PANELS:
+                _gemm_kernel(n, parallel)   # compiled for both dtypes when made

@@ -8,3 +8,4 @@ from autograd.ops.masking import MaskedFill, Where  # noqa: F401
 from autograd.ops.matmul import MatMul  # noqa: F401
 from autograd.ops.softmax import Softmax, LogSoftmax, LogSumExp  # noqa: F401
 from autograd.ops.norm import LayerNorm  # noqa: F401
+from autograd.ops.linear import Linear  # noqa: F401

@@ -6,6 +6,7 @@ import pytest
 
 from autograd import cat, gradcheck, stack, where
 from autograd.ops import LayerNorm
+from autograd.ops import Linear as LinearOp
 from tests.helpers import const, leaf
 
 # op name -> list of (description, fn, inputs)
@@ -65,6 +66,8 @@ CASES = {
                    ("dim=1", lambda a: a.log_softmax(1), [leaf(2, 4, 3)])],
     "LogSumExp": [("dim=-1", lambda a: a.logsumexp(-1), [leaf(3, 5)]),
                   ("dim=0 keepdim", lambda a: a.logsumexp(0, keepdim=True), [leaf(4, 3)])],
+    "Linear": [("(2,3,4) with bias", lambda x, w, b: LinearOp.apply(x, w, b), [leaf(2, 3, 4), leaf(5, 4), leaf(5)]),
+               ("(3,4) no bias", lambda x, w: LinearOp.apply(x, w), [leaf(3, 4), leaf(2, 4)])],
     "LayerNorm": [("over last dim", lambda x, w, b: LayerNorm.apply(x, w, b, eps=1e-5),
                    [leaf(3, 5), leaf(5), leaf(5)]),
                   ("over last two dims", lambda x, w, b: LayerNorm.apply(x, w, b, eps=1e-3),

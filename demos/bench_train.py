@@ -1,0 +1,156 @@
+"""Milliseconds per training step (forward, backward, optimizer) of the reference model.
+
+    python -m demos.bench_train [--threads 1] [--steps 60] [--profile] [--json out.json]
+
+Reference configuration: post-norm, d_model 64, 4 heads, d_ff 128, 2 encoder + 2 decoder
+layers, batch 64, length 10, dropout 0, Adam.  Where PyTorch is installed (the optional
+`bench` extra), the same model in PyTorch is timed in the same run.  --profile prints
+where our step spends its time.
+"""
+
+import argparse
+import json
+import os
+import time
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--json")
+    return parser.parse_args(argv)
+
+
+REFERENCE = dict(d_model=64, num_heads=4, d_ff=128, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
+BATCH, LENGTH, SYMBOLS = 64, 10, 10
+
+
+def ours(steps):
+    """Median seconds per training step of our Transformer, and a step function."""
+    from autograd import manual_seed
+    from nn import functional as F
+    from nn.optim import Adam
+    from transformer import tasks
+    from transformer.model import Transformer, TransformerConfig
+
+    manual_seed(0)
+    vocab = tasks.vocab_size(SYMBOLS)
+    model = Transformer(TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=LENGTH + 2, **REFERENCE))
+    optimizer = Adam(model.parameters(), lr=1e-3)
+    batch = tasks.heldout_set("reverse", BATCH, LENGTH, SYMBOLS, seed=0)
+
+    def step():
+        logits = model(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return _median(step, steps), step
+
+
+def pytorch(steps):
+    """The same model, data and optimizer in PyTorch; None if PyTorch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    import numpy as np
+    from transformer import tasks
+
+    torch.manual_seed(0)
+    vocab = tasks.vocab_size(SYMBOLS)
+    d = REFERENCE["d_model"]
+
+    class TorchModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_embed = torch.nn.Embedding(vocab, d)
+            self.tgt_embed = torch.nn.Embedding(vocab, d)
+            self.core = torch.nn.Transformer(d, REFERENCE["num_heads"], REFERENCE["num_encoder_layers"],
+                                             REFERENCE["num_decoder_layers"], REFERENCE["d_ff"], dropout=0.0,
+                                             batch_first=True)
+            self.out = torch.nn.Linear(d, vocab)
+            self.register_buffer("pe", torch.zeros(LENGTH + 2, d))
+
+        def forward(self, src, tgt_in):
+            causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1])
+            h = self.core(self.src_embed(src) * d ** 0.5 + self.pe[: src.shape[1]],
+                          self.tgt_embed(tgt_in) * d ** 0.5 + self.pe[: tgt_in.shape[1]],
+                          tgt_mask=causal, src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt_in == 0,
+                          memory_key_padding_mask=src == 0)
+            return self.out(h)
+
+    model = TorchModel()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batch = tasks.heldout_set("reverse", BATCH, LENGTH, SYMBOLS, seed=0)
+    src, tgt_in, tgt_out = (torch.from_numpy(np.asarray(a)) for a in (batch.src, batch.tgt_in, batch.tgt_out))
+
+    def step():
+        logits = model(src, tgt_in)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1), ignore_index=0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return _median(step, steps)
+
+
+def _median(step, steps):
+    for _ in range(5):   # warm-up: compilation, caches, allocator
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def profile(step):
+    import cProfile
+    import pstats
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(20):
+        step()
+    profiler.disable()
+    print("where 20 steps spend their time (cumulative, top 25):")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    try:
+        import torch
+        torch.set_num_threads(args.threads)
+    except ImportError:
+        pass
+    from autograd import kernels
+    from autograd.allocator import keep_freed_memory
+    keep_freed_memory()
+    kernels.warmup()
+    ours_s, step = ours(args.steps)
+    result = {"threads": args.threads, "ours_ms": ours_s * 1e3}
+    print(f"reference model, batch {BATCH}, length {LENGTH}, {args.threads} thread(s), median of {args.steps} steps")
+    print(f"  ours (numba kernels): {ours_s * 1e3:7.2f} ms/step")
+    torch_s = pytorch(args.steps)
+    if torch_s is not None:
+        result["pytorch_ms"] = torch_s * 1e3
+        result["ratio_vs_pytorch"] = ours_s / torch_s
+        print(f"  PyTorch CPU:          {torch_s * 1e3:7.2f} ms/step   ours / PyTorch = {ours_s / torch_s:.2f}x")
+    if args.profile:
+        profile(step)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()

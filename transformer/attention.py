@@ -1,0 +1,89 @@
+"""Scaled dot-product attention and multi-head attention.
+
+Attention is a soft dictionary lookup: each query is compared with every key, the scores
+become weights by a softmax, and the output is the weighted average of the values:
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, so the
+softmax does not saturate into a one-hot choice (see demos/scaling.py).
+"""
+
+import math
+
+import numpy as np
+
+import nn
+from autograd import Tensor
+from nn import functional as F
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None):
+    """Returns (output, weights).
+
+    q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v);  mask: boolean, True = may
+    attend, broadcastable to (..., T_q, T_k).  A query whose keys are all masked gets zero
+    weights (and zero gradient) instead of NaN.  Dropout is applied to the weights.
+    """
+    d_k = q.shape[-1]
+    if k.shape[-1] != d_k or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
+                         "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
+    scores = (q * (1.0 / math.sqrt(d_k))) @ k.transpose(-2, -1)     # (..., T_q, T_k)
+    if mask is not None:
+        mask = np.asarray(mask.data if isinstance(mask, Tensor) else mask)
+        if mask.dtype != np.bool_:
+            raise TypeError(f"attention mask must be boolean (True = may attend), got dtype {mask.dtype}")
+        try:
+            np.broadcast_shapes(mask.shape, scores.shape)
+        except ValueError:
+            raise ValueError(f"attention mask of shape {mask.shape} does not broadcast to the scores' shape "
+                             f"{scores.shape} (batch, heads, q_len, k_len)") from None
+        scores = scores.masked_fill(~mask, -np.inf)
+    weights = scores.softmax(-1)                                    # (..., T_q, T_k)
+    if dropout_p:
+        weights = F.dropout(weights, dropout_p, training, generator)
+    return weights @ v, weights                                      # (..., T_q, d_v)
+
+
+class MultiHeadAttention(nn.Module):
+    """num_heads attention heads side by side, each on its own d_model/num_heads slice of
+    learned projections of the queries, keys and values; their outputs are concatenated and
+    projected back to d_model.
+
+    forward returns the output only (PyTorch's returns (output, weights)); the last
+    attention weights are kept, detached, in `self.attn_weights` (B, H, T_q, T_k) for plotting.
+    """
+
+    def __init__(self, d_model, num_heads, dropout=0.0, bias=True):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model, bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias)
+        self.attn_weights = None
+
+    def _split_heads(self, x):
+        batch, length, _ = x.shape                                   # (B, T, d_model)
+        x = x.reshape(batch, length, self.num_heads, self.d_head)    # (B, T, H, d_head)
+        return x.transpose(1, 2)                                     # (B, H, T, d_head)
+
+    def forward(self, query, key, value, mask=None):
+        if query.shape[-1] != self.d_model or key.shape[-1] != self.d_model or value.shape[-1] != self.d_model:
+            raise ValueError(f"MultiHeadAttention(d_model={self.d_model}): got query {query.shape}, "
+                             f"key {key.shape}, value {value.shape}; each needs last dim {self.d_model}")
+        batch, q_len, _ = query.shape
+        q = self._split_heads(self.q_proj(query))                    # (B, H, T_q, d_head)
+        k = self._split_heads(self.k_proj(key))                      # (B, H, T_k, d_head)
+        v = self._split_heads(self.v_proj(value))                    # (B, H, T_k, d_head)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
+        self.attn_weights = weights.data                             # (B, H, T_q, T_k), no graph
+        out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)   # (B, T_q, d_model)
+        return self.out_proj(out)
+
+    def extra_repr(self):
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}"

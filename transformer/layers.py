@@ -1,0 +1,109 @@
+"""The Transformer's blocks: position-wise feed-forward, encoder layer, decoder layer, and
+their stacks.
+
+Each sub-layer (attention or feed-forward) is wrapped in a residual connection and a
+LayerNorm.  Post-norm, the paper's and the lectures' default:  x = LayerNorm(x + Dropout(sublayer(x))).
+Pre-norm (norm_first=True), which trains more easily when deep:  x = x + Dropout(sublayer(LayerNorm(x))),
+with a final LayerNorm after the stack.
+"""
+
+import nn
+from transformer.attention import MultiHeadAttention
+
+
+class FeedForward(nn.Module):
+    """The same two-layer MLP applied at every position: Linear(d_model, d_ff), activation,
+    dropout, Linear(d_ff, d_model)."""
+
+    def __init__(self, d_model, d_ff, dropout=0.0, activation="relu"):
+        super().__init__()
+        activations = {"relu": nn.ReLU, "gelu": nn.GELU}
+        if activation not in activations:
+            raise ValueError(f"FeedForward: activation must be one of {sorted(activations)}, got {activation!r}")
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.activation = activations[activation]()
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x):                                 # (B, T, d_model)
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))   # via (B, T, d_ff)
+
+
+class _Residual(nn.Module):
+    """Residual connection around a sub-layer, with LayerNorm before (pre-norm) or after (post-norm)."""
+
+    def __init__(self, d_model, dropout, norm_first):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.norm_first = norm_first
+
+    def forward(self, x, sublayer):
+        if self.norm_first:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention (every source position looks at every other), then feed-forward."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.sublayer1 = _Residual(d_model, dropout, norm_first)
+        self.sublayer2 = _Residual(d_model, dropout, norm_first)
+
+    def forward(self, x, mask=None):                      # (B, S, d_model)
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, mask))
+        return self.sublayer2(x, self.feed_forward)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention (each target position sees only earlier ones), then
+    encoder-decoder (cross) attention with queries from the decoder and keys and values
+    from the encoder's output (`memory`), then feed-forward."""
+
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
+        self.sublayer1 = _Residual(d_model, dropout, norm_first)
+        self.sublayer2 = _Residual(d_model, dropout, norm_first)
+        self.sublayer3 = _Residual(d_model, dropout, norm_first)
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):   # x (B, T, d), memory (B, S, d)
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, tgt_mask))
+        x = self.sublayer2(x, lambda h: self.cross_attn(h, memory, memory, memory_mask))
+        return self.sublayer3(x, self.feed_forward)
+
+
+class Encoder(nn.Module):
+    """num_layers encoder layers (plus a final LayerNorm when pre-norm)."""
+
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation)
+                                    for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, mask=None):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x) if self.norm is not None else x
+
+
+class Decoder(nn.Module):
+    """num_layers decoder layers (plus a final LayerNorm when pre-norm)."""
+
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation)
+                                    for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model) if norm_first else None
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask, memory_mask)
+        return self.norm(x) if self.norm is not None else x

@@ -1,0 +1,104 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need", on our own engine."""
+
+import dataclasses
+import math
+
+import numpy as np
+
+import nn
+from autograd import Tensor
+from transformer.layers import Decoder, Encoder
+from transformer.masks import decoder_mask, padding_mask
+from transformer.positional import LearnedPositionalEncoding, PositionalEncoding
+
+
+@dataclasses.dataclass
+class TransformerConfig:
+    src_vocab: int
+    tgt_vocab: int
+    d_model: int = 64
+    num_heads: int = 4
+    d_ff: int = 128
+    num_encoder_layers: int = 2
+    num_decoder_layers: int = 2
+    dropout: float = 0.0
+    max_len: int = 64
+    norm_first: bool = False          # False: post-norm as in the paper and the lectures
+    tie_weights: bool = False         # share the target embedding and the output projection
+    positional: str = "sinusoidal"    # "sinusoidal", "binary" or "learned"
+    activation: str = "relu"
+    pad_id: int = 0
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer.  Tokens are integer arrays, batch first:
+    src (B, S), tgt_in (B, T) -> logits (B, T, tgt_vocab).
+
+    Embeddings are multiplied by sqrt(d_model) before the positional encoding is added.
+    Weight matrices are Xavier-uniform initialised, embeddings N(0, 1/d_model) so that the
+    scaled embeddings have unit variance, like the positional encoding.
+    """
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = c = config
+        self.src_embed = nn.Embedding(c.src_vocab, c.d_model)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model)
+        if c.positional == "learned":
+            self.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        else:
+            self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout, kind=c.positional)
+        self.encoder = Encoder(c.num_encoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+        self.decoder = Decoder(c.num_decoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+        self.out_proj = nn.Linear(c.d_model, c.tgt_vocab)
+        self._init_weights()
+        if c.tie_weights:
+            self.out_proj.weight = self.tgt_embed.weight
+
+    def _init_weights(self):
+        for name, p in self.named_parameters():
+            if name.endswith("embed.weight"):
+                p.data = nn.init.normal(p.shape, self.config.d_model ** -0.5)
+            elif p.ndim == 2 and not name.startswith("positional"):
+                p.data = nn.init.xavier_uniform(p.shape)
+
+    def _embed(self, table, tokens):
+        return self.positional(table(tokens) * math.sqrt(self.config.d_model))   # (B, T, d_model)
+
+    def make_src_mask(self, src):
+        return padding_mask(src, self.config.pad_id)               # (B, 1, 1, S)
+
+    def make_tgt_mask(self, tgt_in):
+        return decoder_mask(tgt_in, self.config.pad_id)            # (B, 1, T, T)
+
+    def encode(self, src, src_mask=None):
+        """src (B, S) -> memory (B, S, d_model)."""
+        src = _tokens(src)
+        src_mask = self.make_src_mask(src) if src_mask is None else src_mask
+        return self.encoder(self._embed(self.src_embed, src), src_mask)
+
+    def decode(self, tgt_in, memory, src_mask, tgt_mask=None):
+        """tgt_in (B, T), memory (B, S, d_model) -> logits (B, T, tgt_vocab)."""
+        tgt_in = _tokens(tgt_in)
+        tgt_mask = self.make_tgt_mask(tgt_in) if tgt_mask is None else tgt_mask
+        h = self.decoder(self._embed(self.tgt_embed, tgt_in), memory, tgt_mask, src_mask)
+        return self.out_proj(h)
+
+    def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
+        """Teacher-forced logits for every target position: (B, T, tgt_vocab)."""
+        src = _tokens(src)
+        src_mask = self.make_src_mask(src) if src_mask is None else src_mask
+        return self.decode(tgt_in, self.encode(src, src_mask), src_mask, tgt_mask)
+
+    def attention_maps(self):
+        """{name: (B, H, T_q, T_k)} of the last forward pass, for plotting."""
+        return {name: m.attn_weights for name, m in self.named_modules()
+                if hasattr(m, "attn_weights") and m.attn_weights is not None}
+
+
+def _tokens(tokens):
+    tokens = tokens.data if isinstance(tokens, Tensor) else np.asarray(tokens)
+    if tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"Transformer: token ids must be an integer array (batch, seq), got "
+                         f"shape {tokens.shape} dtype {tokens.dtype}")
+    return tokens

@@ -1,0 +1,123 @@
+"""Training an encoder-decoder on a toy task: the loop, evaluation, logs and checkpoints."""
+
+import dataclasses
+import json
+import os
+import time
+
+import numpy as np
+
+import nn
+from autograd import manual_seed, no_grad
+from autograd.allocator import keep_freed_memory
+from nn import functional as F
+from nn.optim import Adam, clip_grad_norm_
+from nn.schedule import LambdaLR, warmup_cosine
+from transformer import tasks
+from transformer.decoding import greedy_decode
+from transformer.model import Transformer, TransformerConfig
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    task: str = "reverse"
+    num_symbols: int = 10
+    min_len: int = 1
+    max_len: int = 10
+    batch_size: int = 64
+    max_steps: int = 4000
+    lr: float = 3e-3
+    warmup: int = 200
+    label_smoothing: float = 0.0
+    clip_norm: float = 1.0
+    eval_every: int = 250
+    eval_size: int = 1000
+    target_accuracy: float = 0.99
+    seed: int = 0
+    out_dir: str = "runs/train"
+
+
+def evaluate(model, heldout, max_len):
+    """Greedy exact-sequence accuracy and token accuracy on a held-out Batch."""
+    model.eval()
+    decoded = greedy_decode(model, heldout.src, max_len, tasks.BOS, tasks.EOS, tasks.PAD)
+    model.train()
+    exact, correct_tokens, total_tokens = 0, 0, 0
+    for row, want in zip(decoded, heldout.tgt_out):
+        got, expected = tasks.strip(row), tasks.strip(want)
+        exact += got == expected
+        correct_tokens += sum(a == b for a, b in zip(got, expected))
+        total_tokens += len(expected)
+    return {"exact_match": exact / len(decoded), "token_accuracy": correct_tokens / max(total_tokens, 1)}
+
+
+def build_model(train_cfg, **model_overrides):
+    vocab = tasks.vocab_size(train_cfg.num_symbols)
+    config = TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=train_cfg.max_len + 2,
+                               pad_id=tasks.PAD, **model_overrides)
+    return Transformer(config)
+
+
+def train(cfg, model=None, log=print, **model_overrides):
+    """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
+    Returns (model, metrics).  Writes loss log, metrics.json and model.npz to cfg.out_dir."""
+    started = time.perf_counter()
+    keep_freed_memory()
+    manual_seed(cfg.seed)
+    model = model or build_model(cfg, **model_overrides)
+    optimizer = Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+    schedule = LambdaLR(optimizer, warmup_cosine(cfg.warmup, cfg.max_steps, min_factor=0.1))
+    stream = tasks.batches(cfg.task, cfg.batch_size, cfg.min_len, cfg.max_len, cfg.num_symbols, seed=cfg.seed)
+    heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
+    os.makedirs(cfg.out_dir, exist_ok=True)
+    history = {"step": [], "loss": [], "eval": []}
+    result = {"exact_match": 0.0, "token_accuracy": 0.0}
+    step = 0
+    for step in range(1, cfg.max_steps + 1):
+        batch = next(stream)
+        logits = model(batch.src, batch.tgt_in)                       # (B, T, V)
+        loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD,
+                               label_smoothing=cfg.label_smoothing)
+        optimizer.zero_grad()
+        loss.backward()
+        clip_grad_norm_(model.parameters(), cfg.clip_norm)
+        optimizer.step()
+        schedule.step()
+        history["step"].append(step)
+        history["loss"].append(loss.item())
+        if step % cfg.eval_every == 0 or step == cfg.max_steps:
+            result = evaluate(model, heldout, cfg.max_len + 1)
+            elapsed = time.perf_counter() - started
+            history["eval"].append({"step": step, "seconds": elapsed, **result})
+            log(f"step {step:5d}  loss {np.mean(history['loss'][-cfg.eval_every:]):.4f}  "
+                f"lr {optimizer.param_groups[0]['lr']:.2e}  exact {result['exact_match']:.1%}  "
+                f"tokens {result['token_accuracy']:.1%}  {elapsed:5.1f}s")
+            if result["exact_match"] >= cfg.target_accuracy:
+                break
+    metrics = {"task": cfg.task, "steps": step, "seconds": time.perf_counter() - started,
+               "final_loss": history["loss"][-1], **result, "reached_target": result["exact_match"] >= cfg.target_accuracy,
+               "train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model.config),
+               "history": history}
+    with open(os.path.join(cfg.out_dir, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+    nn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
+            os.path.join(cfg.out_dir, "checkpoint.npz"))
+    return model, metrics
+
+
+def load_model(path, model_config):
+    """A Transformer with the weights of a checkpoint written by `train`."""
+    model = Transformer(model_config)
+    model.load_state_dict(nn.load(path)["model"])
+    model.eval()
+    return model
+
+
+def sample_decodes(model, cfg, count=3, seed=123):
+    """A few (source, expected, greedy output) triples as symbol lists."""
+    batch = tasks.heldout_set(cfg.task, count, cfg.max_len, cfg.num_symbols, seed)
+    with no_grad():
+        model.eval()
+        out = greedy_decode(model, batch.src, cfg.max_len + 1, tasks.BOS, tasks.EOS, tasks.PAD)
+        model.train()
+    return [(tasks.strip(s), tasks.strip(t), tasks.strip(o)) for s, t, o in zip(batch.src, batch.tgt_out, out)]
