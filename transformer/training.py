@@ -25,12 +25,13 @@ class TrainConfig:
     min_len: int = 1
     max_len: int = 10
     batch_size: int = 64
-    max_steps: int = 4000
-    lr: float = 3e-3
+    max_steps: int = 4000            # stop here if the target accuracy is not reached first
+    lr: float = 3e-3                 # peak learning rate, reached after `warmup` steps
     warmup: int = 200
+    decay_steps: int = 1000          # cosine decay to lr/10 by this step, then constant
     label_smoothing: float = 0.0
     clip_norm: float = 1.0
-    eval_every: int = 250
+    eval_every: int = 100
     eval_size: int = 1000
     target_accuracy: float = 0.99
     seed: int = 0
@@ -66,7 +67,7 @@ def train(cfg, model=None, log=print, **model_overrides):
     manual_seed(cfg.seed)
     model = model or build_model(cfg, **model_overrides)
     optimizer = Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
-    schedule = LambdaLR(optimizer, warmup_cosine(cfg.warmup, cfg.max_steps, min_factor=0.1))
+    schedule = LambdaLR(optimizer, warmup_cosine(cfg.warmup, cfg.decay_steps, min_factor=0.1))
     stream = tasks.batches(cfg.task, cfg.batch_size, cfg.min_len, cfg.max_len, cfg.num_symbols, seed=cfg.seed)
     heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
     os.makedirs(cfg.out_dir, exist_ok=True)

@@ -1,0 +1,68 @@
+"""Plots shared by the demos: loss curves and attention heatmaps."""
+
+import numpy as np
+
+from autograd import no_grad
+from demos._plotting import plt, save
+from transformer import tasks
+
+
+def token_label(token):
+    """PAD -> '_', BOS -> '<s>', EOS -> '</s>', symbols -> a, b, c, ..."""
+    names = {tasks.PAD: "_", tasks.BOS: "<s>", tasks.EOS: "</s>"}
+    return names.get(int(token), chr(ord("a") + int(token) - tasks.NUM_SPECIAL))
+
+
+def loss_curve(history, path, title="training"):
+    """Training loss per step (log scale) and held-out exact match at each evaluation."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps, losses = np.array(history["step"]), np.array(history["loss"])
+    ax.semilogy(steps, losses, color="#9ca3af", lw=0.6, label="loss (each step)")
+    window = max(1, len(losses) // 50)
+    if len(losses) >= window:
+        smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
+        ax.semilogy(steps[window - 1:], smooth, color="#1f2937", lw=1.5, label=f"loss (mean of {window})")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy loss")
+    if history.get("eval"):
+        acc = ax.twinx()
+        acc.plot([e["step"] for e in history["eval"]], [e["exact_match"] for e in history["eval"]], "o-",
+                 color="#2563eb", label="held-out exact match")
+        acc.set_ylim(0, 1.02)
+        acc.set_ylabel("held-out exact match", color="#2563eb")
+    ax.set_title(title)
+    ax.legend(loc="upper center")
+    return save(fig, path)
+
+
+def attention_heatmaps(model, example, out_dir):
+    """Run one example (teacher-forced) and plot every attention map: one figure per kind
+    (encoder self-attention, decoder masked self-attention, cross-attention), a row per
+    layer and a column per head.  Returns the paths written."""
+    with no_grad():
+        model.eval()
+        model(example.src, example.tgt_in)
+    maps = model.attention_maps()
+    src_len = int((example.src[0] != tasks.PAD).sum())
+    tgt_len = int((example.tgt_in[0] != tasks.PAD).sum())
+    src_labels = [token_label(t) for t in example.src[0, :src_len]]
+    tgt_labels = [token_label(t) for t in example.tgt_in[0, :tgt_len]]
+    kinds = [("encoder", "self_attn", "encoder self-attention", src_labels, src_labels),
+             ("decoder", "self_attn", "decoder masked self-attention", tgt_labels, tgt_labels),
+             ("decoder", "cross_attn", "encoder-decoder (cross) attention", tgt_labels, src_labels)]
+    paths = []
+    for stack, module, title, q_labels, k_labels in kinds:
+        names = sorted(n for n in maps if n.startswith(stack + ".") and n.endswith(module))
+        heads = maps[names[0]].shape[1]
+        fig, axes = plt.subplots(len(names), heads, figsize=(2.6 * heads, 2.6 * len(names)), squeeze=False)
+        for row, name in enumerate(names):
+            weights = maps[name][0, :, :len(q_labels), :len(k_labels)]     # (H, T_q, T_k)
+            for h in range(heads):
+                ax = axes[row, h]
+                ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
+                ax.set_xticks(range(len(k_labels)), k_labels, fontsize=7, rotation=90)
+                ax.set_yticks(range(len(q_labels)), q_labels, fontsize=7)
+                ax.set_title(f"layer {name.split('.')[2]}, head {h}", fontsize=8)
+        fig.suptitle(f"{title} (rows: queries, columns: keys)")
+        paths.append(save(fig, f"{out_dir}/attention_{stack}_{module}.png"))
+    return paths

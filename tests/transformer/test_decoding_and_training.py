@@ -1,0 +1,106 @@
+"""Greedy and beam decoding on a hand-built model with a known answer; tasks; training."""
+
+import numpy as np
+import pytest
+
+from autograd import Tensor
+from transformer import tasks
+from transformer.decoding import beam_search, greedy_decode, length_penalty
+from transformer.training import TrainConfig, evaluate, train
+
+BOS, EOS, A, B, C = 1, 2, 3, 4, 5
+
+
+class ScriptedModel:
+    """A stand-in 'model' whose next-token probabilities depend only on the prefix:
+    after BOS: A 0.6, B 0.4;  after BOS A: C 0.34, A 0.33, B 0.33;  after BOS B: EOS 0.9;
+    anything else: EOS.  Greedy picks A then C (p = 0.6 * 0.34 * ...); the best whole
+    sequence is B EOS (p = 0.36), which beam search finds."""
+
+    vocab = 6
+
+    def make_src_mask(self, src):
+        return None
+
+    def encode(self, src, src_mask=None):
+        return Tensor(np.zeros((len(src), 1, 1)))
+
+    def _next(self, prefix):
+        p = np.full(self.vocab, 1e-9)
+        key = tuple(prefix)
+        if key == (BOS,):
+            p[A], p[B] = 0.6, 0.4
+        elif key == (BOS, A):
+            p[C], p[A], p[B] = 0.34, 0.33, 0.33
+        elif key == (BOS, B):
+            p[EOS], p[A] = 0.9, 0.1
+        elif key == (BOS, A, C):
+            p[EOS], p[A] = 0.5, 0.5
+        else:
+            p[EOS] = 1.0
+        return np.log(p / p.sum())
+
+    def decode(self, ys, memory, src_mask):
+        ys = np.asarray(ys)
+        logits = np.zeros((ys.shape[0], ys.shape[1], self.vocab))
+        for i, row in enumerate(ys):
+            for t in range(ys.shape[1]):
+                logits[i, t] = self._next(row[: t + 1])
+        return Tensor(logits)
+
+
+def test_greedy_decoding_follows_the_argmax_and_stops_at_eos():
+    out = greedy_decode(ScriptedModel(), np.zeros((2, 3), np.int64), max_len=6, bos=BOS, eos=EOS, pad=0)
+    np.testing.assert_array_equal(out, [[A, C, EOS], [A, C, EOS]])
+
+
+def test_beam_search_finds_the_more_probable_sequence():
+    model = ScriptedModel()
+    assert beam_search(model, np.zeros((1, 3), np.int64), 6, BOS, EOS, beam_size=1, alpha=0.0)[0] == [A, C, EOS]
+    assert beam_search(model, np.zeros((1, 3), np.int64), 6, BOS, EOS, beam_size=4, alpha=0.0)[0] == [B, EOS]
+
+
+def test_length_penalty_is_gnmt():
+    assert length_penalty(1, 0.0) == 1.0
+    assert length_penalty(7, 0.6) == pytest.approx((12 / 6) ** 0.6)
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_task_batches(task):
+    batch = tasks.make_batch(task, 50, 2, 6, 5, np.random.default_rng(0))
+    for src, tin, tout in zip(batch.src, batch.tgt_in, batch.tgt_out):
+        seq = [int(t) for t in src if t != tasks.PAD]
+        assert 2 <= len(seq) <= 6 and all(3 <= t < 8 for t in seq)
+        want = seq if task == "copy" else seq[::-1]
+        assert list(tout[: len(seq) + 1]) == want + [tasks.EOS]
+        assert list(tin[: len(seq) + 1]) == [tasks.BOS] + want
+        assert (tout[len(seq) + 1:] == tasks.PAD).all()
+    again = tasks.make_batch(task, 50, 2, 6, 5, np.random.default_rng(0))
+    np.testing.assert_array_equal(batch.src, again.src)
+
+
+def test_task_errors():
+    with pytest.raises(ValueError, match="unknown task 'sort'"):
+        tasks.make_batch("sort", 2, 1, 3, 4, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="min_len <= max_len"):
+        tasks.make_batch("copy", 2, 4, 3, 4, np.random.default_rng(0))
+
+
+def test_short_training_run_halves_the_copy_loss(tmp_path):
+    cfg = TrainConfig(task="copy", num_symbols=6, max_len=5, batch_size=32, max_steps=150, eval_every=150,
+                      eval_size=50, warmup=30, decay_steps=150, seed=0, out_dir=str(tmp_path))
+    model, metrics = train(cfg, log=lambda line: None, d_model=32, num_heads=2, d_ff=64)
+    losses = metrics["history"]["loss"]
+    assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+    assert (tmp_path / "metrics.json").exists() and (tmp_path / "checkpoint.npz").exists()
+    again = evaluate(model, tasks.heldout_set("copy", 50, 5, 6, seed=10_000), 6)
+    assert again["exact_match"] == metrics["exact_match"]
+
+
+def test_same_seed_same_losses(tmp_path):
+    cfg = TrainConfig(task="reverse", num_symbols=5, max_len=4, batch_size=8, max_steps=5, eval_every=5,
+                      eval_size=4, seed=3, out_dir=str(tmp_path))
+    small = dict(d_model=16, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1)
+    first = train(cfg, log=lambda line: None, **small)[1]["history"]["loss"]
+    second = train(cfg, log=lambda line: None, **small)[1]["history"]["loss"]
+    assert first == second
