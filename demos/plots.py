@@ -31,7 +31,7 @@ def loss_curve(history, path, title="training"):
         acc.set_ylim(0, 1.02)
         acc.set_ylabel("held-out exact match", color="#2563eb")
     ax.set_title(title)
-    ax.legend(loc="upper center")
+    ax.legend(loc="lower left")
     return save(fig, path)
 
 

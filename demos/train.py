@@ -66,20 +66,21 @@ def main(argv=None):
     print(f"\n{verdict} {cfg.target_accuracy:.0%} exact match: {metrics['exact_match']:.1%} after "
           f"{metrics['steps']} steps, {metrics['seconds']:.1f} s")
 
+    from demos import plots
     print("\nsample decodes (source -> greedy output):")
-    for src, want, got in sample_decodes(model, cfg):
-        mark = "ok" if got == want else f"expected {want}"
-        print(f"  {src} -> {got}  {mark}")
+    spell = lambda tokens: " ".join(plots.token_label(t) for t in tokens)   # noqa: E731
+    for src, want, got in sample_decodes(model, cfg, count=4):
+        mark = "ok" if got == want else f"WRONG, expected {spell(want)}"
+        print(f"  {spell(src):<20} -> {spell(got):<20} {mark}")
 
     metrics["beam_vs_greedy"] = compare_beam_and_greedy(model, cfg, args.beam_size, args.beam_examples)
     with open(os.path.join(out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
 
-    from demos import plots
     plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{args.task}: training")
     example = tasks.heldout_set(cfg.task, 1, cfg.max_len, cfg.num_symbols, seed=7)
-    paths = plots.attention_heatmaps(model, example, out)
-    print(f"wrote {out}/metrics.json, {out}/checkpoint.npz, {out}/loss.png, " + ", ".join(paths))
+    plots.attention_heatmaps(model, example, out)
+    print(f"wrote {out}/metrics.json and {out}/checkpoint.npz")
     return metrics
 
 
