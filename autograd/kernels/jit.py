@@ -7,8 +7,9 @@ plain Python you can step through (slowly).
 Three tricks make these fast, each explained where it is used:
 - matmul packs B into panels of PANEL columns and computes C four rows at a time, with the
   k loop unrolled by four, so each accumulator load and store carries 16 multiply-adds;
-- `_row_max` compares floats as integers (an order-preserving bit mapping), because
-  LLVM vectorizes integer max reductions but not float ones here;
+- `row_max` compares floats as integers (an order-preserving bit mapping), because
+  LLVM vectorizes integer max reductions but not float ones here; `bits_to_float` turns
+  the winning bits back into a float (a one-instruction LLVM bitcast);
 - `_exp_row` computes exp with a range reduction and a Taylor polynomial instead of calling
   libm's scalar exp, so the loop vectorizes.
 
@@ -24,7 +25,7 @@ import math
 import numba
 import numpy as np
 from numba import njit, prange
-from numba.extending import register_jitable
+from numba.extending import intrinsic, register_jitable
 
 FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False)
@@ -32,6 +33,43 @@ MICRO_ROWS = 4             # rows of C computed together (the register block)
 ROWS_PER_TASK = 64         # rows of C per parallel work item
 PARALLEL_MIN_FLOPS = 1 << 22   # below this (about a 128^3 matmul), threads cost more than they save
 PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+def _variant(fn, name, **options):
+    """njit `fn` under its own name.  Numba's cache is keyed by the function's qualified
+    name, bytecode and closure values; the serial and parallel builds of one kernel share
+    all three (the flag is a compile option), so without a distinct name one build would
+    be loaded from the cache in place of the other."""
+    fn.__qualname__ = f"{fn.__qualname__}[{name}]"
+    signatures = options.pop("signatures", None)
+    decorator = njit(signatures, **options, **JIT) if signatures else njit(**options, **JIT)
+    return decorator(fn)
+
+
+def _bits_to_float_python(bits):
+    """Plain-Python twin of bits_to_float, for NUMBA_DISABLE_JIT=1."""
+    bits = np.asarray(bits)
+    return bits.view(np.float32 if bits.dtype == np.int32 else np.float64)[()]
+
+
+@intrinsic
+def _bits_to_float_intrinsic(typingctx, bits):
+    """Reinterpret an int32 (int64) as the float32 (float64) with the same bits: one LLVM
+    `bitcast`, which vectorizes (numpy's `.view` does this for whole arrays)."""
+    from llvmlite import ir
+    if bits == numba.int32:
+        result, llvm_type = numba.float32, ir.FloatType()
+    elif bits == numba.int64:
+        result, llvm_type = numba.float64, ir.DoubleType()
+    else:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_type)
+    return result(bits), codegen
+
+
+bits_to_float = _bits_to_float_python if numba.config.DISABLE_JIT else _bits_to_float_intrinsic
 
 
 def _use_threads(work, threshold):
@@ -109,7 +147,6 @@ def _make_gemm(panel, parallel):
                     for j in range(min(panel, n - j0)):
                         c[i0 + i + r, j0 + j] = acc[r, j]
 
-    @njit(_gemm_signatures(), parallel=parallel, **JIT)
     def gemm(a, b, a_of, b_of, c, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.
 
@@ -122,21 +159,34 @@ def _make_gemm(panel, parallel):
         k = a.shape[3]
         a2, b2 = a.shape[1], b.shape[1]
         k4 = (k + 3) // 4 * 4
+        n_panels = (n + panel - 1) // panel
         blocks = (m + ROWS_PER_TASK - 1) // ROWS_PER_TASK
         work = t_count * blocks
+        b_count = b.shape[0] * b2
+        # B used by several work items (a weight matrix, or many row blocks): pack each B
+        # once, up front.  Otherwise (one B per item, as in attention) pack it in the task.
+        shared = b_count < work
+        packed_all = np.zeros((b_count if shared else 0, n_panels, k4, panel), c.dtype)
+        for s in prange(packed_all.shape[0]):
+            pack_b(b[s // b2, s % b2], packed_all[s])
         for chunk in prange(chunks):
-            packed = np.zeros(((n + panel - 1) // panel, k4, panel), c.dtype)
+            own = np.zeros((0 if shared else n_panels, k4, panel), c.dtype)
             a_rows = np.zeros((ROWS_PER_TASK, k4), c.dtype)
-            packed_for = -1                                   # which B matrix `packed` holds
+            packed_for = -1                                   # which B matrix `own` holds
             for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
                 t, blk = item // blocks, item % blocks
-                if b_of[t] != packed_for:
-                    packed_for = b_of[t]
-                    pack_b(b[packed_for // b2, packed_for % b2], packed)
+                if shared:
+                    packed = packed_all[b_of[t]]
+                else:
+                    if b_of[t] != packed_for:
+                        packed_for = b_of[t]
+                        pack_b(b[packed_for // b2, packed_for % b2], own)
+                    packed = own
                 i0 = blk * ROWS_PER_TASK
                 gemm_rows(a[a_of[t] // a2, a_of[t] % a2], packed, c[t], i0, min(m, i0 + ROWS_PER_TASK), a_rows)
 
-    return gemm
+    return _variant(gemm, f"panel {panel}, {'parallel' if parallel else 'serial'}",
+                    signatures=_gemm_signatures(), parallel=parallel)
 
 
 PANELS = (16, 32, 64)
@@ -224,48 +274,45 @@ def _make_rowwise(dtype, parallel):
     NEG_INF = f(-np.inf)
 
     @register_jitable(**JIT)
-    def row_max(row, scratch_key):
-        """max(row), -inf for an all -inf row.  Floats are compared as integers: flipping
-        the non-sign bits of negative numbers makes integer order equal float order, and
-        LLVM vectorizes an integer max reduction (it does not vectorize this float one)."""
-        bits = row.view(itype)
+    def row_max(bits):
+        """max of a row given as its integer bits (-inf for an all -inf row).  Flipping the
+        non-sign bits of negative floats makes integer order equal float order, and LLVM
+        vectorizes an integer max reduction (it does not vectorize this float one).  The
+        mapping is its own inverse."""
         best = MIN_KEY
-        for j in range(row.shape[0]):
+        for j in range(bits.shape[0]):
             key = bits[j] ^ ((bits[j] >> SIGN_SHIFT) & SIGN_OFF)
             best = key if key > best else best
-        scratch_key[0] = best ^ ((best >> SIGN_SHIFT) & SIGN_OFF)   # the mapping is its own inverse
-        return scratch_key.view(f)[0]
+        return bits_to_float(it(best ^ ((best >> SIGN_SHIFT) & SIGN_OFF)))   # Numba computes ints in int64
 
     @register_jitable(**JIT)
     def exp_row(row, shift, out):
         """out[j] = exp(row[j] - shift) for row[j] <= shift; returns sum_j out[j].
 
         exp(d) = 2^k * e^r with k = round(d / ln 2) and r = d - k ln 2, |r| <= ln2/2:
-        e^r is a Taylor polynomial (Horner's rule) and 2^k is built from its bits
-        ((k + bias) << mantissa bits) through an integer view of `out`."""
-        out_bits = out.view(itype)
+        e^r is a Taylor polynomial (Horner's rule) and 2^k is built from its bits,
+        (k + bias) << mantissa bits."""
         total = ZERO
         for j in range(row.shape[0]):
             d = row[j] - shift
             t = d if d > LOWEST else LOWEST
             k_int = it(t * LOG2E - HALF)               # round to nearest (t <= 0): truncate t/ln2 - 1/2
-            out_bits[j] = (k_int + BIAS) << MANTISSA    # out[j] now holds 2^k
+            two_to_k = bits_to_float(it((k_int + BIAS) << MANTISSA))
             k = f(k_int)
             r = (t - k * LN2_HI) - k * LN2_LO
             p = TAYLOR[0]
             for c in TAYLOR[1:]:
                 p = p * r + c
-            e = p * out[j] if d >= LOWEST else ZERO
+            e = p * two_to_k if d >= LOWEST else ZERO
             out[j] = e
             total += e
         return total
 
-    @njit(parallel=parallel, **JIT)
     def softmax(x, out):
         """out = softmax of each row of x (zeros for a fully masked row)."""
-        scratch = np.empty(x.shape[0], itype)             # one slot per row for row_max
+        bits = x.view(itype)
         for i in prange(x.shape[0]):
-            m = row_max(x[i], scratch[i:i + 1])
+            m = row_max(bits[i])
             if m == NEG_INF:
                 out[i] = ZERO
                 continue
@@ -273,7 +320,6 @@ def _make_rowwise(dtype, parallel):
             for j in range(x.shape[1]):
                 out[i, j] *= inv
 
-    @njit(parallel=parallel, **JIT)
     def softmax_backward(y, dy, dx):
         """dx = y * (dy - sum(dy * y)) row by row."""
         for i in prange(y.shape[0]):
@@ -283,12 +329,11 @@ def _make_rowwise(dtype, parallel):
             for j in range(y.shape[1]):
                 dx[i, j] = y[i, j] * (dy[i, j] - dot)
 
-    @njit(parallel=parallel, **JIT)
     def log_softmax(x, out):
         """out = x - max - log(sum exp(x - max)) row by row (zeros for a fully masked row)."""
-        scratch = np.empty(x.shape[0], itype)             # one slot per row for row_max
+        bits = x.view(itype)
         for i in prange(x.shape[0]):
-            m = row_max(x[i], scratch[i:i + 1])
+            m = row_max(bits[i])
             if m == NEG_INF:
                 out[i] = ZERO
                 continue
@@ -296,7 +341,6 @@ def _make_rowwise(dtype, parallel):
             for j in range(x.shape[1]):
                 out[i, j] = (x[i, j] - m) - log_sum
 
-    @njit(parallel=parallel, **JIT)
     def log_softmax_backward(y, dy, dx):
         """dx = dy - exp(y) * sum(dy); zero for a fully masked row (y all 0, so sum exp(y) = n > 1)."""
         for i in prange(y.shape[0]):
@@ -310,8 +354,9 @@ def _make_rowwise(dtype, parallel):
             for j in range(y.shape[1]):
                 dx[i, j] = dy[i, j] - dx[i, j] * total_dy
 
-    return {"softmax": softmax, "softmax_backward": softmax_backward,
-            "log_softmax": log_softmax, "log_softmax_backward": log_softmax_backward}
+    variant = f"{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}"
+    return {kernel.__name__: _variant(kernel, variant, parallel=parallel)
+            for kernel in (softmax, softmax_backward, log_softmax, log_softmax_backward)}
 
 
 _rowwise_kernels = {}
