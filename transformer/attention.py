@@ -9,27 +9,28 @@ Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, 
 softmax does not saturate into a one-hot choice (see demos/scaling.py).
 """
 
-import math
-
 import numpy as np
 
 import nn
 from autograd import Tensor
 from nn import functional as F
+from transformer.scores import scaled_dot_scores
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None):
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None, score=None):
     """Returns (output, weights).
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v);  mask: boolean, True = may
     attend, broadcastable to (..., T_q, T_k).  A query whose keys are all masked gets zero
     weights (and zero gradient) instead of NaN.  Dropout is applied to the weights.
+    `score(q, k)` replaces q k^T / sqrt(d_k) when given (see transformer/scores.py; then
+    q and k may differ in size).
     """
     d_k = q.shape[-1]
-    if k.shape[-1] != d_k or k.shape[-2] != v.shape[-2]:
+    if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
                          "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
-    scores = (q * (1.0 / math.sqrt(d_k))) @ k.transpose(-2, -1)     # (..., T_q, T_k)
+    scores = (score or scaled_dot_scores)(q, k)                      # (..., T_q, T_k)
     if mask is not None:
         mask = np.asarray(mask.data if isinstance(mask, Tensor) else mask)
         if mask.dtype != np.bool_:
@@ -51,16 +52,18 @@ class MultiHeadAttention(nn.Module):
     learned projections of the queries, keys and values; their outputs are concatenated and
     projected back to d_model.
 
-    forward returns the output only (PyTorch's returns (output, weights)); the last
+    `score` (a module from transformer/scores.py, sized for d_head) replaces the scaled dot
+    product.  forward returns the output only (PyTorch's returns (output, weights)); the last
     attention weights are kept, detached, in `self.attn_weights` (B, H, T_q, T_k) for plotting.
     """
 
-    def __init__(self, d_model, num_heads, dropout=0.0, bias=True):
+    def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None):
         super().__init__()
         if d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by num_heads={num_heads}")
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
         self.dropout = dropout
+        self.score = score            # None: scaled dot product; else a module from transformer/scores.py
         self.q_proj = nn.Linear(d_model, d_model, bias)
         self.k_proj = nn.Linear(d_model, d_model, bias)
         self.v_proj = nn.Linear(d_model, d_model, bias)
@@ -80,7 +83,7 @@ class MultiHeadAttention(nn.Module):
         q = self._split_heads(self.q_proj(query))                    # (B, H, T_q, d_head)
         k = self._split_heads(self.k_proj(key))                      # (B, H, T_k, d_head)
         v = self._split_heads(self.v_proj(value))                    # (B, H, T_k, d_head)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=self.score)
         self.attn_weights = weights.data                             # (B, H, T_q, T_k), no graph
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)   # (B, T_q, d_model)
         return self.out_proj(out)
