@@ -54,8 +54,9 @@ class EncoderLayer(nn.Module):
         self.sublayer1 = _Residual(d_model, dropout, norm_first)
         self.sublayer2 = _Residual(d_model, dropout, norm_first)
 
-    def forward(self, x, mask=None):                      # (B, S, d_model)
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, mask))
+    def forward(self, x, mask=None, kv_cache=None):       # (B, S, d_model)
+        """kv_cache: see MultiHeadAttention (used when a causal stack generates token by token)."""
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, mask, kv_cache))
         return self.sublayer2(x, self.feed_forward)
 
 
@@ -88,9 +89,10 @@ class Encoder(nn.Module):
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model) if norm_first else None
 
-    def forward(self, x, mask=None):
-        for layer in self.layers:
-            x = layer(x, mask)
+    def forward(self, x, mask=None, kv_caches=None):
+        """kv_caches: one dict per layer for cached generation (see MultiHeadAttention)."""
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, None if kv_caches is None else kv_caches[i])
         return self.norm(x) if self.norm is not None else x
 
 

@@ -41,9 +41,10 @@ class PositionalEncoding(nn.Module):
         self.table = tables[kind](max_len, d_model).astype(dtype)   # a constant, not a Parameter
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x):
-        length = _check_length(x, self.max_len, self.d_model, type(self).__name__)
-        return self.dropout(x + Tensor._make(self.table[:length].astype(x.dtype, copy=False), None))
+    def forward(self, x, offset=0):
+        """offset: the position of x's first element (when generating one token at a time)."""
+        end = _check_length(x, self.max_len, self.d_model, type(self).__name__, offset)
+        return self.dropout(x + Tensor._make(self.table[offset:end].astype(x.dtype, copy=False), None))
 
     def extra_repr(self):
         return f"d_model={self.d_model}, max_len={self.max_len}, kind={self.kind!r}"
@@ -58,19 +59,20 @@ class LearnedPositionalEncoding(nn.Module):
         self.weight = nn.Parameter(nn.init.normal((max_len, d_model), 0.02, generator, dtype))
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x):
-        length = _check_length(x, self.max_len, self.d_model, type(self).__name__)
-        return self.dropout(x + self.weight[:length])
+    def forward(self, x, offset=0):
+        end = _check_length(x, self.max_len, self.d_model, type(self).__name__, offset)
+        return self.dropout(x + self.weight[offset:end])
 
     def extra_repr(self):
         return f"d_model={self.d_model}, max_len={self.max_len}"
 
 
-def _check_length(x, max_len, d_model, name):
+def _check_length(x, max_len, d_model, name, offset=0):
+    """The end position offset + seq_len, checked against the table."""
     if x.ndim != 3 or x.shape[-1] != d_model:
         raise ValueError(f"{name}: expected input (batch, seq, {d_model}), got {x.shape}")
-    length = x.shape[1]
-    if length > max_len:
-        raise ValueError(f"{name}: sequence length {length} exceeds the table's max_len {max_len}")
-    return length
+    end = offset + x.shape[1]
+    if end > max_len:
+        raise ValueError(f"{name}: sequence length {end} exceeds the table's max_len {max_len}")
+    return end
 

@@ -53,10 +53,29 @@ def evaluate(model, heldout, max_len):
 
 
 def build_model(train_cfg, **model_overrides):
+    """A Transformer sized for the task: vocabulary from the symbols, positions for
+    BOS + max_len + EOS (model_overrides may change any TransformerConfig field)."""
     vocab = tasks.vocab_size(train_cfg.num_symbols)
-    config = TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=train_cfg.max_len + 2,
-                               pad_id=tasks.PAD, **model_overrides)
-    return Transformer(config)
+    config = dict(src_vocab=vocab, tgt_vocab=vocab, max_len=train_cfg.max_len + 2, pad_id=tasks.PAD)
+    config.update(model_overrides)
+    return Transformer(TransformerConfig(**config))
+
+
+def make_optimizer(parameters, lr, warmup, decay_steps):
+    """Adam (betas 0.9/0.98, as in the paper) with linear warm-up and cosine decay to lr/10."""
+    optimizer = Adam(parameters, lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    return optimizer, LambdaLR(optimizer, warmup_cosine(warmup, decay_steps, min_factor=0.1))
+
+
+def optimize(loss, optimizer, schedule, clip_norm):
+    """One step: backward, clip the global gradient norm, update, advance the schedule."""
+    optimizer.zero_grad()
+    loss.backward()
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    clip_grad_norm_(params, clip_norm)
+    optimizer.step()
+    schedule.step()
+    return loss.item()
 
 
 def train(cfg, model=None, log=print, **model_overrides):
@@ -66,8 +85,7 @@ def train(cfg, model=None, log=print, **model_overrides):
     keep_freed_memory()
     manual_seed(cfg.seed)
     model = model or build_model(cfg, **model_overrides)
-    optimizer = Adam(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
-    schedule = LambdaLR(optimizer, warmup_cosine(cfg.warmup, cfg.decay_steps, min_factor=0.1))
+    optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps)
     stream = tasks.batches(cfg.task, cfg.batch_size, cfg.min_len, cfg.max_len, cfg.num_symbols, seed=cfg.seed)
     heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
     os.makedirs(cfg.out_dir, exist_ok=True)
@@ -79,13 +97,8 @@ def train(cfg, model=None, log=print, **model_overrides):
         logits = model(batch.src, batch.tgt_in)                       # (B, T, V)
         loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD,
                                label_smoothing=cfg.label_smoothing)
-        optimizer.zero_grad()
-        loss.backward()
-        clip_grad_norm_(model.parameters(), cfg.clip_norm)
-        optimizer.step()
-        schedule.step()
         history["step"].append(step)
-        history["loss"].append(loss.item())
+        history["loss"].append(optimize(loss, optimizer, schedule, cfg.clip_norm))
         if step % cfg.eval_every == 0 or step == cfg.max_steps:
             result = evaluate(model, heldout, cfg.max_len + 1)
             elapsed = time.perf_counter() - started

@@ -1,0 +1,83 @@
+"""Vision Transformer: image patches as tokens, on generated pictures of bars.
+
+    python -m demos.vit [--steps 1500] [--out runs/vit]
+
+16x16 images with one faint bar (horizontal, vertical, diagonal or anti-diagonal) under
+heavy noise; 4x4 patches make 16 tokens plus the <class> token.  Trains until 95%
+held-out accuracy (or --steps), then writes vit.png: a few held-out images with their
+predictions, and the <class> token's attention over the patches.
+"""
+
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+from autograd import manual_seed, no_grad
+from demos._plotting import output_dir, plt, save
+from nn import functional as F
+from transformer.training import make_optimizer, optimize
+from transformer.vit import ORIENTATIONS, ViTConfig, VisionTransformer, bars
+
+
+def accuracy(model, images, labels):
+    with no_grad():
+        model.eval()
+        predicted = model(images).data.argmax(-1)
+        model.train()
+    return float((predicted == labels).mean()), predicted
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=1500, help="at most this many steps (stops at --target)")
+    parser.add_argument("--target", type=float, default=0.95)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="runs/vit")
+    args = parser.parse_args(argv)
+    out = output_dir(args.out)
+    manual_seed(args.seed)
+    config = ViTConfig()
+    model = VisionTransformer(config)
+    test_images, test_labels = bars(1000, config.image_size, np.random.default_rng(10_000 + args.seed))
+    optimizer, schedule = make_optimizer(model.parameters(), 3e-3, 50, args.steps)
+    rng = np.random.default_rng(args.seed)
+    start, acc, step = time.perf_counter(), 0.0, 0
+    for step in range(1, args.steps + 1):
+        images, labels = bars(64, config.image_size, rng)
+        loss = optimize(F.cross_entropy(model(images), labels), optimizer, schedule, 1.0)
+        if step % 50 == 0:
+            acc, _ = accuracy(model, test_images, test_labels)
+            print(f"step {step:4d}  loss {loss:.4f}  held-out accuracy {acc:.1%}  {time.perf_counter() - start:5.1f}s",
+                  flush=True)
+            if acc >= args.target:
+                break
+    acc, predicted = accuracy(model, test_images, test_labels)
+    print(f"held-out accuracy {acc:.1%} after {step} steps")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"heldout_accuracy": acc, "steps": step, "seconds": time.perf_counter() - start}, f, indent=1)
+
+    shown = 6
+    with no_grad():
+        model.eval()
+        model(test_images[:shown])
+    attention = model.cls_attention().mean(axis=1)                       # (shown, N): averaged over heads
+    grid = config.image_size // config.patch_size
+    fig, axes = plt.subplots(2, shown, figsize=(2.2 * shown, 5.2))
+    for i in range(shown):
+        axes[0, i].imshow(test_images[i], cmap="gray")
+        ok = "ok" if predicted[i] == test_labels[i] else f"true: {ORIENTATIONS[test_labels[i]]}"
+        axes[0, i].set_title(f"{ORIENTATIONS[predicted[i]]}\n{ok}", fontsize=8)
+        axes[1, i].imshow(attention[i].reshape(grid, grid), cmap="viridis")
+        axes[1, i].set_title("<class> attention", fontsize=8)
+        for ax in axes[:, i]:
+            ax.axis("off")
+    fig.suptitle("Vision Transformer on noisy bars: prediction (top), <class> token's attention over patches (bottom)")
+    save(fig, f"{out}/vit.png")
+    return acc
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""An encoder-only (BERT-style) model: representations from self-attention over the whole
+sequence, pre-trained by masked-language modelling and fine-tuned to classify.
+
+A <class> token is prepended to every sequence; its final state summarises the sequence
+for the classification head.  The masked-language-model head predicts the tokens hidden
+by `mask_for_mlm` from both sides of their context.
+"""
+
+import dataclasses
+
+import numpy as np
+
+import nn
+from transformer.layers import Encoder
+from transformer.masks import padding_mask
+from transformer.positional import LearnedPositionalEncoding
+
+PAD, CLS, MASK = 0, 1, 2
+FIRST_SYMBOL = 3
+
+
+@dataclasses.dataclass
+class EncoderOnlyConfig:
+    vocab: int
+    num_classes: int = 2
+    d_model: int = 64
+    num_heads: int = 4
+    d_ff: int = 128
+    num_layers: int = 2
+    max_len: int = 32
+    dropout: float = 0.0
+    pad_id: int = PAD
+
+
+class EncoderOnly(nn.Module):
+    """tokens (B, T), each row starting with CLS -> states (B, T, d_model), MLM logits
+    (B, T, vocab) or class logits (B, num_classes)."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = c = config
+        self.embed = nn.Embedding(c.vocab, c.d_model)
+        self.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True)
+        self.mlm_head = nn.Linear(c.d_model, c.vocab)
+        self.cls_head = nn.Linear(c.d_model, c.num_classes)
+        self.embed.weight.data *= c.d_model ** -0.5
+
+    def encode(self, tokens):
+        tokens = np.asarray(tokens)
+        h = self.positional(self.embed(tokens))                         # (B, T, d_model)
+        return self.encoder(h, padding_mask(tokens, self.config.pad_id))
+
+    def mlm_logits(self, tokens):
+        return self.mlm_head(self.encode(tokens))                       # (B, T, vocab)
+
+    def classify(self, tokens):
+        return self.cls_head(self.encode(tokens)[:, 0])                 # the <class> state -> (B, classes)
+
+    def forward(self, tokens):
+        return self.classify(tokens)
+
+    def cls_attention(self):
+        """(B, H, T) attention of the <class> query in the last layer, from the last pass."""
+        return self.encoder.layers[-1].self_attn.attn_weights[:, :, 0, :]
+
+
+def with_cls(sequences):
+    """Prepend the <class> token: (B, T) -> (B, T + 1)."""
+    sequences = np.asarray(sequences)
+    return np.concatenate([np.full((len(sequences), 1), CLS), sequences], axis=1)
+
+
+def mask_for_mlm(tokens, num_symbols, rng, rate=0.15):
+    """BERT's masking.  Of the symbol positions (not PAD or CLS), `rate` are chosen; of
+    those 80% become <mask>, 10% a random symbol and 10% stay.  Returns (inputs, targets)
+    with targets -100 (ignored) everywhere but the chosen positions."""
+    tokens = np.asarray(tokens)
+    chosen = (tokens >= FIRST_SYMBOL) & (rng.random(tokens.shape) < rate)
+    action = rng.random(tokens.shape)
+    inputs = tokens.copy()
+    inputs[chosen & (action < 0.8)] = MASK
+    random_positions = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[random_positions] = rng.integers(FIRST_SYMBOL, FIRST_SYMBOL + num_symbols, random_positions.sum())
+    targets = np.where(chosen, tokens, -100)
+    return inputs, targets
+
+
+# ----- toy data: arithmetic progressions modulo num_symbols -----
+
+def progressions(count, length, num_symbols, rng):
+    """Rows (a + i d) mod num_symbols, i = 0..length-1, for random a and d: a masked symbol
+    can be recovered from its neighbours."""
+    start = rng.integers(0, num_symbols, (count, 1))
+    step = rng.integers(1, num_symbols, (count, 1))
+    return (start + step * np.arange(length)) % num_symbols + FIRST_SYMBOL
+
+
+def corruption_task(count, length, num_symbols, rng):
+    """Classification: label 1 for an intact progression, 0 for one with a symbol replaced."""
+    rows = progressions(count, length, num_symbols, rng)
+    labels = rng.integers(0, 2, count)
+    for i in np.where(labels == 0)[0]:
+        j = rng.integers(0, length)
+        rows[i, j] = FIRST_SYMBOL + (rows[i, j] - FIRST_SYMBOL + rng.integers(1, num_symbols)) % num_symbols
+    return with_cls(rows), labels
+
