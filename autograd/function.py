@@ -51,7 +51,7 @@ class Function:
         `inputs` are Tensors (differentiable arguments); `params` are plain Python/numpy
         values (a dim, a shape, a mask) passed to forward as keywords.
         """
-        from autograd.tensor import Tensor  # noqa: cycle: Tensor's methods call ops
+X
 
         ctx = cls()
         ctx.saved_tensors = ()

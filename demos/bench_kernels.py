@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from demos._threads import use_threads
+
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,15 +154,9 @@ def bench_compile():
 
 def main(argv=None):
     args = parse_args(argv)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
+    torch = use_threads(args.threads)
     import numpy as np
     from autograd.kernels import jit, reference
-    try:
-        import torch
-        torch.set_num_threads(args.threads)
-    except ImportError:
-        torch = None
     repeats = 5 if args.quick else 21
     import platform
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": args.threads,

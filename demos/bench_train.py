@@ -10,8 +10,9 @@ where our step spends its time.
 
 import argparse
 import json
-import os
 import time
+
+from demos._threads import use_threads
 
 
 def parse_args(argv=None):
@@ -124,13 +125,7 @@ def profile(step):
 
 def main(argv=None):
     args = parse_args(argv)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
-    try:
-        import torch
-        torch.set_num_threads(args.threads)
-    except ImportError:
-        pass
+    use_threads(args.threads)
     from autograd import kernels
     from autograd.allocator import keep_freed_memory
     keep_freed_memory()

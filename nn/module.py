@@ -145,29 +145,6 @@ class Module:
         return "\n".join(lines) + (")" if len(lines) == 1 else "\n)")
 
 
-class Sequential(Module):
-    """Modules applied one after another: Sequential(a, b, c)(x) == c(b(a(x)))."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        for i, m in enumerate(modules):
-            setattr(self, str(i), m)
-
-    def __getitem__(self, i):
-        return list(self._modules.values())[i]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def forward(self, x):
-        for m in self._modules.values():
-            x = m(x)
-        return x
-
-
 class ModuleList(Module):
     """A list of modules whose parameters are registered (under names '0', '1', ...)."""
 
@@ -188,3 +165,15 @@ class ModuleList(Module):
 
     def __iter__(self):
         return iter(self._modules.values())
+
+
+class Sequential(ModuleList):
+    """Modules applied one after another: Sequential(a, b, c)(x) == c(b(a(x)))."""
+
+    def __init__(self, *modules):
+        super().__init__(modules)
+
+    def forward(self, x):
+        for m in self:
+            x = m(x)
+        return x
