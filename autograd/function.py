@@ -51,7 +51,7 @@ class Function:
         `inputs` are Tensors (differentiable arguments); `params` are plain Python/numpy
         values (a dim, a shape, a mask) passed to forward as keywords.
         """
-X
+        from autograd.tensor import Tensor  # imported here: tensor.py imports the ops, which import this module
 
         ctx = cls()
         ctx.saved_tensors = ()
