@@ -1,4 +1,4 @@
-"""The hot kernels of the tensor engine, behind one switch.
+"""The hot kernels of the tensor engine (and the Adam update of nn.optim), behind one switch.
 
 Ops call `kernels.matmul`, `kernels.softmax`, ... and this module forwards the call to
 the chosen backend: "numba" (JIT-compiled, `autograd/kernels/jit.py`) or "numpy" (the
@@ -11,7 +11,7 @@ import os
 
 from autograd.kernels import reference
 
-KERNEL_NAMES = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward")
+KERNEL_NAMES = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "adam_step")
 _backends = {"numpy": reference}
 _current = None
 

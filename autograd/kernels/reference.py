@@ -59,3 +59,21 @@ def log_softmax_backward(y, dy):
     dx = dy - p * np.sum(dy, axis=-1, keepdims=True)
     masked = np.sum(p, axis=-1, keepdims=True) > 1.5
     return np.where(masked, 0, dx)
+
+
+def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+    """One Adam (or AdamW, decoupled=True) update of the flat arrays p, m, v in place, with
+    gradient g, at step number `step` (1-based):
+        p *= 1 - lr * wd  (AdamW)   or   g = g + wd * p  (Adam's L2)
+        m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2
+        p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)"""
+    if weight_decay:
+        if decoupled:
+            p *= 1 - lr * weight_decay
+        else:
+            g = g + weight_decay * p
+    m *= beta1
+    m += (1 - beta1) * g
+    v *= beta2
+    v += (1 - beta2) * g * g
+    p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)

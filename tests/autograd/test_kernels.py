@@ -182,3 +182,25 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
     result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "steppable" in result.stdout
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weight_decay,decoupled", [(0.0, False), (0.1, False), (0.1, True)])
+@pytest.mark.parametrize("size", [1, 7, 129])
+def test_adam_step_matches_numpy(dtype, weight_decay, decoupled, size):
+    rng = np.random.default_rng(size)
+    p, g = rng.standard_normal((2, size)).astype(dtype)
+    m, v = rng.standard_normal(size).astype(dtype), rng.random(size).astype(dtype)
+    states = [[p.copy(), m.copy(), v.copy()] for _ in range(2)]
+    for step in (1, 2, 3):
+        for backend, (pp, mm, vv) in zip((jit, reference), states):
+            backend.adam_step(pp, g, mm, vv, 0.01, 0.9, 0.999, 1e-8, weight_decay, decoupled, step)
+    for got, want in zip(*states):
+        np.testing.assert_allclose(got, want, **tol(dtype))
+    assert not np.allclose(states[0][0], p)           # the parameters did move
+
+
+def test_adam_step_refuses_a_non_contiguous_parameter():
+    p = np.zeros((4, 3)).T
+    with pytest.raises(ValueError, match="contiguous"):
+        jit.adam_step(p, np.ones((3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 0.1, 0.9, 0.999, 1e-8, 0.0, False, 1)
