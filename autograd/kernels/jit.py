@@ -428,21 +428,16 @@ def log_softmax_backward(y, dy):
 # ============================================================================ optimizer
 
 @njit(**JIT)
-def _adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+def _adam_step(p, g, m, v, lr, beta1, beta2, eps, shrink, l2, correction1, correction2, one):
     """reference.adam_step in one pass over the elements (Adam's numpy form makes about ten
-    passes and ten calls per parameter, which dominate for small parameters)."""
-    correction1 = 1 - beta1 ** step
-    correction2 = 1 - beta2 ** step
-    for i in range(p.shape[0]):
-        gi = g[i]
-        if weight_decay != 0:
-            if decoupled:
-                p[i] = p[i] * (1 - lr * weight_decay)
-            else:
-                gi = gi + weight_decay * p[i]
-        m[i] = beta1 * m[i] + (1 - beta1) * gi
-        v[i] = beta2 * v[i] + (1 - beta2) * gi * gi
-        p[i] = p[i] - lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)
+    passes and ten calls per parameter, which dominate for small parameters).  Every scalar
+    arrives in the arrays' dtype, so float32 parameters are updated in float32."""
+    for i in range(p.shape[0]):                              # no branches in the loop
+        pi = p[i] * shrink                                   # AdamW: p *= 1 - lr wd
+        gi = g[i] + l2 * pi                                  # Adam: g += wd p
+        m[i] = beta1 * m[i] + (one - beta1) * gi
+        v[i] = beta2 * v[i] + (one - beta2) * gi * gi
+        p[i] = pi - lr * (m[i] / correction1) / (np.sqrt(v[i] / correction2) + eps)
 
 
 def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
@@ -451,8 +446,11 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     flat = p.reshape(-1)
     if not np.shares_memory(flat, p):
         raise ValueError("adam_step: the parameter array must be contiguous to be updated in place")
+    t = p.dtype.type
+    shrink = 1 - lr * weight_decay if decoupled else 1.0
+    l2 = 0.0 if decoupled else weight_decay
     _adam_step(flat, np.ascontiguousarray(g, p.dtype).reshape(-1), m.reshape(-1), v.reshape(-1),
-               float(lr), float(beta1), float(beta2), float(eps), float(weight_decay), bool(decoupled), int(step))
+               t(lr), t(beta1), t(beta2), t(eps), t(shrink), t(l2), t(1 - beta1 ** step), t(1 - beta2 ** step), t(1))
 
 
 def warmup():
