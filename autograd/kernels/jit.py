@@ -425,6 +425,68 @@ def log_softmax_backward(y, dy):
     return _backward("log_softmax_backward", y, dy)
 
 
+# ============================================================================ layer norm
+
+@njit(**JIT)
+def _layer_norm(x, weight, bias, eps, out, xhat, rstd):
+    n, d = x.shape
+    for i in range(n):
+        total = x[i, 0] * 0
+        for j in range(d):
+            total += x[i, j]
+        mean = total / d
+        var = total * 0
+        for j in range(d):
+            c = x[i, j] - mean
+            var += c * c
+        r = 1 / np.sqrt(var / d + eps)
+        rstd[i, 0] = r
+        for j in range(d):
+            h = (x[i, j] - mean) * r
+            xhat[i, j] = h
+            out[i, j] = h * weight[j] + bias[j]
+
+
+@njit(**JIT)
+def _layer_norm_backward(grad, xhat, rstd, weight, dx, dweight, dbias):
+    n, d = grad.shape
+    dweight[:] = 0
+    dbias[:] = 0
+    for i in range(n):
+        mean_g = grad[i, 0] * 0
+        mean_gx = grad[i, 0] * 0
+        for j in range(d):
+            gw = grad[i, j] * weight[j]
+            mean_g += gw
+            mean_gx += gw * xhat[i, j]
+            dweight[j] += grad[i, j] * xhat[i, j]
+            dbias[j] += grad[i, j]
+        mean_g /= d
+        mean_gx /= d
+        for j in range(d):
+            dx[i, j] = rstd[i, 0] * (grad[i, j] * weight[j] - mean_g - xhat[i, j] * mean_gx)
+
+
+def layer_norm(x, weight, bias, eps):
+    """Same signature and results as reference.layer_norm, in one pass per row."""
+    dtype = x.dtype
+    x = np.ascontiguousarray(x)
+    out, xhat = np.empty_like(x), np.empty_like(x)
+    rstd = np.empty((x.shape[0], 1), dtype)
+    _layer_norm(x, np.ascontiguousarray(weight, dtype), np.ascontiguousarray(bias, dtype), dtype.type(eps),
+                out, xhat, rstd)
+    return out, xhat, rstd
+
+
+def layer_norm_backward(grad, xhat, rstd, weight):
+    """Same signature and results as reference.layer_norm_backward."""
+    grad = np.ascontiguousarray(grad, xhat.dtype)
+    dx = np.empty_like(grad)
+    dweight, dbias = np.empty(grad.shape[1], xhat.dtype), np.empty(grad.shape[1], xhat.dtype)
+    _layer_norm_backward(grad, xhat, rstd, np.ascontiguousarray(weight, xhat.dtype), dx, dweight, dbias)
+    return dx, dweight, dbias
+
+
 # ============================================================================ optimizer
 
 @njit(**JIT)
@@ -466,5 +528,8 @@ def warmup():
             kernels["log_softmax_backward"](x, x, np.empty_like(x))
             for n in PANELS:
                 _gemm_kernel(n, parallel)   # compiled for both dtypes when made
+        rows = np.zeros((2, 3), dtype)
+        out, xhat, rstd = layer_norm(rows, rows[0], rows[0], 1e-5)
+        layer_norm_backward(rows, xhat, rstd, rows[0])
         flat = np.zeros(3, dtype)
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)

@@ -77,3 +77,21 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     v *= beta2
     v += (1 - beta2) * g * g
     p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)
+
+
+def layer_norm(x, weight, bias, eps):
+    """Rows of x (N, D) normalised then scaled and shifted: returns (out, xhat, rstd) with
+    xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (biased variance), out = xhat w + b."""
+    mean = x.mean(axis=1, keepdims=True)
+    centered = x - mean
+    rstd = 1.0 / np.sqrt((centered * centered).mean(axis=1, keepdims=True) + eps)
+    xhat = centered * rstd
+    return xhat * weight + bias, xhat, rstd
+
+
+def layer_norm_backward(grad, xhat, rstd, weight):
+    """(dx, dweight, dbias) for layer_norm, from grad (N, D):
+    dx = rstd (g w - mean(g w) - xhat mean(g w xhat)),  dw = sum_rows g xhat,  db = sum_rows g."""
+    dxhat = grad * weight
+    dx = rstd * (dxhat - dxhat.mean(axis=1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=1, keepdims=True))
+    return dx, (grad * xhat).sum(axis=0), grad.sum(axis=0)

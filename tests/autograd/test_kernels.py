@@ -204,3 +204,19 @@ def test_adam_step_refuses_a_non_contiguous_parameter():
     p = np.zeros((4, 3)).T
     with pytest.raises(ValueError, match="contiguous"):
         jit.adam_step(p, np.ones((3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 0.1, 0.9, 0.999, 1e-8, 0.0, False, 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,width", [(1, 1), (7, 33), (65, 7), (3, 129)])
+def test_layer_norm_kernels_match_numpy(dtype, rows, width):
+    rng = np.random.default_rng(rows * width)
+    x = (3 * rng.standard_normal((rows, width)) + 1).astype(dtype)
+    w, b = rng.standard_normal(width).astype(dtype), rng.standard_normal(width).astype(dtype)
+    got, want = jit.layer_norm(x, w, b, 1e-5), reference.layer_norm(x, w, b, 1e-5)
+    for a, e in zip(got, want):
+        assert a.dtype == dtype
+        np.testing.assert_allclose(a, e, **tol(dtype))
+    g = rng.standard_normal((rows, width)).astype(dtype)
+    for a, e in zip(jit.layer_norm_backward(g, *want[1:], w), reference.layer_norm_backward(g, *want[1:], w)):
+        np.testing.assert_allclose(a, e, rtol=1e-4 if dtype == np.float32 else 1e-11,
+                                   atol=1e-4 if dtype == np.float32 else 1e-11)
