@@ -71,12 +71,14 @@ def _beam_search_one(model, src, max_len, bos, eos, beam_size, alpha):
                 new_scores.append(candidates[flat])
             if len(new_beams) == beam_size:
                 break
-        best_finished = max((s for s, _ in finished), default=-np.inf)
-        # no live beam can beat the best finished one once even its best future is worse
-        best_alive = max(new_scores, default=-np.inf) / length_penalty(max_len, alpha)
-        if not new_beams or len(finished) >= beam_size or best_finished >= best_alive:
+        if not new_beams:
             break
         beams, scores = np.array(new_beams), np.array(new_scores)
-    if not finished:   # nothing ended within max_len: return the best live hypothesis
-        finished = [(s / length_penalty(max_len, alpha), b[1:]) for s, b in zip(new_scores, new_beams)]
+        # Log-probabilities only fall as a hypothesis grows, and the penalty is largest at
+        # max_len, so score / lp(max_len) bounds what a live beam can still reach.
+        best_finished = max((s for s, _ in finished), default=-np.inf)
+        if best_finished >= scores.max() / length_penalty(max_len, alpha):
+            break
+    else:   # max_len reached: live hypotheses compete with the finished ones
+        finished += [(s / length_penalty(max_len, alpha), b[1:]) for s, b in zip(scores, beams)]
     return [int(t) for t in max(finished, key=lambda item: item[0])[1]]

@@ -104,3 +104,27 @@ def test_same_seed_same_losses(tmp_path):
     first = train(cfg, log=lambda line: None, **small)[1]["history"]["loss"]
     second = train(cfg, log=lambda line: None, **small)[1]["history"]["loss"]
     assert first == second
+
+
+class EarlyStopTrap(ScriptedModel):
+    """Every prefix shorter than 4 symbols continues with A (0.9) but also offers EOS (0.05):
+    the early EOS candidates are many but each is poor; the best sequence is A A A A EOS."""
+
+    def _next(self, prefix):
+        p = np.full(self.vocab, 1e-9)
+        if len(prefix) - 1 < 4:
+            p[A], p[EOS], p[B] = 0.9, 0.05, 0.05
+        else:
+            p[EOS] = 1.0
+        return np.log(p / p.sum())
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6])
+def test_beam_search_does_not_stop_at_the_first_poor_finished_hypotheses(alpha):
+    out = beam_search(EarlyStopTrap(), np.zeros((1, 3), np.int64), 8, BOS, EOS, beam_size=4, alpha=alpha)
+    assert out[0] == [A, A, A, A, EOS]
+
+
+def test_beam_search_returns_live_hypotheses_when_max_len_runs_out():
+    out = beam_search(EarlyStopTrap(), np.zeros((1, 3), np.int64), 2, BOS, EOS, beam_size=2, alpha=0.0)
+    assert out[0] == [A, A]
