@@ -235,8 +235,9 @@ class Tensor:
     def relu(self):
         return ops.ReLU.apply(self)
 
-    def gelu(self):
-        return ops.GELU.apply(self)
+    def gelu(self, approximate="none"):
+        """x Phi(x), exact (erf) by default as in PyTorch; approximate="tanh" for the tanh form."""
+        return ops.GELU.apply(self, approximate=approximate)
 
     # ----- reductions -----
 

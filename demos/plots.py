@@ -35,6 +35,24 @@ def loss_curve(history, path, title="training"):
     return save(fig, path)
 
 
+def lm_loss_curve(history, path, title="language model"):
+    """Training loss per iteration (faint, and a running mean) and the train and validation
+    loss estimates at each evaluation."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    iters, losses = np.array(history["iter"]) + 1, np.array(history["loss"])
+    ax.plot(iters, losses, color="#d1d5db", lw=0.6, label="batch loss")
+    evals = history["evals"]
+    ax.plot([e["iter"] for e in evals], [e["train"] for e in evals], "o-", color="#1f2937", label="train (estimate)")
+    ax.plot([e["iter"] for e in evals], [e["val"] for e in evals], "o-", color="#2563eb", label="validation (estimate)")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("cross-entropy (nats per character)")
+    ax.set_ylim(bottom=max(0.0, min(losses.min(), min(e["val"] for e in evals)) - 0.2),
+                top=min(losses.max(), 4.5) + 0.1)
+    ax.set_title(title)
+    ax.legend()
+    return save(fig, path)
+
+
 def attention_heatmaps(model, example, out_dir):
     """Run one example (teacher-forced) and plot every attention map: one figure per kind
     (encoder self-attention, decoder masked self-attention, cross-attention), a row per

@@ -25,11 +25,13 @@ def dropout(x, p=0.5, training=True, generator=None):
     return x * Tensor._make(keep, None)
 
 
-def layer_norm(x, normalized_shape, weight, bias, eps=1e-5):
+def layer_norm(x, normalized_shape, weight, bias=None, eps=1e-5):
     """Normalize over the trailing `normalized_shape` dims (biased variance, eps inside the sqrt)."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if weight.shape != normalized_shape:
         raise ValueError(f"layer_norm: weight shape {weight.shape} != normalized_shape {normalized_shape}")
+    if bias is None:
+        return ops.LayerNorm.apply(x, weight, eps=eps)
     return ops.LayerNorm.apply(x, weight, bias, eps=eps)
 
 
@@ -58,8 +60,8 @@ def relu(x):
     return x.relu()
 
 
-def gelu(x):
-    return x.gelu()
+def gelu(x, approximate="none"):
+    return x.gelu(approximate)
 
 
 def _check_targets(logits, target, op):

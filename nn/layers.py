@@ -45,20 +45,21 @@ class Embedding(Module):
 
 
 class LayerNorm(Module):
-    """Normalize each vector over its last dims, then scale (weight=1) and shift (bias=0)."""
+    """Normalize each vector over its last dims, then scale (weight=1) and shift (bias=0;
+    bias=False leaves the shift out, as in PyTorch and GPT models without biases)."""
 
-    def __init__(self, normalized_shape, eps=1e-5, dtype=np.float32):
+    def __init__(self, normalized_shape, eps=1e-5, bias=True, dtype=np.float32):
         super().__init__()
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         self.weight = Parameter(np.ones(self.normalized_shape, dtype))
-        self.bias = Parameter(np.zeros(self.normalized_shape, dtype))
+        self.bias = Parameter(np.zeros(self.normalized_shape, dtype)) if bias else None
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
+        return f"{self.normalized_shape}, eps={self.eps}, bias={self.bias is not None}"
 
 
 class Dropout(Module):
@@ -85,7 +86,16 @@ class ReLU(Module):
 
 
 class GELU(Module):
-    """GELU, tanh approximation (see autograd.ops.GELU)."""
+    """GELU, x Phi(x): the exact erf form by default, or approximate="tanh" (see autograd.ops.GELU)."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
 
     def forward(self, x):
-        return x.gelu()
+        return x.gelu(self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"

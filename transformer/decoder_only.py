@@ -5,16 +5,21 @@ mask so that position t sees only positions <= t: there is no encoder and no
 cross-attention.  Trained to predict the next token, it generates by feeding its own
 output back in.  With the key/value cache each new token attends to the stored keys and
 values of the prefix instead of recomputing them, so a step costs O(t), not O(t^2).
+
+`gpt_config(...)` configures it exactly like nanoGPT's GPT (GPT-2's architecture): learned
+positions, pre-norm blocks, exact GELU, tied input/output embeddings, optional biases,
+and GPT-2's initialisation.  transformer/nanogpt.py maps nanoGPT's weights onto it.
 """
 
 import dataclasses
+import math
 
 import numpy as np
 
 import nn
 from autograd import no_grad
 from transformer.layers import Encoder
-from transformer.masks import combine_masks, padding_mask
+from transformer.masks import combine_masks
 from transformer.positional import LearnedPositionalEncoding
 
 
@@ -25,9 +30,35 @@ class DecoderOnlyConfig:
     num_heads: int = 4
     d_ff: int = 128
     num_layers: int = 2
-    max_len: int = 32
+    max_len: int = 32                 # the context length (nanoGPT's block_size)
     dropout: float = 0.0
-    pad_id: int = 0
+    pad_id: int | None = 0            # None: no padding token (a text model), no padding mask
+    activation: str = "relu"          # "relu", "gelu" (exact, erf) or "gelu_tanh"
+    bias: bool = True                 # biases in every Linear and LayerNorm of the blocks
+    head_bias: bool = True            # a bias in the output projection (the "lm head")
+    tie_weights: bool = False         # the output projection is the token embedding
+    init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
+
+
+def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False):
+    """nanoGPT's GPT under nanoGPT's argument names (its CPU recipe's size by default):
+    d_ff = 4 d_model, exact GELU, tied embeddings, no lm-head bias, GPT-2 init, no padding."""
+    return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, d_ff=4 * n_embd, num_layers=n_layer,
+                             max_len=block_size, dropout=dropout, pad_id=None, activation="gelu", bias=bias,
+                             head_bias=False, tie_weights=True, init="gpt2")
+
+
+class KVCache:
+    """What cached generation keeps between steps: for each layer a dict with the keys and
+    values of every position so far (filled by MultiHeadAttention), and which of those
+    positions may be attended to (False at padding tokens)."""
+
+    def __init__(self, num_layers):
+        self.layers = [{} for _ in range(num_layers)]
+        self.key_mask = None                       # (B, length) bool, None before the first step
+
+    def __len__(self):
+        return 0 if self.key_mask is None else self.key_mask.shape[1]
 
 
 class DecoderOnly(nn.Module):
@@ -36,42 +67,106 @@ class DecoderOnly(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.config = c = config
+        if c.init not in ("scaled_embedding", "gpt2"):
+            raise ValueError(f"DecoderOnly: init must be 'scaled_embedding' or 'gpt2', got {c.init!r}")
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
-        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True)
-        self.out_proj = nn.Linear(c.d_model, c.vocab)
-        self.embed.weight.data *= c.d_model ** -0.5
+        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
+                              activation=c.activation, bias=c.bias)
+        self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
+        if c.init == "gpt2":
+            self._init_gpt2()
+        else:
+            self.embed.weight.data *= c.d_model ** -0.5
+        if c.tie_weights:
+            self.out_proj.weight = self.embed.weight   # one Parameter under two names
 
-    def forward(self, tokens, kv_caches=None, offset=0):
-        """tokens (B, T) at positions offset..offset+T-1.  With kv_caches (one dict per layer,
-        holding the keys and values of positions 0..offset-1) only the new tokens are run."""
+    def _init_gpt2(self):
+        """GPT-2's initialisation: every weight matrix and embedding ~ N(0, 0.02^2), biases 0,
+        and the projections that write into the residual stream (attention's out_proj and
+        the MLP's second Linear) ~ N(0, (0.02 / sqrt(2 num_layers))^2), so that the sum of
+        2 num_layers residual branches keeps its variance at init."""
+        residual_std = 0.02 / math.sqrt(2 * self.config.num_layers)
+        for name, p in self.named_parameters():
+            if name.endswith(("self_attn.out_proj.weight", "linear2.weight")):
+                p.data = nn.init.normal(p.shape, residual_std)
+            elif p.ndim == 2:
+                p.data = nn.init.normal(p.shape, 0.02)
+            elif name.endswith(".bias") and "norm" not in name:
+                p.data = np.zeros_like(p.data)
+
+    def forward(self, tokens, cache=None):
+        """tokens (B, T).  With a KVCache holding positions 0..P-1, tokens are positions
+        P..P+T-1: only they are run, attending to the cached keys and values."""
         tokens = np.asarray(tokens)
-        length = tokens.shape[1]
-        # query i (absolute position offset + i) may attend to keys 0 .. offset + i
-        mask = np.tril(np.ones((length, offset + length), dtype=bool), k=offset)
-        if kv_caches is None:
-            mask = combine_masks(mask, padding_mask(tokens, self.config.pad_id))
-        h = self.positional(self.embed(tokens), offset)                    # (B, T, d_model)
-        return self.out_proj(self.blocks(h, mask, kv_caches))              # (B, T, vocab)
+        if tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer):
+            raise ValueError(f"DecoderOnly: tokens must be integer ids of shape (batch, seq), got shape "
+                             f"{tokens.shape} dtype {tokens.dtype}")
+        past = 0 if cache is None else len(cache)
+        if past + tokens.shape[1] > self.config.max_len:
+            raise ValueError(f"DecoderOnly: positions {past}..{past + tokens.shape[1] - 1} exceed the context "
+                             f"length max_len={self.config.max_len}; crop the context (generate() does)")
+        key_mask = None
+        if self.config.pad_id is not None:
+            key_mask = tokens != self.config.pad_id                             # (B, T)
+            if past:
+                key_mask = np.concatenate([cache.key_mask, key_mask], axis=1)   # (B, P + T)
+        # query i (absolute position past + i) may attend to keys 0 .. past + i
+        mask = np.tril(np.ones((tokens.shape[1], past + tokens.shape[1]), dtype=bool), k=past)
+        mask = combine_masks(mask, None if key_mask is None else key_mask[:, None, None, :])
+        if cache is not None:
+            cache.key_mask = key_mask if key_mask is not None else np.ones((len(tokens), past + tokens.shape[1]), bool)
+        h = self.positional(self.embed(tokens), past)                       # (B, T, d_model)
+        return self.out_proj(self.blocks(h, mask, None if cache is None else cache.layers))   # (B, T, vocab)
 
-    def generate(self, prompt, steps, use_cache=True, return_logits=False):
-        """Greedily append `steps` tokens to each prompt (B, P) (no padding in prompts).
-        Returns the (B, P + steps) tokens, and the logits of every generated step if asked."""
+    def generate(self, prompt, steps, temperature=0.0, top_k=None, generator=None, use_cache=True,
+                 return_logits=False):
+        """Append `steps` tokens to each prompt (B, P).  temperature 0 (or top_k=1) picks the
+        most likely token (greedy); otherwise each token is sampled from
+        softmax(logits / temperature), restricted to the top_k most likely if given, drawing
+        from `generator` (a numpy Generator).  When the context outgrows max_len only its
+        last max_len tokens are fed, as nanoGPT does; the cache is then rebuilt each step,
+        since every position shifts.  Returns the (B, P + steps) tokens, and the logits of
+        every generated step (B, steps, vocab) if asked."""
         tokens = np.asarray(prompt)
+        if tokens.ndim != 2 or tokens.shape[1] == 0:
+            raise ValueError(f"generate: prompt must be (batch, length >= 1) token ids, got shape {tokens.shape}")
+        if temperature < 0 or (top_k is not None and top_k < 1):
+            raise ValueError(f"generate: need temperature >= 0 and top_k >= 1, got {temperature} and {top_k}")
+        if temperature > 0 and generator is None and top_k != 1:
+            raise ValueError("generate: sampling (temperature > 0) needs a numpy Generator, for reproducible output")
+        window = self.config.max_len
         step_logits = []
         with no_grad():
-            caches = [{} for _ in self.blocks.layers] if use_cache else None
-            new = tokens
+            cache = None
             for _ in range(steps):
-                if use_cache:
-                    logits = self(new, caches, offset=tokens.shape[1] - new.shape[1])
+                context = tokens[:, -window:]
+                if not use_cache:
+                    logits = self(context)
+                elif cache is None or tokens.shape[1] > window:     # first step, or the positions shifted
+                    cache = KVCache(len(self.blocks.layers))        # (re)build from the whole context
+                    logits = self(context, cache)
                 else:
-                    logits = self(tokens)
-                last = logits.data[:, -1]                                  # (B, vocab)
+                    logits = self(context[:, len(cache):], cache)   # only the new token
+                last = logits.data[:, -1]                            # (B, vocab)
                 step_logits.append(last)
-                new = last.argmax(-1)[:, None]
-                tokens = np.concatenate([tokens, new], axis=1)
+                new = pick_next_token(last, temperature, top_k, generator)
+                tokens = np.concatenate([tokens, new[:, None]], axis=1)
         return (tokens, np.stack(step_logits, axis=1)) if return_logits else tokens
+
+
+def pick_next_token(logits, temperature=0.0, top_k=None, generator=None):
+    """(B, vocab) logits -> (B,) token ids: argmax if temperature is 0 or top_k is 1, else a
+    sample from softmax(logits / temperature) over the top_k largest logits."""
+    if temperature == 0 or top_k == 1:
+        return logits.argmax(-1)
+    scaled = logits.astype(np.float64) / temperature
+    if top_k is not None and top_k < scaled.shape[-1]:
+        kth = np.partition(scaled, -top_k, axis=-1)[:, -top_k, None]   # the k-th largest per row
+        scaled = np.where(scaled < kth, -np.inf, scaled)
+    probs = np.exp(scaled - scaled.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    return np.array([generator.choice(len(p), p=p) for p in probs])
 
 
 # ----- the sort task: read 6 digits from {0, 1, 2}, write them sorted -----

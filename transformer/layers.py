@@ -13,17 +13,18 @@ from transformer.attention import MultiHeadAttention
 
 class FeedForward(nn.Module):
     """The same two-layer MLP applied at every position: Linear(d_model, d_ff), activation,
-    dropout, Linear(d_ff, d_model)."""
+    dropout, Linear(d_ff, d_model).  activation: "relu", "gelu" (exact, erf) or "gelu_tanh"."""
 
-    def __init__(self, d_model, d_ff, dropout=0.0, activation="relu"):
+    ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh")}
+
+    def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", bias=True):
         super().__init__()
-        activations = {"relu": nn.ReLU, "gelu": nn.GELU}
-        if activation not in activations:
-            raise ValueError(f"FeedForward: activation must be one of {sorted(activations)}, got {activation!r}")
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.activation = activations[activation]()
+        if activation not in self.ACTIVATIONS:
+            raise ValueError(f"FeedForward: activation must be one of {sorted(self.ACTIVATIONS)}, got {activation!r}")
+        self.linear1 = nn.Linear(d_model, d_ff, bias)
+        self.activation = self.ACTIVATIONS[activation]()
         self.dropout = nn.Dropout(dropout)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear2 = nn.Linear(d_ff, d_model, bias)
 
     def forward(self, x):                                 # (B, T, d_model)
         return self.linear2(self.dropout(self.activation(self.linear1(x))))   # via (B, T, d_ff)
@@ -32,9 +33,9 @@ class FeedForward(nn.Module):
 class _Residual(nn.Module):
     """Residual connection around a sub-layer, with LayerNorm before (pre-norm) or after (post-norm)."""
 
-    def __init__(self, d_model, dropout, norm_first):
+    def __init__(self, d_model, dropout, norm_first, bias=True):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = nn.LayerNorm(d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -47,12 +48,12 @@ class _Residual(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention (every source position looks at every other), then feed-forward."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
-        self.sublayer1 = _Residual(d_model, dropout, norm_first)
-        self.sublayer2 = _Residual(d_model, dropout, norm_first)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
+        self.sublayer1 = _Residual(d_model, dropout, norm_first, bias)
+        self.sublayer2 = _Residual(d_model, dropout, norm_first, bias)
 
     def forward(self, x, mask=None, kv_cache=None):       # (B, S, d_model)
         """kv_cache: see MultiHeadAttention (used when a causal stack generates token by token)."""
@@ -65,14 +66,14 @@ class DecoderLayer(nn.Module):
     encoder-decoder (cross) attention with queries from the decoder and keys and values
     from the encoder's output (`memory`), then feed-forward."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation)
-        self.sublayer1 = _Residual(d_model, dropout, norm_first)
-        self.sublayer2 = _Residual(d_model, dropout, norm_first)
-        self.sublayer3 = _Residual(d_model, dropout, norm_first)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
+        self.sublayer1 = _Residual(d_model, dropout, norm_first, bias)
+        self.sublayer2 = _Residual(d_model, dropout, norm_first, bias)
+        self.sublayer3 = _Residual(d_model, dropout, norm_first, bias)
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):   # x (B, T, d), memory (B, S, d)
         x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, tgt_mask))
@@ -83,11 +84,12 @@ class DecoderLayer(nn.Module):
 class Encoder(nn.Module):
     """num_layers encoder layers (plus a final LayerNorm when pre-norm)."""
 
-    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
+                 bias=True):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias)
                                     for _ in range(num_layers))
-        self.norm = nn.LayerNorm(d_model) if norm_first else None
+        self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
     def forward(self, x, mask=None, kv_caches=None):
         """kv_caches: one dict per layer for cached generation (see MultiHeadAttention)."""
@@ -99,11 +101,12 @@ class Encoder(nn.Module):
 class Decoder(nn.Module):
     """num_layers decoder layers (plus a final LayerNorm when pre-norm)."""
 
-    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu"):
+    def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
+                 bias=True):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation)
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias)
                                     for _ in range(num_layers))
-        self.norm = nn.LayerNorm(d_model) if norm_first else None
+        self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         for layer in self.layers:

@@ -12,7 +12,7 @@ import os
 from autograd.kernels import reference
 
 KERNEL_NAMES = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
-                "layer_norm", "layer_norm_backward", "adam_step")
+                "layer_norm", "layer_norm_backward", "gelu", "gelu_backward", "adam_step")
 _backends = {"numpy": reference}
 _current = None
 

@@ -487,6 +487,72 @@ def layer_norm_backward(grad, xhat, rstd, weight):
     return dx, dweight, dbias
 
 
+# ============================================================================ GELU
+
+SQRT_HALF = math.sqrt(0.5)
+INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+TANH_CUBIC = 0.044715
+
+
+def _gelu_forward(x, out, tanh_form):
+    """out = x Phi(x) element by element (see reference.gelu); computed in float64."""
+    for i in prange(x.shape[0]):
+        v = np.float64(x[i])
+        if tanh_form:
+            out[i] = 0.5 * v * (1.0 + math.tanh(SQRT_2_OVER_PI * (v + TANH_CUBIC * v * v * v)))
+        else:
+            out[i] = 0.5 * v * (1.0 + math.erf(v * SQRT_HALF))
+
+
+def _gelu_backward(x, grad, dx, tanh_form):
+    """dx = grad * (Phi(x) + x Phi'(x)) element by element (see reference.gelu_backward)."""
+    for i in prange(x.shape[0]):
+        v = np.float64(x[i])
+        if tanh_form:
+            t = math.tanh(SQRT_2_OVER_PI * (v + TANH_CUBIC * v * v * v))
+            slope = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3 * TANH_CUBIC * v * v)
+        else:
+            slope = 0.5 * (1.0 + math.erf(v * SQRT_HALF)) + v * INV_SQRT_2PI * math.exp(-0.5 * v * v)
+        dx[i] = grad[i] * slope
+
+
+_GELU = {parallel: (_variant(_gelu_forward, "gelu, " + mode, parallel=parallel),
+                    _variant(_gelu_backward, "gelu_backward, " + mode, parallel=parallel))
+         for parallel, mode in ((False, "serial"), (True, "parallel"))}
+
+
+def _gelu_form(approximate):
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return approximate == "tanh"
+
+
+def gelu(x, approximate):
+    """Same signature and results as reference.gelu."""
+    tanh_form = _gelu_form(approximate)
+    if _float_dtype(x) is None:
+        from autograd.kernels import reference
+        return reference.gelu(x, approximate)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    _GELU[_use_threads(flat.size, PARALLEL_MIN_ELEMENTS)][0](flat, out, tanh_form)
+    return out.reshape(x.shape)
+
+
+def gelu_backward(x, grad, approximate):
+    """Same signature and results as reference.gelu_backward."""
+    tanh_form = _gelu_form(approximate)
+    if _float_dtype(x) is None:
+        from autograd.kernels import reference
+        return reference.gelu_backward(x, grad, approximate)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    dx = np.empty_like(flat)
+    _GELU[_use_threads(flat.size, PARALLEL_MIN_ELEMENTS)][1](flat, np.ascontiguousarray(grad, x.dtype).reshape(-1),
+                                                              dx, tanh_form)
+    return dx.reshape(x.shape)
+
+
 # ============================================================================ optimizer
 
 @njit(**JIT)
@@ -532,4 +598,7 @@ def warmup():
         out, xhat, rstd = layer_norm(rows, rows[0], rows[0], 1e-5)
         layer_norm_backward(rows, xhat, rstd, rows[0])
         flat = np.zeros(3, dtype)
+        for approximate in ("none", "tanh"):
+            gelu_backward(flat, flat, approximate)
+            gelu(flat, approximate)
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)

@@ -9,6 +9,8 @@ to nothing) gets softmax 0, log-softmax 0 and zero gradient, never NaN.  PyTorch
 NaN there; zeros let padding rows pass through a model harmlessly.
 """
 
+import math
+
 import numpy as np
 
 
@@ -95,3 +97,34 @@ def layer_norm_backward(grad, xhat, rstd, weight):
     dxhat = grad * weight
     dx = rstd * (dxhat - dxhat.mean(axis=1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=1, keepdims=True))
     return dx, (grad * xhat).sum(axis=0), grad.sum(axis=0)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)    # numpy has no erf; math.erf element by element (slow, exact)
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+TANH_CUBIC = 0.044715
+
+
+def gelu(x, approximate):
+    """GELU(x) = x Phi(x), Phi the standard normal CDF = (1 + erf(x / sqrt 2)) / 2;
+    approximate="tanh": Phi(x) ~ (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2."""
+    return x * _gelu_cdf(x, approximate)
+
+
+def gelu_backward(x, grad, approximate):
+    """dGELU/dx = Phi(x) + x Phi'(x), Phi'(x) = exp(-x^2/2) / sqrt(2 pi) (exact form);
+    for the tanh form, with u = sqrt(2/pi) (x + 0.044715 x^3):
+    Phi'(x) = (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2."""
+    if approximate == "tanh":
+        t = np.tanh(SQRT_2_OVER_PI * (x + TANH_CUBIC * x ** 3))
+        pdf = 0.5 * (1 - t * t) * SQRT_2_OVER_PI * (1 + 3 * TANH_CUBIC * x * x)
+        return (grad * (0.5 * (1 + t) + x * pdf)).astype(x.dtype, copy=False)
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return (grad * (_gelu_cdf(x, approximate) + x * pdf)).astype(x.dtype, copy=False)
+
+
+def _gelu_cdf(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * (1 + np.tanh(SQRT_2_OVER_PI * (x + TANH_CUBIC * x ** 3)))
+    if approximate == "none":
+        return 0.5 * (1 + _erf(x / math.sqrt(2)).astype(x.dtype))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")

@@ -3,6 +3,7 @@ the broadcast output shape and the engine sums them back to each input's shape."
 
 import numpy as np
 
+from autograd import kernels
 from autograd.function import Function
 
 
@@ -157,18 +158,17 @@ class ReLU(Function):
 
 
 class GELU(Function):
-    """GELU with the tanh approximation (PyTorch's `approximate='tanh'`; numpy has no erf):
-    out = a/2 (1 + tanh(u)),  u = sqrt(2/pi) (a + 0.044715 a^3);
-    dout/da = (1 + tanh u)/2 + a/2 (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 a^2)."""
+    """GELU(a) = a Phi(a), with Phi the standard normal CDF (PyTorch's GELU):
+        exact (approximate="none"):  Phi(a) = (1 + erf(a / sqrt 2)) / 2
+        approximate="tanh":          Phi(a) ~ (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) / 2
+    dout/da = Phi(a) + a Phi'(a).  Both forms run as kernels (autograd.kernels.gelu and
+    gelu_backward, Numba with numpy twins), since numpy has no erf."""
 
-    C = np.sqrt(2 / np.pi)
-
-    def forward(ctx, a):
-        t = np.tanh(GELU.C * (a + 0.044715 * a ** 3))
-        ctx.save_for_backward(a, t)
-        return 0.5 * a * (1 + t)
+    def forward(ctx, a, approximate="none"):
+        ctx.approximate = approximate
+        ctx.save_for_backward(a)
+        return kernels.gelu(a, approximate)
 
     def backward(ctx, grad):
-        a, t = ctx.saved_tensors
-        du_da = GELU.C * (1 + 3 * 0.044715 * a * a)
-        return grad * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * du_da)
+        (a,) = ctx.saved_tensors
+        return kernels.gelu_backward(a, grad, ctx.approximate)

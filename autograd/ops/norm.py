@@ -1,6 +1,8 @@
 """Layer normalization as one fused op (one node instead of about ten), computed by
 autograd.kernels.layer_norm / layer_norm_backward (Numba, with numpy twins)."""
 
+import numpy as np
+
 from autograd import kernels
 from autograd.function import Function
 
@@ -9,7 +11,7 @@ class LayerNorm(Function):
     """Normalize over the last `n` dims, then scale and shift:
 
         mu = mean(x),  var = mean((x - mu)^2)   (biased, as in PyTorch)
-        xhat = (x - mu) / sqrt(var + eps),      out = xhat * weight + bias
+        xhat = (x - mu) / sqrt(var + eps),      out = xhat * weight + bias   (bias optional)
 
     Backward, with g = dL/dout and D the number of normalized elements:
         dL/dxhat = g * weight
@@ -17,16 +19,17 @@ class LayerNorm(Function):
         dL/dweight = sum over rows of g * xhat,   dL/dbias = sum over rows of g
     """
 
-    def forward(ctx, x, weight, bias, eps=1e-5):
+    def forward(ctx, x, weight, bias=None, eps=1e-5):
         if x.shape[x.ndim - weight.ndim:] != weight.shape:
             raise ValueError(f"normalized shape {weight.shape} does not match the last dims of input {x.shape}")
         ctx.in_shape, ctx.w_shape = x.shape, weight.shape
         rows = x.reshape(-1, weight.size)                             # (N, D)
-        out, xhat, rstd = kernels.layer_norm(rows, weight.reshape(-1), bias.reshape(-1), eps)   # (N, D), (N, D), (N, 1)
+        shift = bias.reshape(-1) if bias is not None else np.zeros(weight.size, x.dtype)   # no bias: shift by 0
+        out, xhat, rstd = kernels.layer_norm(rows, weight.reshape(-1), shift, eps)   # (N, D), (N, D), (N, 1)
         ctx.save_for_backward(xhat, rstd, weight.reshape(-1))
         return out.reshape(x.shape)
 
     def backward(ctx, grad):
         xhat, rstd, weight = ctx.saved_tensors
         dx, grad_w, grad_b = kernels.layer_norm_backward(grad.reshape(xhat.shape), xhat, rstd, weight)
-        return dx.reshape(ctx.in_shape), grad_w.reshape(ctx.w_shape), grad_b.reshape(ctx.w_shape)
+        return dx.reshape(ctx.in_shape), grad_w.reshape(ctx.w_shape), grad_b.reshape(ctx.w_shape)   # a missing bias's gradient is dropped

@@ -1,0 +1,111 @@
+"""Train a character-level GPT on real text with nanoGPT's CPU recipe, then sample from it.
+
+    python -m demos.gpt                          # the standard library's docstrings, about 1 MB
+    python -m demos.gpt --data my_text.txt --max-iters 5000 --out runs/mine
+
+The defaults are nanoGPT's CPU recipe for its Shakespeare character model: 4 layers, 4
+heads, 128 wide, context 64, batch 12, 2000 iterations, dropout 0, AdamW (beta2 0.99,
+weight decay 0.1 on weight matrices), lr 1e-3 warmed up over 100 iterations and cosine-
+decayed to 1e-4, gradient clipping at 1.  Without --data it trains on the docstrings of
+this Python's standard library, so it runs offline out of the box.
+
+Writes to --out: loss.png (train and validation loss), metrics.json, checkpoint.npz
+(model, optimizer, configuration and vocabulary) and sample.txt.  Then try
+`python -m demos.sample --checkpoint OUT --prompt "Return the"`.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from autograd import manual_seed
+from transformer.decoder_only import DecoderOnly, gpt_config
+from transformer.lm_training import LMTrainConfig, our_engine, save_lm, train_lm
+from transformer.text import CharDataset, read_text, stdlib_docstrings
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d = LMTrainConfig()
+    p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
+    p.add_argument("--block-size", type=int, default=d.block_size, help="context length in characters")
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--dropout", type=float, default=0.0)
+    p.add_argument("--bias", action="store_true", help="biases in Linear and LayerNorm (nanoGPT's bias=True)")
+    p.add_argument("--max-iters", type=int, default=d.max_iters)
+    p.add_argument("--lr", type=float, default=d.lr, help="peak learning rate")
+    p.add_argument("--min-lr", type=float, default=d.min_lr, help="learning rate at the end of the cosine decay")
+    p.add_argument("--warmup", type=int, default=d.warmup, help="warm-up iterations")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--beta2", type=float, default=d.beta2)
+    p.add_argument("--grad-clip", type=float, default=d.grad_clip)
+    p.add_argument("--eval-every", type=int, default=d.eval_every)
+    p.add_argument("--eval-iters", type=int, default=d.eval_iters, help="batches per loss estimate")
+    p.add_argument("--log-every", type=int, default=d.log_every, help="iterations between progress lines")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--sample-tokens", type=int, default=500, help="characters in the sample written at the end")
+    p.add_argument("--out", default="runs/gpt")
+    return p.parse_args(argv)
+
+
+def load_corpus(path):
+    """(text, a short description) of --data, or of the default corpus."""
+    if path:
+        return read_text(path), path
+    return stdlib_docstrings(), "the standard library's docstrings"
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cfg = LMTrainConfig(block_size=args.block_size, batch_size=args.batch_size, max_iters=args.max_iters, lr=args.lr,
+                        min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay, beta2=args.beta2,
+                        grad_clip=args.grad_clip, eval_every=args.eval_every, eval_iters=args.eval_iters,
+                        log_every=args.log_every, seed=args.seed)
+    text, source = load_corpus(args.data)
+    data = CharDataset(text, cfg.block_size)
+    manual_seed(cfg.seed)
+    model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, args.layers, args.heads, args.d_model,
+                                   args.dropout, args.bias))
+    n_params = sum(p.data.size for p in model.parameters())
+    print(f"{source}: {len(text):,} characters, vocabulary {len(data.vocab)}; train {len(data.splits['train']):,}, "
+          f"validation {len(data.splits['val']):,}")
+    print(f"GPT: {args.layers} layers, {args.heads} heads, d_model {args.d_model}, context {cfg.block_size}, "
+          f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}")
+    step, evaluate, optimizer = our_engine(model, cfg)
+    history = train_lm(data, step, evaluate, cfg)
+
+    out = args.out
+    os.makedirs(out, exist_ok=True)
+    save_lm(os.path.join(out, "checkpoint.npz"), model, data.vocab, optimizer, iter=cfg.max_iters)
+    model.eval()
+    prompt = data.vocab.encode(text[:1])[None, :]
+    generated = model.generate(prompt, args.sample_tokens, temperature=0.8, top_k=200,
+                               generator=np.random.default_rng(cfg.seed))
+    sample = data.vocab.decode(generated[0])
+    with open(os.path.join(out, "sample.txt"), "w", encoding="utf-8") as f:
+        f.write(sample)
+    final = history["evals"][-1]
+    metrics = {"source": source, "characters": len(text), "vocab": len(data.vocab), "parameters": n_params,
+               "train_loss": final["train"], "val_loss": final["val"], "seconds": history["seconds"],
+               "tokens_per_second": cfg.max_iters * cfg.batch_size * cfg.block_size / history["seconds"],
+               "train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model.config),
+               "history": history}
+    with open(os.path.join(out, "metrics.json"), "w") as f:
+        json.dump(metrics, f, indent=1)
+    from demos import plots
+    plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=f"character GPT on {source}")
+    print(f"\nafter {cfg.max_iters} iterations ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
+          f"validation loss {final['val']:.4f}")
+    print(f"sample (temperature 0.8, top-k 200):\n{'-' * 60}\n{sample}\n{'-' * 60}")
+    print(f"wrote {out}/checkpoint.npz, metrics.json, loss.png and sample.txt")
+    return metrics
+
+
+if __name__ == "__main__":
+    main()
