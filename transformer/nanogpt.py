@@ -17,9 +17,17 @@ nanoGPT (Karpathy's minimal GPT in PyTorch) names its parameters
 key with `_orig_mod.`).  Its Linear weights are (out, in) like ours, and its heads split C
 the same way (C = num_heads x d_head, head-major), so the mapping is renaming plus
 cutting c_attn into three.  The number of heads is the one thing the shapes do not tell.
+
+`read_torch_file` reads a checkpoint that `torch.save` wrote (nanoGPT's ckpt.pt) without
+PyTorch: the file is a zip of one pickle plus one raw little-endian buffer per storage,
+and a restricted unpickler rebuilds each tensor as a numpy array, refusing anything else.
 """
 
+import collections
+import os
+import pickle
 import re
+import zipfile
 
 import numpy as np
 
@@ -115,3 +123,93 @@ def to_nanogpt(model):
 def _strip_prefix(state):
     return {k[len(COMPILED_PREFIX):] if k.startswith(COMPILED_PREFIX) else k: v for k, v in state.items()}
 
+
+
+# ----- reading nanoGPT's files without PyTorch -----
+
+_STORAGE_DTYPES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
+                   "BFloat16Storage": "bfloat16", "LongStorage": np.int64, "IntStorage": np.int32,
+                   "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8,
+                   "BoolStorage": np.bool_}
+
+
+def _rebuild_tensor(storage, offset, size, stride, *unused):
+    """torch._utils._rebuild_tensor_v2: a view of `storage` (strides in elements), copied."""
+    itemsize = storage.dtype.itemsize
+    view = np.lib.stride_tricks.as_strided(storage[offset:], shape=tuple(size),
+                                           strides=tuple(s * itemsize for s in stride))
+    return np.array(view)
+
+
+def _rebuild_parameter(data, *unused):
+    return data
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Builds only dicts, lists, numbers, strings and tensors (as numpy arrays): any other
+    global in the file is refused, so reading never runs code from it."""
+
+    ALLOWED = {("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+               ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+               ("collections", "OrderedDict"): collections.OrderedDict}
+
+    def __init__(self, file, read_storage):
+        super().__init__(file)
+        self.read_storage = read_storage
+
+    def find_class(self, module, name):
+        if (module, name) in self.ALLOWED:
+            return self.ALLOWED[(module, name)]
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return name                                    # a storage type: kept as its name
+        raise pickle.UnpicklingError(f"read_torch_file: refusing to load {module}.{name} (only tensors, "
+                                     "dicts, lists, numbers and strings are read)")
+
+    def persistent_load(self, pid):
+        kind, storage_type, key, _location, count = pid
+        if kind != "storage":
+            raise pickle.UnpicklingError(f"read_torch_file: unknown persistent record {kind!r}")
+        return self.read_storage(key, _STORAGE_DTYPES[storage_type], count)
+
+
+def read_torch_file(path):
+    """The object a `torch.save` zip file holds, with every tensor as a numpy array
+    (bfloat16 widened to float32).  Needs no PyTorch."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"read_torch_file: no file at {path!r}")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"read_torch_file: {path!r} is not a zip-format torch.save file (PyTorch >= 1.6 writes those)")
+    with zipfile.ZipFile(path) as archive:
+        pickles = [n for n in archive.namelist() if n.endswith("/data.pkl")]
+        if len(pickles) != 1:
+            raise ValueError(f"read_torch_file: {path!r} holds {len(pickles)} data.pkl records, expected 1")
+        prefix = pickles[0][:-len("data.pkl")]
+
+        def read_storage(key, dtype, count):
+            raw = archive.read(f"{prefix}data/{key}")
+            if dtype == "bfloat16":                        # the top 16 bits of a float32
+                return (np.frombuffer(raw, "<u2", count).astype(np.uint32) << 16).view(np.float32)
+            return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<"), count)
+
+        with archive.open(pickles[0]) as f:
+            return _TorchUnpickler(f, read_storage).load()
+
+
+def read_meta(path):
+    """nanoGPT's meta.pkl for a character model: {'vocab_size', 'itos', 'stoi'} (plain
+    dicts, read with the same restricted unpickler)."""
+    with open(path, "rb") as f:
+        meta = _TorchUnpickler(f, None).load()
+    if not isinstance(meta, dict) or "itos" not in meta:
+        raise ValueError(f"read_meta: {path!r} has no 'itos' table; expected nanoGPT's meta.pkl")
+    return meta
+
+
+def load_nanogpt_checkpoint(path):
+    """Our model from nanoGPT's ckpt.pt: the weights of its 'model' entry and the number of
+    heads from its 'model_args'."""
+    checkpoint = read_torch_file(path)
+    if not isinstance(checkpoint, dict) or "model" not in checkpoint or "model_args" not in checkpoint:
+        raise ValueError(f"load_nanogpt_checkpoint: {path!r} has no 'model' and 'model_args' entries; "
+                         "expected a checkpoint written by nanoGPT's train.py")
+    return from_nanogpt(checkpoint["model"], int(checkpoint["model_args"]["n_head"]))

@@ -220,3 +220,27 @@ def test_layer_norm_kernels_match_numpy(dtype, rows, width):
     for a, e in zip(jit.layer_norm_backward(g, *want[1:], w), reference.layer_norm_backward(g, *want[1:], w)):
         np.testing.assert_allclose(a, e, rtol=1e-4 if dtype == np.float32 else 1e-11,
                                    atol=1e-4 if dtype == np.float32 else 1e-11)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("shape", [(0,), (1,), (7, 33), (3, 5, 129)])
+def test_gelu_kernels_match_numpy(dtype, approximate, shape):
+    rng = np.random.default_rng(len(shape))
+    x = (3 * rng.standard_normal(shape)).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    for got, want in ((jit.gelu(x, approximate), reference.gelu(x, approximate)),
+                      (jit.gelu_backward(x, g, approximate), reference.gelu_backward(x, g, approximate))):
+        assert got.dtype == dtype and got.shape == shape
+        np.testing.assert_allclose(got, want, **tol(dtype))
+
+
+def test_gelu_kernels_on_non_contiguous_input_and_known_values():
+    x = np.linspace(-4, 4, 24).reshape(4, 6).T                 # (6, 4), a transposed view
+    assert not x.flags.c_contiguous
+    np.testing.assert_allclose(jit.gelu(x, "none"), reference.gelu(x, "none"), rtol=1e-12, atol=1e-15)
+    # GELU(1) = Phi(1) = 0.8413447460685429..., GELU(-1) = -(1 - Phi(1))
+    np.testing.assert_allclose(jit.gelu(np.array([1.0, -1.0]), "none"), [0.8413447460685429, -0.15865525393145707],
+                               rtol=1e-14)
+    with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
+        jit.gelu(x, "fast")

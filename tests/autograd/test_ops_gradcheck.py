@@ -31,7 +31,8 @@ CASES = {
     "Tanh": [("tanh", lambda a: a.tanh(), [leaf(2, 3)])],
     "Sigmoid": [("sigmoid", lambda a: a.sigmoid(), [leaf(2, 3)])],
     "ReLU": [("relu", lambda a: a.relu(), [leaf(3, 4)])],
-    "GELU": [("gelu", lambda a: a.gelu(), [leaf(3, 4)])],
+    "GELU": [("gelu exact (erf)", lambda a: a.gelu(), [leaf(3, 4)]),
+             ("gelu tanh form", lambda a: a.gelu("tanh"), [leaf(4, 3)])],
     "Sum": [("all", lambda a: a.sum(), [leaf(2, 3, 4)]),
             ("dim=1 keepdim", lambda a: a.sum(1, keepdim=True), [leaf(2, 3, 4)]),
             ("dims (0,2)", lambda a: a.sum((0, -1)), [leaf(2, 3, 4)])],
@@ -71,7 +72,8 @@ CASES = {
     "LayerNorm": [("over last dim", lambda x, w, b: LayerNorm.apply(x, w, b, eps=1e-5),
                    [leaf(3, 5), leaf(5), leaf(5)]),
                   ("over last two dims", lambda x, w, b: LayerNorm.apply(x, w, b, eps=1e-3),
-                   [leaf(2, 3, 4), leaf(3, 4), leaf(3, 4)])],
+                   [leaf(2, 3, 4), leaf(3, 4), leaf(3, 4)]),
+                  ("no bias", lambda x, w: LayerNorm.apply(x, w, eps=1e-5), [leaf(4, 3), leaf(3)])],
 }
 
 

@@ -1,0 +1,64 @@
+"""Generate text from a trained character GPT: ours (demos.gpt), or one nanoGPT trained.
+
+    python -m demos.sample --checkpoint runs/gpt --prompt "Return the" --tokens 300
+    python -m demos.sample --nanogpt out-shakespeare-char/ckpt.pt --meta data/shakespeare_char/meta.pkl \\
+        --prompt "ROMEO:" --top-k 1          # --top-k 1: greedy decoding
+
+Generation runs with the key/value cache; when the text outgrows the model's context only
+the last block_size characters are fed, as nanoGPT's sample.py does.  Reading nanoGPT's
+ckpt.pt needs no PyTorch (transformer/nanogpt.py reads the file itself).
+"""
+
+import argparse
+
+import numpy as np
+
+from transformer.lm_training import load_lm
+from transformer.nanogpt import load_nanogpt_checkpoint, read_meta
+from transformer.text import CharVocab
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", help="a folder (or checkpoint.npz) written by demos.gpt")
+    source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
+    p.add_argument("--meta", help="nanoGPT's meta.pkl with the character vocabulary")
+    p.add_argument("--prompt", default="\n")
+    p.add_argument("--tokens", type=int, default=500, help="characters to generate")
+    p.add_argument("--temperature", type=float, default=0.8, help="0 picks the most likely character")
+    p.add_argument("--top-k", type=int, default=200, help="sample among the k most likely (1: greedy)")
+    p.add_argument("--seed", type=int, default=1337)
+    args = p.parse_args(argv)
+    if args.nanogpt and not args.meta:
+        p.error("--nanogpt needs --meta (nanoGPT's meta.pkl) for the character vocabulary")
+    return args
+
+
+def load(args):
+    """(model, vocab) from either kind of checkpoint."""
+    if args.checkpoint:
+        return load_lm(args.checkpoint)
+    meta = read_meta(args.meta)
+    itos = meta["itos"]
+    vocab = CharVocab(itos[i] for i in range(len(itos)))
+    return load_nanogpt_checkpoint(args.nanogpt), vocab
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    model, vocab = load(args)
+    if len(vocab) != model.config.vocab:
+        raise ValueError(f"sample: the vocabulary has {len(vocab)} characters but the model {model.config.vocab}")
+    if not args.prompt:
+        raise ValueError("sample: the prompt must hold at least one character")
+    prompt = vocab.encode(args.prompt)[None, :]                         # (1, P)
+    tokens = model.generate(prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
+                            generator=np.random.default_rng(args.seed))
+    text = vocab.decode(tokens[0])
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()
