@@ -1,11 +1,19 @@
-"""Milliseconds per training step (forward, backward, optimizer) of the reference model.
+"""Milliseconds per training step (forward, backward, optimizer), ours against PyTorch.
 
     python -m demos.bench_train [--threads 1] [--steps 60] [--profile] [--json out.json]
+    python -m demos.bench_train --model gpt [--threads 1] [--recipe]
 
-Reference configuration: post-norm, d_model 64, 4 heads, d_ff 128, 2 encoder + 2 decoder
-layers, batch 64, length 10, dropout 0, Adam.  Where PyTorch is installed (the optional
-`bench` extra), the same model in PyTorch is timed in the same run.  --profile prints
-where our step spends its time.
+--model transformer (the default): post-norm, d_model 64, 4 heads, d_ff 128, 2 encoder + 2
+decoder layers, batch 64, length 10, dropout 0, Adam.
+--model gpt: nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12,
+exact GELU, no biases, tied embeddings), AdamW with clipping, both engines starting from
+the same weights; it also prints the largest logit difference between them.  --recipe
+then trains both for the whole recipe (2000 iterations) on the same corpus, batches and
+seed, and compares validation losses and wall times.
+
+Where PyTorch is installed (the optional `bench` extra) the same model in PyTorch is timed
+in the same run, rounds of ours and theirs interleaved.  --profile prints where our step
+spends its time.
 """
 
 import argparse
@@ -17,6 +25,9 @@ from demos._threads import use_threads
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
+    parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
+    parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--profile", action="store_true")
@@ -125,11 +136,15 @@ def profile(step):
 
 def main(argv=None):
     args = parse_args(argv)
-    use_threads(args.threads)
+    torch = use_threads(args.threads)
     from autograd import kernels
     from autograd.allocator import keep_freed_memory
     keep_freed_memory()
     kernels.warmup()
+    if args.model == "gpt":
+        if torch is None:
+            raise SystemExit("bench_train --model gpt compares with PyTorch: pip install -e '.[bench]'")
+        return gpt(args)
     ours_s, step = ours(args.steps)
     result = {"threads": args.threads, "ours_ms": ours_s * 1e3}
     print(f"reference model, batch {BATCH}, length {LENGTH}, {args.threads} thread(s), median of {args.steps} steps")
@@ -141,6 +156,29 @@ def main(argv=None):
         print(f"  PyTorch CPU:          {torch_s * 1e3:7.2f} ms/step   ours / PyTorch = {ours_s / torch_s:.2f}x")
     if args.profile:
         profile(step)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+def gpt(args):
+    from demos import bench_gpt
+    result = bench_gpt.step_times(args.steps)
+    result["threads"] = args.threads
+    print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
+          f"{args.threads} thread(s), median of {args.steps} steps, 3 interleaved rounds")
+    print(f"  largest logit difference between the engines (same weights): {result['logits_max_abs_diff']:.1e}")
+    for engine, label in (("ours", "ours (numba kernels)"), ("pytorch", "PyTorch CPU")):
+        rounds = ", ".join(f"{ms:.1f}" for ms in result[f"{engine}_ms"])
+        print(f"  {label:<21} {result[f'{engine}_median_ms']:7.2f} ms/step ({rounds}), "
+              f"{result[f'{engine}_tokens_per_s']:8.0f} tokens/s")
+    print(f"  ours / PyTorch = {result['ratio_vs_pytorch']:.2f}x")
+    if args.recipe:
+        result["recipe"] = runs = bench_gpt.recipe(args.data)
+        print(f"\nafter the recipe: validation loss ours {runs['ours']['val_loss']:.4f} in {runs['ours']['seconds']:.0f} s, "
+              f"PyTorch {runs['pytorch']['val_loss']:.4f} in {runs['pytorch']['seconds']:.0f} s "
+              f"(difference {runs['val_loss_difference']:+.4f})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -5,8 +5,8 @@ Each public function here has a numpy twin of the same name and signature in
 plain Python you can step through (slowly).
 
 Three tricks make these fast, each explained where it is used:
-- matmul packs B into panels of PANEL columns and computes C four rows at a time, with the
-  k loop unrolled by four, so each accumulator load and store carries 16 multiply-adds;
+- matmul (autograd/kernels/gemm.py) blocks and packs both operands as BLAS libraries do,
+  and keeps a 6 x 32 tile of C in vector registers;
 - `row_max` compares floats as integers (an order-preserving bit mapping), because
   LLVM vectorizes integer max reductions but not float ones here; `bits_to_float` turns
   the winning bits back into a float (a one-instruction LLVM bitcast);
@@ -27,10 +27,10 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import intrinsic, register_jitable
 
+from autograd.kernels import gemm
+
 FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
-JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False)
-MICRO_ROWS = 4             # rows of C computed together (the register block)
-ROWS_PER_TASK = 64         # rows of C per parallel work item
+JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, error_model="numpy")   # numpy: x / 0 is inf, no check
 PARALLEL_MIN_FLOPS = 1 << 22   # below this (about a 128^3 matmul), threads cost more than they save
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
@@ -78,129 +78,6 @@ def _use_threads(work, threshold):
 
 # ============================================================================ matmul
 
-def _gemm_signatures():
-    """float32 and float64; operands read-only with any strides, so one compiled kernel
-    serves contiguous, transposed and broadcast views alike."""
-    signatures = []
-    for t in (numba.float32, numba.float64):
-        operand = numba.types.Array(t, 4, "A", readonly=True)
-        index = numba.types.Array(numba.int64, 1, "C", readonly=True)
-        signatures.append(numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64))
-    return signatures
-
-
-def _make_gemm(panel, parallel):
-    """A batched GEMM kernel whose B panels are `panel` columns wide.  The width is a
-    compile-time constant (LLVM fully vectorizes the inner loop), so each width is its
-    own compiled function: 16, 32 or 64, chosen by N."""
-
-    @register_jitable(**JIT)
-    def pack_b(b, packed):
-        """Copy b (K, N) into panels (n_panels, K4, panel) of `panel` columns each; the
-        padding beyond K and N is never written, so it stays zero."""
-        k, n = b.shape
-        for p in range(packed.shape[0]):
-            j0 = p * panel
-            if b.strides[1] <= b.strides[0]:              # rows of b are contiguous: copy along them
-                for kk in range(k):
-                    for j in range(min(panel, n - j0)):
-                        packed[p, kk, j] = b[kk, j0 + j]
-            else:                                         # b is a transposed view: copy down its columns
-                for j in range(min(panel, n - j0)):
-                    for kk in range(k):
-                        packed[p, kk, j] = b[kk, j0 + j]
-
-    @register_jitable(**JIT)
-    def gemm_rows(a, packed_b, c, i0, i1, a_rows):
-        """c[i0:i1] = a[i0:i1] @ B with B packed by pack_b.  Scratch: a_rows (>= i1-i0 rows
-        rounded up to 4, K4) whose columns K..K4 are zero, and acc (4, panel)."""
-        n_panels, k4, _ = packed_b.shape
-        k = a.shape[1]
-        n = c.shape[1]
-        count = i1 - i0
-        acc = np.empty((MICRO_ROWS, panel), c.dtype)      # a 4 x panel block of C
-        if a.strides[1] <= a.strides[0]:                  # copy rows i0..i1 of A in the order
-            for r in range(count):                        # that reads memory contiguously
-                for kk in range(k):
-                    a_rows[r, kk] = a[i0 + r, kk]
-        else:
-            for kk in range(k):
-                for r in range(count):
-                    a_rows[r, kk] = a[i0 + r, kk]
-        for i in range(0, count, MICRO_ROWS):             # rows past `count` hold stale values
-            for p in range(n_panels):                     # whose results are never stored
-                bp = packed_b[p]                          # (K4, panel)
-                acc[:] = 0
-                for kk in range(0, k4, 4):
-                    a00 = a_rows[i, kk]; a01 = a_rows[i, kk + 1]; a02 = a_rows[i, kk + 2]; a03 = a_rows[i, kk + 3]
-                    a10 = a_rows[i + 1, kk]; a11 = a_rows[i + 1, kk + 1]; a12 = a_rows[i + 1, kk + 2]; a13 = a_rows[i + 1, kk + 3]
-                    a20 = a_rows[i + 2, kk]; a21 = a_rows[i + 2, kk + 1]; a22 = a_rows[i + 2, kk + 2]; a23 = a_rows[i + 2, kk + 3]
-                    a30 = a_rows[i + 3, kk]; a31 = a_rows[i + 3, kk + 1]; a32 = a_rows[i + 3, kk + 2]; a33 = a_rows[i + 3, kk + 3]
-                    for j in range(panel):                # vectorized: `panel` columns at once
-                        b0 = bp[kk, j]; b1 = bp[kk + 1, j]; b2 = bp[kk + 2, j]; b3 = bp[kk + 3, j]
-                        acc[0, j] += a00 * b0 + a01 * b1 + a02 * b2 + a03 * b3
-                        acc[1, j] += a10 * b0 + a11 * b1 + a12 * b2 + a13 * b3
-                        acc[2, j] += a20 * b0 + a21 * b1 + a22 * b2 + a23 * b3
-                        acc[3, j] += a30 * b0 + a31 * b1 + a32 * b2 + a33 * b3
-                j0 = p * panel
-                for r in range(min(MICRO_ROWS, count - i)):
-                    for j in range(min(panel, n - j0)):
-                        c[i0 + i + r, j0 + j] = acc[r, j]
-
-    def gemm(a, b, a_of, b_of, c, chunks):
-        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.
-
-        a: (A1, A2, M, K) and b: (B1, B2, K, N), any strides (the batch is two dims so that
-        a transposed (B, H, T, d) view needs no copy); a_of/b_of: for each output matrix t,
-        the flat index of its operands' matrices (how broadcast batch dims are handled);
-        c: (T, M, N), C-contiguous.  Work items are (matrix, block of ROWS_PER_TASK rows);
-        they are split into `chunks` runs, one per thread task, each with its own scratch."""
-        t_count, m, n = c.shape
-        k = a.shape[3]
-        a2, b2 = a.shape[1], b.shape[1]
-        k4 = (k + 3) // 4 * 4
-        n_panels = (n + panel - 1) // panel
-        blocks = (m + ROWS_PER_TASK - 1) // ROWS_PER_TASK
-        work = t_count * blocks
-        b_count = b.shape[0] * b2
-        # B used by several work items (a weight matrix, or many row blocks): pack each B
-        # once, up front.  Otherwise (one B per item, as in attention) pack it in the task.
-        shared = b_count < work
-        packed_all = np.zeros((b_count if shared else 0, n_panels, k4, panel), c.dtype)
-        for s in prange(packed_all.shape[0]):
-            pack_b(b[s // b2, s % b2], packed_all[s])
-        for chunk in prange(chunks):
-            own = np.zeros((0 if shared else n_panels, k4, panel), c.dtype)
-            a_rows = np.zeros((ROWS_PER_TASK, k4), c.dtype)
-            packed_for = -1                                   # which B matrix `own` holds
-            for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
-                t, blk = item // blocks, item % blocks
-                if shared:
-                    packed = packed_all[b_of[t]]
-                else:
-                    if b_of[t] != packed_for:
-                        packed_for = b_of[t]
-                        pack_b(b[packed_for // b2, packed_for % b2], own)
-                    packed = own
-                i0 = blk * ROWS_PER_TASK
-                gemm_rows(a[a_of[t] // a2, a_of[t] % a2], packed, c[t], i0, min(m, i0 + ROWS_PER_TASK), a_rows)
-
-    return _variant(gemm, f"panel {panel}, {'parallel' if parallel else 'serial'}",
-                    signatures=_gemm_signatures(), parallel=parallel)
-
-
-PANELS = (16, 32, 64)
-_gemm_kernels = {}
-
-
-def _gemm_kernel(n, parallel):
-    panel = 16 if n <= 16 else 32 if n <= 32 else 64
-    key = (panel, parallel)
-    if key not in _gemm_kernels:
-        _gemm_kernels[key] = _make_gemm(panel, parallel)
-    return _gemm_kernels[key]
-
-
 _aranges = {}
 
 
@@ -235,8 +112,8 @@ def matmul(a, b):
     a_of = _batch_index(a.shape[:-2], batch)
     b_of = _batch_index(b.shape[:-2], batch)
     parallel = _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
-    chunks = min(len(a_of) * -(-m // ROWS_PER_TASK), 4 * numba.get_num_threads()) if parallel else 1
-    _gemm_kernel(n, parallel)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n), chunks)
+    chunks = min(len(a_of) * -(-m // gemm.MC), 4 * numba.get_num_threads()) if parallel else 1
+    gemm.gemm_kernel(dtype, parallel)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n), chunks)
     return out
 
 
@@ -250,6 +127,38 @@ def _as_4d(x, dtype):
 
 # ============================================================================ row-wise kernels
 
+def _make_exp_nonpositive(dtype):
+    """exp(d) for d <= 0 in `dtype`, as straight arithmetic that LLVM vectorizes (libm's
+    exp is a scalar call).  exp(d) = 2^k * e^r with k = round(d / ln 2) and
+    r = d - k ln 2, |r| <= ln2/2: e^r is a Taylor polynomial (Horner's rule) and 2^k is
+    built from its bits, (k + bias) << mantissa bits.  Every constant is of that dtype."""
+    f = np.dtype(dtype).type
+    it = np.int32 if dtype == np.float32 else np.int64
+    MANTISSA = it(23 if dtype == np.float32 else 52)
+    BIAS = it(127 if dtype == np.float32 else 1023)
+    # e^r = sum_k r^k / k! on |r| <= ln2/2: degree 7 is below float32 rounding, 12 below float64's
+    DEGREE = 7 if dtype == np.float32 else 12
+    TAYLOR = tuple(f(1.0 / math.factorial(k)) for k in range(DEGREE, -1, -1))   # highest power first
+    LOG2E = f(1.4426950408889634)
+    LN2_HI = f(0.693145751953125)                    # ln 2 split in two so k * LN2_HI is exact
+    LN2_LO = f(1.4286068203094173e-06)
+    LOWEST = f(-87.0 if dtype == np.float32 else -708.0)   # exp below this is 0 (or denormal)
+    ZERO, HALF = f(0.0), f(0.5)
+
+    @register_jitable(**JIT)
+    def exp_nonpositive(d):
+        t = d if d > LOWEST else LOWEST
+        k_int = it(t * LOG2E - HALF)               # round to nearest (t <= 0): truncate t/ln2 - 1/2
+        two_to_k = bits_to_float(it((k_int + BIAS) << MANTISSA))
+        k = f(k_int)
+        r = (t - k * LN2_HI) - k * LN2_LO
+        p = TAYLOR[0]
+        for c in TAYLOR[1:]:
+            p = p * r + c
+        return p * two_to_k if d >= LOWEST else ZERO
+    return exp_nonpositive
+
+
 def _make_rowwise(dtype, parallel):
     """softmax, log-softmax and their backwards over the rows of a 2-D array, for one
     dtype.  Every constant is of that dtype: a float64 literal in a float32 kernel would
@@ -261,17 +170,9 @@ def _make_rowwise(dtype, parallel):
     SIGN_SHIFT = it(uint_bits - 1)
     SIGN_OFF = it(2 ** (uint_bits - 1) - 1)          # all bits but the sign bit
     MIN_KEY = it(-2 ** (uint_bits - 1))
-    MANTISSA = it(23 if dtype == np.float32 else 52)
-    BIAS = it(127 if dtype == np.float32 else 1023)
-    # e^r = sum_k r^k / k! on |r| <= ln2/2: degree 7 is below float32 rounding, 12 below float64's
-    DEGREE = 7 if dtype == np.float32 else 12
-    TAYLOR = tuple(f(1.0 / math.factorial(k)) for k in range(DEGREE, -1, -1))   # highest power first
-    LOG2E = f(1.4426950408889634)
-    LN2_HI = f(0.693145751953125)                    # ln 2 split in two so k * LN2_HI is exact
-    LN2_LO = f(1.4286068203094173e-06)
-    LOWEST = f(-87.0 if dtype == np.float32 else -708.0)   # exp below this is 0 (or denormal)
-    ZERO, ONE, HALF = f(0.0), f(1.0), f(0.5)
+    ZERO, ONE = f(0.0), f(1.0)
     NEG_INF = f(-np.inf)
+    exp_nonpositive = _make_exp_nonpositive(dtype)
 
     @register_jitable(**JIT)
     def row_max(bits):
@@ -287,23 +188,10 @@ def _make_rowwise(dtype, parallel):
 
     @register_jitable(**JIT)
     def exp_row(row, shift, out):
-        """out[j] = exp(row[j] - shift) for row[j] <= shift; returns sum_j out[j].
-
-        exp(d) = 2^k * e^r with k = round(d / ln 2) and r = d - k ln 2, |r| <= ln2/2:
-        e^r is a Taylor polynomial (Horner's rule) and 2^k is built from its bits,
-        (k + bias) << mantissa bits."""
+        """out[j] = exp(row[j] - shift) for row[j] <= shift; returns sum_j out[j]."""
         total = ZERO
         for j in range(row.shape[0]):
-            d = row[j] - shift
-            t = d if d > LOWEST else LOWEST
-            k_int = it(t * LOG2E - HALF)               # round to nearest (t <= 0): truncate t/ln2 - 1/2
-            two_to_k = bits_to_float(it((k_int + BIAS) << MANTISSA))
-            k = f(k_int)
-            r = (t - k * LN2_HI) - k * LN2_LO
-            p = TAYLOR[0]
-            for c in TAYLOR[1:]:
-                p = p * r + c
-            e = p * two_to_k if d >= LOWEST else ZERO
+            e = exp_nonpositive(row[j] - shift)
             out[j] = e
             total += e
         return total
@@ -489,37 +377,81 @@ def layer_norm_backward(grad, xhat, rstd, weight):
 
 # ============================================================================ GELU
 
-SQRT_HALF = math.sqrt(0.5)
-INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
-SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
-TANH_CUBIC = 0.044715
+def _make_gelu(dtype, parallel):
+    """GELU forward and backward, elementwise, for one dtype (see reference.gelu).
+
+    float64 calls libm's erf, exp and tanh (exact, scalar).  float32 is written so that
+    LLVM vectorizes it: Phi(x) = 1 - erfc(x / sqrt 2) / 2 with erfc from the Chebyshev
+    fit of Numerical Recipes (section 6.2, fractional error < 1.2e-7 everywhere, below
+    float32 rounding), and tanh u = sign(u) (1 - e) / (1 + e) with e = exp(-2|u|), each exp
+    by `_make_exp_nonpositive`."""
+    f = np.dtype(dtype).type
+    exact = dtype == np.float64
+    exp_nonpositive = _make_exp_nonpositive(dtype)
+    ZERO, HALF, ONE, TWO, THREE = f(0), f(0.5), f(1), f(2), f(3)
+    SQRT_HALF, INV_SQRT_2PI = f(math.sqrt(0.5)), f(1 / math.sqrt(2 * math.pi))
+    SQRT_2_OVER_PI, CUBIC = f(math.sqrt(2 / math.pi)), f(0.044715)
+    ERFC = tuple(f(c) for c in (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
+                                0.09678418, 0.37409196, 1.00002368, -1.26551223))   # highest power first
+
+    @register_jitable(**JIT)
+    def cdf(v):
+        """Phi(v) = (1 + erf(v / sqrt 2)) / 2."""
+        if exact:
+            return HALF * (ONE + math.erf(v * SQRT_HALF))
+        z = abs(v) * SQRT_HALF
+        t = ONE / (ONE + HALF * z)
+        p = ERFC[0]
+        for c in ERFC[1:]:
+            p = p * t + c
+        tail = HALF * t * exp_nonpositive(p - z * z)              # erfc(z) / 2
+        return ONE - tail if v >= ZERO else tail
+
+    @register_jitable(**JIT)
+    def tanh(u):
+        if exact:
+            return math.tanh(u)
+        e = exp_nonpositive(-TWO * abs(u))
+        t = (ONE - e) / (ONE + e)
+        return t if u >= ZERO else -t
+
+    @register_jitable(**JIT)
+    def pdf(v):
+        """Phi'(v) = exp(-v^2 / 2) / sqrt(2 pi)."""
+        return INV_SQRT_2PI * (math.exp(-HALF * v * v) if exact else exp_nonpositive(-HALF * v * v))
+
+    def gelu_forward(x, out, tanh_form):
+        """out = x Phi(x)."""
+        for i in prange(x.shape[0]):
+            v = x[i]
+            if tanh_form:
+                out[i] = HALF * v * (ONE + tanh(SQRT_2_OVER_PI * (v + CUBIC * v * v * v)))
+            else:
+                out[i] = v * cdf(v)
+
+    def gelu_backward(x, grad, dx, tanh_form):
+        """dx = grad (Phi(x) + x Phi'(x))."""
+        for i in prange(x.shape[0]):
+            v = x[i]
+            if tanh_form:
+                t = tanh(SQRT_2_OVER_PI * (v + CUBIC * v * v * v))
+                slope = HALF * (ONE + t) + HALF * v * (ONE - t * t) * SQRT_2_OVER_PI * (ONE + THREE * CUBIC * v * v)
+            else:
+                slope = cdf(v) + v * pdf(v)
+            dx[i] = grad[i] * slope
+
+    variant = f"{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}"
+    return _variant(gelu_forward, variant, parallel=parallel), _variant(gelu_backward, variant, parallel=parallel)
 
 
-def _gelu_forward(x, out, tanh_form):
-    """out = x Phi(x) element by element (see reference.gelu); computed in float64."""
-    for i in prange(x.shape[0]):
-        v = np.float64(x[i])
-        if tanh_form:
-            out[i] = 0.5 * v * (1.0 + math.tanh(SQRT_2_OVER_PI * (v + TANH_CUBIC * v * v * v)))
-        else:
-            out[i] = 0.5 * v * (1.0 + math.erf(v * SQRT_HALF))
+_gelu_kernels = {}
 
 
-def _gelu_backward(x, grad, dx, tanh_form):
-    """dx = grad * (Phi(x) + x Phi'(x)) element by element (see reference.gelu_backward)."""
-    for i in prange(x.shape[0]):
-        v = np.float64(x[i])
-        if tanh_form:
-            t = math.tanh(SQRT_2_OVER_PI * (v + TANH_CUBIC * v * v * v))
-            slope = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3 * TANH_CUBIC * v * v)
-        else:
-            slope = 0.5 * (1.0 + math.erf(v * SQRT_HALF)) + v * INV_SQRT_2PI * math.exp(-0.5 * v * v)
-        dx[i] = grad[i] * slope
-
-
-_GELU = {parallel: (_variant(_gelu_forward, "gelu, " + mode, parallel=parallel),
-                    _variant(_gelu_backward, "gelu_backward, " + mode, parallel=parallel))
-         for parallel, mode in ((False, "serial"), (True, "parallel"))}
+def _gelu_kernel(dtype, size, backward):
+    key = (np.dtype(dtype).type, _use_threads(size, PARALLEL_MIN_ELEMENTS))
+    if key not in _gelu_kernels:
+        _gelu_kernels[key] = _make_gelu(*key)
+    return _gelu_kernels[key][int(backward)]
 
 
 def _gelu_form(approximate):
@@ -536,7 +468,7 @@ def gelu(x, approximate):
         return reference.gelu(x, approximate)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    _GELU[_use_threads(flat.size, PARALLEL_MIN_ELEMENTS)][0](flat, out, tanh_form)
+    _gelu_kernel(flat.dtype, flat.size, False)(flat, out, tanh_form)
     return out.reshape(x.shape)
 
 
@@ -548,8 +480,7 @@ def gelu_backward(x, grad, approximate):
         return reference.gelu_backward(x, grad, approximate)
     flat = np.ascontiguousarray(x).reshape(-1)
     dx = np.empty_like(flat)
-    _GELU[_use_threads(flat.size, PARALLEL_MIN_ELEMENTS)][1](flat, np.ascontiguousarray(grad, x.dtype).reshape(-1),
-                                                              dx, tanh_form)
+    _gelu_kernel(flat.dtype, flat.size, True)(flat, np.ascontiguousarray(grad, x.dtype).reshape(-1), dx, tanh_form)
     return dx.reshape(x.shape)
 
 
@@ -592,13 +523,14 @@ def warmup():
             kernels["log_softmax"](x, np.empty_like(x))
             kernels["softmax_backward"](x, x, np.empty_like(x))
             kernels["log_softmax_backward"](x, x, np.empty_like(x))
-            for n in PANELS:
-                _gemm_kernel(n, parallel)   # compiled for both dtypes when made
+            gemm.gemm_kernel(dtype, parallel)   # compiled when made
         rows = np.zeros((2, 3), dtype)
         out, xhat, rstd = layer_norm(rows, rows[0], rows[0], 1e-5)
         layer_norm_backward(rows, xhat, rstd, rows[0])
         flat = np.zeros(3, dtype)
-        for approximate in ("none", "tanh"):
-            gelu_backward(flat, flat, approximate)
-            gelu(flat, approximate)
+        for parallel in (False, True):
+            forward, backward = _gelu_kernels.setdefault((dtype, parallel), _make_gelu(dtype, parallel))
+            for tanh_form in (False, True):
+                forward(flat, np.empty_like(flat), tanh_form)
+                backward(flat, flat, np.empty_like(flat), tanh_form)
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)

@@ -1,0 +1,189 @@
+"""GEMM (C = A @ B) in Numba, organised the way BLAS libraries do it (Goto's method, as in BLIS).
+
+The arithmetic is simple; what makes a matmul fast is where the operands sit when the
+multiply-adds run.  The work is cut three times:
+
+1. K is cut into blocks of KC (the packed panels below then fit in the L1/L2 caches
+   whatever K is; the partial products of the blocks are added into C).
+2. For each K block, B (KC x N) is *packed*: copied into panels of NR columns, each stored
+   k-major (row kk of the panel is NR consecutive numbers).  A (M x KC) is packed into
+   micro-panels of MR rows, also k-major.  Packing reads a transposed or strided operand
+   once, in whatever order is cheap for it, so afterwards every operand streams
+   contiguously: a transposed view costs the same as a contiguous array.
+3. The micro-kernel computes one MR x NR tile of C over the K block: for each kk it loads
+   NR numbers of B, broadcasts MR numbers of A, and does MR x NR multiply-adds into
+   MR x NR accumulators that stay in registers the whole time (6 x 32 float32 = 24 AVX
+   registers of 8).  That register block is what runs at the CPU's peak.
+
+Numba has no vector types, so the micro-kernel is written as straight-line scalar code
+(one local variable per accumulator) and LLVM's SLP vectorizer packs it into vector
+registers.  Numba leaves that vectorizer off by default; these kernels are compiled with
+it on (`_with_slp`), and with only the 'contract' fast-math flag (fused multiply-add): with
+'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.  The
+micro-kernel's source is generated for each (MR, NR) (`micro_kernel_source` shows it);
+with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
+"""
+
+import contextlib
+import linecache
+
+import numba
+import numpy as np
+from numba import njit, prange
+from numba.extending import register_jitable
+
+MR = 6                                  # rows of the register tile
+NR = {np.float32: 32, np.float64: 16}   # columns: 4 AVX registers per row in either dtype
+KC = 256                                # K block: a B panel is KC x NR (32 KiB), an A block MC x KC
+MC = 16 * MR                            # rows of A packed together (96 x 256 x 4 bytes = 96 KiB, in L2)
+FASTMATH = {"contract"}
+JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, nogil=True, error_model="numpy")
+
+
+@contextlib.contextmanager
+def _with_slp():
+    """Compile with LLVM's SLP (straight-line) vectorizer on, which the micro-kernel needs."""
+    previous = numba.config.SLP_VECTORIZE
+    numba.config.SLP_VECTORIZE = 1
+    try:
+        yield
+    finally:
+        numba.config.SLP_VECTORIZE = previous
+
+
+def micro_kernel_source(mr, nr):
+    """Python source of the mr x nr micro-kernel:  tile = a_panel^T @ b_panel  over k rows,
+    with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator."""
+    acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
+    lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
+             f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
+    lines += [f"    {name} = ZERO" for row in acc for name in row]
+    lines.append("    for kk in range(k):")
+    lines += [f"        b{j} = b_panel[kk, {j}]" for j in range(nr)]
+    for r in range(mr):
+        lines.append(f"        a = a_panel[kk, {r}]")
+        lines += [f"        {acc[r][j]} += a * b{j}" for j in range(nr)]
+    lines += [f"    tile[{r}, {j}] = {acc[r][j]}" for r in range(mr) for j in range(nr)]
+    return "\n".join(lines) + "\n"
+
+
+def _compile_micro_kernel(mr, nr, dtype):
+    source = micro_kernel_source(mr, nr)
+    filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
+    namespace = {"ZERO": np.dtype(dtype).type(0)}
+    exec(compile(source, filename, "exec"), namespace)
+    options = {k: v for k, v in JIT.items() if k != "cache"}          # inlined into the (cached) driver
+    return register_jitable(**options)(namespace[f"micro_kernel_{mr}x{nr}"])
+
+
+def _make_gemm(dtype, parallel):
+    """The batched GEMM driver for one dtype, serial or parallel (see matmul)."""
+    nr = NR[dtype]
+    micro_kernel = _compile_micro_kernel(MR, nr, dtype)
+
+    @register_jitable(**JIT)
+    def pack_b(b, k0, kc, packed):
+        """B[k0:k0+kc, :] into panels packed[p, kk, j] = B[k0 + kk, p nr + j] (zero padded)."""
+        n = b.shape[1]
+        for p in range(packed.shape[0]):
+            j0 = p * nr
+            width = min(nr, n - j0)
+            if b.strides[1] <= b.strides[0]:                      # rows contiguous: copy along them
+                for kk in range(kc):
+                    for j in range(width):
+                        packed[p, kk, j] = b[k0 + kk, j0 + j]
+            else:                                                 # a transposed view: down its columns
+                for j in range(width):
+                    for kk in range(kc):
+                        packed[p, kk, j] = b[k0 + kk, j0 + j]
+
+    @register_jitable(**JIT)
+    def a_panel(a, top, height, k0, kc, scratch):
+        """Rows top..top+height of A over the K block, k-major (kk, r), for the micro-kernel:
+        a transposed view when A has a unit stride (no copy: the kernel reads it as it
+        is), else (a strided operand, or fewer than MR rows) a zero-padded copy."""
+        unit = a.itemsize
+        if height == MR and (a.strides[1] == unit or a.strides[0] == unit):
+            return a[top:top + MR, k0:k0 + kc].T
+        for r in range(MR):
+            for kk in range(kc):
+                scratch[kk, r] = a[top + r, k0 + kk] if r < height else 0
+        return scratch[:kc]
+
+    @register_jitable(**JIT)
+    def block(a, packed_b, c, i0, rows, k0, kc, first, scratch, tile):
+        """c[i0:i0+rows] (+)= a[i0:i0+rows, k0:k0+kc] @ (the K block of B packed in packed_b)."""
+        n = c.shape[1]
+        for q in range((rows + MR - 1) // MR):
+            top = i0 + q * MR
+            height = min(MR, rows - q * MR)
+            panel = a_panel(a, top, height, k0, kc, scratch)
+            for p in range(packed_b.shape[0]):
+                micro_kernel(panel, packed_b[p], kc, tile)
+                j0 = p * nr
+                for r in range(height):
+                    if first:
+                        for j in range(min(nr, n - j0)):
+                            c[top + r, j0 + j] = tile[r, j]
+                    else:
+                        for j in range(min(nr, n - j0)):
+                            c[top + r, j0 + j] += tile[r, j]
+
+    def gemm(a, b, a_of, b_of, c, chunks):
+        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.
+
+        a: (A1, A2, M, K) and b: (B1, B2, K, N) with any strides (two batch dims, so that a
+        transposed (B, H, T, d) view needs no copy); a_of / b_of: for each output matrix t
+        the flat index of its operands (how broadcast batch dims are handled); c: (T, M, N).
+        Work items are (matrix, block of MC rows), split into `chunks` runs, one per thread
+        task, each with its own packing buffers.  A B used by several items (a weight, or a
+        matrix with many row blocks) is packed once, up front."""
+        t_count, m, n = c.shape
+        k = a.shape[3]
+        a2, b2 = a.shape[1], b.shape[1]
+        k_blocks = (k + KC - 1) // KC
+        n_panels = (n + nr - 1) // nr
+        row_blocks = (m + MC - 1) // MC
+        work = t_count * row_blocks
+        b_count = b.shape[0] * b2
+        shared = b_count < work
+        packed_all = np.empty((b_count if shared else 0, k_blocks, n_panels, KC, nr), c.dtype)
+        for s in prange(packed_all.shape[0] * k_blocks):
+            which, kb = s // k_blocks, s % k_blocks
+            pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), packed_all[which, kb])
+        for chunk in prange(chunks):
+            own = np.empty((0 if shared else k_blocks, n_panels, KC, nr), c.dtype)
+            scratch = np.empty((KC, MR), c.dtype)                 # an A panel that must be copied
+            tile = np.empty((MR, nr), c.dtype)
+            packed_for = -1                                       # which B `own` holds
+            for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
+                t, blk = item // row_blocks, item % row_blocks
+                if not shared and b_of[t] != packed_for:
+                    packed_for = b_of[t]
+                    for kb in range(k_blocks):
+                        pack_b(b[packed_for // b2, packed_for % b2], kb * KC, min(KC, k - kb * KC), own[kb])
+                packed_b = packed_all[b_of[t]] if shared else own
+                i0 = blk * MC
+                for kb in range(k_blocks):
+                    block(a[a_of[t] // a2, a_of[t] % a2], packed_b[kb], c[t], i0, min(MC, m - i0),
+                          kb * KC, min(KC, k - kb * KC), kb == 0, scratch, tile)
+
+    t = numba.from_dtype(np.dtype(dtype))
+    operand = numba.types.Array(t, 4, "A", readonly=True)
+    index = numba.types.Array(numba.int64, 1, "C", readonly=True)
+    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64)
+    gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}]"  # distinct cache keys
+    with _with_slp():
+        return njit(signature, parallel=parallel, **JIT)(gemm)
+
+
+_kernels = {}
+
+
+def gemm_kernel(dtype, parallel):
+    """The compiled driver for dtype (float32 or float64), serial or parallel (made once)."""
+    key = (np.dtype(dtype).type, parallel)
+    if key not in _kernels:
+        _kernels[key] = _make_gemm(*key)
+    return _kernels[key]

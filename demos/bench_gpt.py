@@ -1,0 +1,104 @@
+"""The GPT half of demos/bench_train.py (`--model gpt`): our DecoderOnly against the same
+GPT in PyTorch (demos/torch_gpt.py), step time and, with --recipe, a whole training run."""
+
+import time
+
+import numpy as np
+
+from transformer.lm_training import LMTrainConfig
+
+VOCAB = 101                       # the default corpus's vocabulary size
+
+
+def _models(vocab, cfg):
+    """Our GPT at the recipe's size and the PyTorch twin holding the very same weights."""
+    from autograd import manual_seed
+    from demos.torch_gpt import from_config, load_numpy_state
+    from transformer.decoder_only import DecoderOnly, gpt_config
+    from transformer.nanogpt import to_nanogpt
+
+    manual_seed(cfg.seed)
+    ours = DecoderOnly(gpt_config(vocab, cfg.block_size))
+    theirs = load_numpy_state(from_config(ours.config), to_nanogpt(ours))
+    return ours, theirs
+
+
+def torch_engine(model, cfg):
+    """(step, evaluate) for the PyTorch twin: the same recipe as transformer.lm_training.our_engine."""
+    import torch
+    params = list(model.parameters())
+    optimizer = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+                                   {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+                                  lr=cfg.lr, betas=(0.9, cfg.beta2))
+    vocab = model.lm_head.weight.shape[0]
+
+    def loss_of(x, y):
+        logits = model(torch.from_numpy(x))
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), torch.from_numpy(y).reshape(-1))
+
+    def step(x, y, lr):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        loss = loss_of(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        optimizer.step()
+        return loss.item()
+
+    def evaluate(x, y):
+        model.eval()
+        with torch.no_grad():
+            loss = loss_of(x, y).item()
+        model.train()
+        return loss
+    return step, evaluate
+
+
+def step_times(steps, rounds=3):
+    """Median ms per training step of both engines on one fixed batch, rounds interleaved."""
+    from demos.bench_train import _median
+    from transformer.lm_training import our_engine
+
+    cfg = LMTrainConfig()
+    ours, theirs = _models(VOCAB, cfg)
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)), rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size))
+    result = {"logits_max_abs_diff": None, "ours_ms": [], "pytorch_ms": []}
+    if theirs is not None:
+        import torch
+        with torch.no_grad():
+            result["logits_max_abs_diff"] = float(np.abs(theirs(torch.from_numpy(x)).numpy() - ours(x).data).max())
+    our_step = our_engine(ours, cfg)[0]
+    their_step = torch_engine(theirs, cfg)[0]
+    for _ in range(rounds):
+        result["ours_ms"].append(_median(lambda: our_step(x, y, cfg.lr), steps) * 1e3)
+        result["pytorch_ms"].append(_median(lambda: their_step(x, y, cfg.lr), steps) * 1e3)
+    tokens = cfg.batch_size * cfg.block_size
+    for engine in ("ours", "pytorch"):
+        result[f"{engine}_median_ms"] = float(np.median(result[f"{engine}_ms"]))
+        result[f"{engine}_tokens_per_s"] = tokens / result[f"{engine}_median_ms"] * 1e3
+    result["ratio_vs_pytorch"] = result["ours_median_ms"] / result["pytorch_median_ms"]
+    return result
+
+
+def recipe(data_path=None):
+    """Both engines through the whole recipe from the same weights, batches and seed."""
+    from demos.gpt import load_corpus
+    from transformer.lm_training import our_engine, train_lm
+    from transformer.text import CharDataset
+
+    cfg = LMTrainConfig()
+    text, source = load_corpus(data_path)
+    data = CharDataset(text, cfg.block_size)
+    ours, theirs = _models(len(data.vocab), cfg)
+    runs = {}
+    for name, (step, evaluate) in (("ours", our_engine(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
+        print(f"\n{name}: {cfg.max_iters} iterations on {source}")
+        started = time.perf_counter()
+        history = train_lm(data, step, evaluate, cfg, log=lambda line: print("  " + line, flush=True))
+        runs[name] = {"val_loss": history["evals"][-1]["val"], "train_loss": history["evals"][-1]["train"],
+                      "seconds": time.perf_counter() - started,
+                      "evals": history["evals"]}
+    runs["val_loss_difference"] = runs["ours"]["val_loss"] - runs["pytorch"]["val_loss"]
+    return runs
