@@ -15,7 +15,8 @@ from autograd.functions import cat, stack, where
 from autograd.gradcheck import gradcheck, GradcheckError
 from autograd.random import manual_seed, default_generator
 from autograd.graph import print_graph, draw_graph
+from autograd.anomaly import detect_anomaly, AnomalyError
 
 __all__ = ["Value", "Tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "cat", "stack",
            "where", "gradcheck", "GradcheckError", "manual_seed", "default_generator", "print_graph",
-           "draw_graph"]
+           "draw_graph", "detect_anomaly", "AnomalyError"]

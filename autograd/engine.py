@@ -6,6 +6,7 @@ reverse-mode differentiation happen one node at a time.
 
 import numpy as np
 
+from autograd import anomaly
 from autograd.function import unbroadcast
 
 
@@ -47,6 +48,8 @@ def run_backward(root, grad, retain_graph=False):
     grads = {id(root._node): grad}   # node -> d(root)/d(node's output), accumulated
     for node in reversed(order):     # outputs first, inputs last
         out_grad = grads.pop(id(node))
+        if node.hooks:
+            out_grad = run_hooks(node.hooks, out_grad)
         if node.retained is not None:
             kept = node.retained()
             if kept is not None:
@@ -57,6 +60,8 @@ def run_backward(root, grad, retain_graph=False):
             node.freed = True
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
+        if anomaly.is_anomaly_enabled():
+            anomaly.check_backward(node, input_grads)
         for t, needs, g in zip(node.inputs, node.needs_input_grad, input_grads):
             if not needs or g is None:
                 continue
@@ -64,7 +69,22 @@ def run_backward(root, grad, retain_graph=False):
             if g.dtype != t.data.dtype:
                 g = g.astype(t.data.dtype)
             if t._node is None:            # a leaf: accumulate into .grad, as PyTorch does
+                if t._hooks:
+                    g = run_hooks(t._hooks, g)
                 t.grad = np.array(g) if t.grad is None else t.grad + g
             else:
                 key = id(t._node)
                 grads[key] = g if key not in grads else grads[key] + g
+
+
+def run_hooks(hooks, grad):
+    """Pass a tensor's finished gradient through its hooks in order; a hook that returns
+    an array replaces the gradient (same shape required), one that returns None keeps it."""
+    for hook in list(hooks.values()):
+        result = hook(grad)
+        if result is not None:
+            result = np.asarray(result.data if hasattr(result, "data") else result)
+            if result.shape != grad.shape:
+                raise ValueError(f"a gradient hook returned shape {result.shape}, expected {grad.shape}")
+            grad = result.astype(grad.dtype, copy=False)
+    return grad

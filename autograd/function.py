@@ -22,6 +22,7 @@ place where that happens) sums it back down to the input's shape before it is st
 
 import numpy as np
 
+from autograd import anomaly
 from autograd.grad_mode import is_grad_enabled
 
 
@@ -55,11 +56,15 @@ class Function:
 
         ctx = cls()
         ctx.saved_tensors = ()
+        if anomaly.is_anomaly_enabled():
+            ctx.creation_stack = anomaly.creation_stack()
         try:
             out = ctx.forward(*[t.data for t in inputs], **params)
         except (ValueError, IndexError) as err:
             shapes = ", ".join(str(t.shape) for t in inputs)
             raise type(err)(f"{cls.__name__}: {err} (input shapes: {shapes})") from None
+        if anomaly.is_anomaly_enabled():
+            anomaly.check_forward(ctx, inputs, out)
         requires_grad = is_grad_enabled() and any(t.requires_grad for t in inputs)
         if not requires_grad:
             return Tensor._make(out, None)
@@ -68,6 +73,7 @@ class Function:
         ctx.out_shape = out.shape
         ctx.freed = False
         ctx.retained = None
+        ctx.hooks = None             # gradient hooks of the output tensor (Tensor.register_hook)
         return Tensor._make(out, ctx)
 
 

@@ -17,7 +17,7 @@ from autograd import engine
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "requires_grad", "_node", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_node", "_hooks", "__weakref__")
     __array_priority__ = 1000  # numpy array (op) Tensor calls Tensor's reflected operator
 
     def __init__(self, data, requires_grad=False, dtype=None):
@@ -36,6 +36,7 @@ class Tensor:
         self.grad = None
         self.requires_grad = bool(requires_grad)
         self._node = None
+        self._hooks = None
 
     @classmethod
     def _make(cls, array, node):
@@ -45,6 +46,7 @@ class Tensor:
         t.grad = None
         t.requires_grad = node is not None
         t._node = node
+        t._hooks = None
         return t
 
     # ----- what a tensor is -----
@@ -117,6 +119,21 @@ class Tensor:
         if self._node is not None:
             import weakref
             self._node.retained = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient has been computed during backward;
+        if it returns an array, that replaces the gradient (PyTorch's Tensor.register_hook).
+        For a leaf the hook sees each gradient before it is added to .grad.  Returns a
+        handle whose .remove() unregisters the hook."""
+        if not self.requires_grad:
+            raise RuntimeError("register_hook: this tensor does not require grad, so no gradient will reach it")
+        if self._node is None:                      # a leaf keeps its hooks itself
+            if self._hooks is None:
+                self._hooks = {}
+            return RemovableHandle(self._hooks, hook)
+        if self._node.hooks is None:                # an op's output: its node keeps them
+            self._node.hooks = {}
+        return RemovableHandle(self._node.hooks, hook)
 
     # ----- backpropagation -----
 
@@ -299,6 +316,20 @@ class Tensor:
     def masked_fill(self, mask, value):
         """Where mask is True, the result is `value`; elsewhere it is self (gradient flows there)."""
         return ops.MaskedFill.apply(self, mask=_raw(mask), value=value)
+
+
+class RemovableHandle:
+    """Returned by register_hook and register_forward_hook; .remove() unregisters."""
+
+    _next_id = 0
+
+    def __init__(self, hooks, hook):
+        self.hooks, self.id = hooks, RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+        hooks[self.id] = hook
+
+    def remove(self):
+        self.hooks.pop(self.id, None)
 
 
 def _raw(x):

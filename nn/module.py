@@ -9,6 +9,7 @@ from collections import OrderedDict
 import numpy as np
 
 from autograd import Tensor
+from autograd.tensor import RemovableHandle
 
 
 class Parameter(Tensor):
@@ -34,6 +35,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -56,7 +58,19 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_hook(self, hook):
+        """Call hook(module, inputs, output) after every forward of this module; a hook that
+        returns something replaces the output (PyTorch's semantics).  Returns a handle
+        whose .remove() unregisters it.  Useful to look at what a layer computes, e.g. the
+        attention weights, without changing the model's code."""
+        return RemovableHandle(self._forward_hooks, hook)
 
     # ----- walking the tree -----
 
@@ -97,6 +111,17 @@ class Module:
     def eval(self):
         """Evaluation mode (dropout is the identity) for this module and all below it."""
         return self.train(False)
+
+    def to(self, dtype):
+        """Cast every parameter to `dtype` (a numpy dtype or its name, e.g. "float64"), in place,
+        keeping tied parameters tied; returns self (PyTorch's module.to(dtype))."""
+        dtype = np.dtype(dtype)
+        if not np.issubdtype(dtype, np.floating):
+            raise TypeError(f"{type(self).__name__}.to: parameters must be floating point, got {dtype}")
+        for p in self.parameters():
+            p.data = p.data.astype(dtype, copy=False)
+            p.grad = None if p.grad is None else p.grad.astype(dtype, copy=False)
+        return self
 
     def zero_grad(self):
         for p in self.parameters():

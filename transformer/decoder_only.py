@@ -21,6 +21,7 @@ from autograd import no_grad
 from transformer.layers import Encoder
 from transformer.masks import combine_masks
 from transformer.positional import LearnedPositionalEncoding
+from transformer.validation import check_model_config
 
 
 @dataclasses.dataclass
@@ -38,6 +39,10 @@ class DecoderOnlyConfig:
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
     init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
+    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+
+    def __post_init__(self):
+        check_model_config(self, "vocab", "d_model", "num_heads", "d_ff", "num_layers", "max_len")
 
 
 def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False):
@@ -80,6 +85,7 @@ class DecoderOnly(nn.Module):
             self.embed.weight.data *= c.d_model ** -0.5
         if c.tie_weights:
             self.out_proj.weight = self.embed.weight   # one Parameter under two names
+        self.to(c.dtype)
 
     def _init_gpt2(self):
         """GPT-2's initialisation: every weight matrix and embedding ~ N(0, 0.02^2), biases 0,

@@ -39,6 +39,8 @@ def length_penalty(length, alpha):
 def beam_search(model, src, max_len, bos, eos, beam_size=4, alpha=0.6):
     """Beam search for each source sequence in turn.  src (B, S) -> list of B token lists
     (without BOS, with EOS if one was produced)."""
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_search: beam_size must be an integer >= 1, got {beam_size!r}")
     src = np.asarray(src)
     results = []
     with no_grad():

@@ -14,6 +14,7 @@ import nn
 from transformer.layers import Encoder
 from transformer.masks import padding_mask
 from transformer.positional import LearnedPositionalEncoding
+from transformer.validation import check_model_config
 
 PAD, CLS, MASK = 0, 1, 2
 FIRST_SYMBOL = 3
@@ -30,6 +31,10 @@ class EncoderOnlyConfig:
     max_len: int = 32
     dropout: float = 0.0
     pad_id: int = PAD
+    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+
+    def __post_init__(self):
+        check_model_config(self, "vocab", "num_classes", "d_model", "num_heads", "d_ff", "num_layers", "max_len")
 
 
 class EncoderOnly(nn.Module):
@@ -45,6 +50,7 @@ class EncoderOnly(nn.Module):
         self.mlm_head = nn.Linear(c.d_model, c.vocab)
         self.cls_head = nn.Linear(c.d_model, c.num_classes)
         self.embed.weight.data *= c.d_model ** -0.5
+        self.to(c.dtype)
 
     def encode(self, tokens):
         tokens = np.asarray(tokens)

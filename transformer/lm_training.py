@@ -20,6 +20,7 @@ from nn.optim import AdamW, clip_grad_norm_
 from nn.schedule import warmup_cosine
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
 from transformer.text import CharVocab
+from transformer.validation import require_positive
 
 
 @dataclasses.dataclass
@@ -42,9 +43,8 @@ class LMTrainConfig:
     seed: int = 1337
 
     def __post_init__(self):
-        for name in ("block_size", "batch_size", "max_iters", "eval_every", "eval_iters", "log_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"LMTrainConfig: {name} must be >= 1, got {getattr(self, name)}")
+        require_positive("LMTrainConfig", **{name: getattr(self, name) for name in (
+            "block_size", "batch_size", "max_iters", "eval_every", "eval_iters", "log_every")})
         if not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"LMTrainConfig: need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
 

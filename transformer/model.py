@@ -9,6 +9,7 @@ import nn
 from autograd import Tensor
 from transformer.layers import Decoder, Encoder
 from transformer.masks import decoder_mask, padding_mask
+from transformer.validation import check_model_config
 from transformer.positional import LearnedPositionalEncoding, PositionalEncoding
 
 
@@ -28,6 +29,11 @@ class TransformerConfig:
     positional: str = "sinusoidal"    # "sinusoidal", "binary" or "learned"
     activation: str = "relu"
     pad_id: int = 0
+    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+
+    def __post_init__(self):
+        check_model_config(self, "src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "num_encoder_layers",
+                           "num_decoder_layers", "max_len")
 
 
 class Transformer(nn.Module):
@@ -54,6 +60,7 @@ class Transformer(nn.Module):
         self._init_weights()
         if c.tie_weights:
             self.out_proj.weight = self.tgt_embed.weight
+        self.to(c.dtype)
 
     def _init_weights(self):
         for name, p in self.named_parameters():
@@ -87,6 +94,9 @@ class Transformer(nn.Module):
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         """Teacher-forced logits for every target position: (B, T, tgt_vocab)."""
         src = _tokens(src)
+        if np.shape(tgt_in)[0] != src.shape[0]:
+            raise ValueError(f"Transformer: source batch {src.shape} and target batch {np.shape(tgt_in)} differ in "
+                             "batch size; each source row needs its own target row")
         src_mask = self.make_src_mask(src) if src_mask is None else src_mask
         return self.decode(tgt_in, self.encode(src, src_mask), src_mask, tgt_mask)
 

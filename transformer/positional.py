@@ -32,13 +32,13 @@ class PositionalEncoding(nn.Module):
     """x + PE[:T], then dropout.  x: (B, T, d_model) embeddings, already scaled by sqrt(d_model).
     kind: "sinusoidal" (fixed, the paper's) or "binary" (fixed)."""
 
-    def __init__(self, d_model, max_len=512, dropout=0.0, kind="sinusoidal", dtype=np.float32):
+    def __init__(self, d_model, max_len=512, dropout=0.0, kind="sinusoidal"):
         super().__init__()
         tables = {"sinusoidal": sinusoidal_table, "binary": binary_table}
         if kind not in tables:
             raise ValueError(f"PositionalEncoding: kind must be one of {sorted(tables)}, got {kind!r}")
         self.kind, self.max_len, self.d_model = kind, max_len, d_model
-        self.table = tables[kind](max_len, d_model).astype(dtype)   # a constant, not a Parameter
+        self.table = tables[kind](max_len, d_model)   # float64, a constant; cast to the input's dtype
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x, offset=0):

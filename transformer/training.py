@@ -16,6 +16,7 @@ from nn.schedule import LambdaLR, warmup_cosine
 from transformer import tasks
 from transformer.decoding import greedy_decode
 from transformer.model import Transformer, TransformerConfig
+from transformer.validation import require_positive
 
 
 @dataclasses.dataclass
@@ -36,6 +37,13 @@ class TrainConfig:
     target_accuracy: float = 0.99
     seed: int = 0
     out_dir: str = "runs/train"
+
+    def __post_init__(self):
+        require_positive("TrainConfig", num_symbols=self.num_symbols, min_len=self.min_len, max_len=self.max_len,
+                         batch_size=self.batch_size, max_steps=self.max_steps, eval_every=self.eval_every,
+                         eval_size=self.eval_size)
+        if self.min_len > self.max_len:
+            raise ValueError(f"TrainConfig: min_len {self.min_len} is greater than max_len {self.max_len}")
 
 
 def evaluate(model, heldout, max_len):

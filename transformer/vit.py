@@ -12,6 +12,7 @@ import numpy as np
 import nn
 from autograd import Tensor, cat
 from transformer.layers import Encoder
+from transformer.validation import check_model_config
 
 
 def patchify(images, patch):
@@ -42,6 +43,11 @@ class ViTConfig:
     d_ff: int = 128
     num_layers: int = 2
     dropout: float = 0.0
+    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+
+    def __post_init__(self):
+        check_model_config(self, "image_size", "patch_size", "num_classes", "d_model", "num_heads", "d_ff",
+                           "num_layers")
 
 
 class VisionTransformer(nn.Module):
@@ -56,6 +62,7 @@ class VisionTransformer(nn.Module):
         self.pos_embed = nn.Parameter(nn.init.normal((1, num_patches + 1, c.d_model), 0.02))
         self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True)
         self.head = nn.Linear(c.d_model, c.num_classes)
+        self.to(c.dtype)
 
     def forward(self, images):
         patches = Tensor._make(patchify(images, self.config.patch_size).astype(self.patch_embed.weight.dtype), None)

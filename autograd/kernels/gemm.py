@@ -84,11 +84,14 @@ def _make_gemm(dtype, parallel):
 
     @register_jitable(**JIT)
     def pack_b(b, k0, kc, packed):
-        """B[k0:k0+kc, :] into panels packed[p, kk, j] = B[k0 + kk, p nr + j] (zero padded)."""
+        """B[k0:k0+kc, :] into panels packed[p, kk, j] = B[k0 + kk, p nr + j], zero padded
+        (whatever np.empty left there could be a denormal, whose arithmetic is slow)."""
         n = b.shape[1]
         for p in range(packed.shape[0]):
             j0 = p * nr
             width = min(nr, n - j0)
+            if width < nr:
+                packed[p, :kc, width:] = 0
             if b.strides[1] <= b.strides[0]:                      # rows contiguous: copy along them
                 for kk in range(kc):
                     for j in range(width):

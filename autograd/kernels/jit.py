@@ -155,7 +155,7 @@ def _make_exp_nonpositive(dtype):
         p = TAYLOR[0]
         for c in TAYLOR[1:]:
             p = p * r + c
-        return p * two_to_k if d >= LOWEST else ZERO
+        return p * two_to_k if d >= LOWEST else (ZERO if d < LOWEST else d)   # NaN stays NaN
     return exp_nonpositive
 
 
@@ -228,8 +228,10 @@ def _make_rowwise(dtype, parallel):
                 out[i] = ZERO
                 continue
             log_sum = f(np.log(exp_row(x[i], m, out[i])))   # out[i] is scratch here
-            for j in range(x.shape[1]):
-                out[i, j] = (x[i, j] - m) - log_sum
+            for j in range(x.shape[1]):                    # two passes, so that fast-math cannot
+                out[i, j] = x[i, j] - m                    # regroup (x - m) - log_sum as
+            for j in range(x.shape[1]):                    # x - (m + log_sum): with x and m near
+                out[i, j] -= log_sum                       # 1e4 that loses 3 digits in float32
 
     def log_softmax_backward(y, dy, dx):
         """dx = dy - exp(y) * sum(dy); zero for a fully masked row (y all 0, so sum exp(y) = n > 1)."""

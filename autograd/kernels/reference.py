@@ -7,6 +7,9 @@ along the last axis of an array of any shape.
 Fully masked rows: a row whose entries are all -inf (an attention query that may attend
 to nothing) gets softmax 0, log-softmax 0 and zero gradient, never NaN.  PyTorch returns
 NaN there; zeros let padding rows pass through a model harmlessly.
+
+NaN and +inf propagate as in PyTorch: a row holding either (a NaN of either sign) gives a
+NaN row, so a diverging model shows its NaN instead of a plausible number.
 """
 
 import math
@@ -32,7 +35,7 @@ def softmax(x):
         return x.copy()
     e = np.exp(x - _row_max(x))
     s = e.sum(axis=-1, keepdims=True)
-    return np.divide(e, s, out=np.zeros_like(e), where=s > 0)
+    return np.divide(e, s, out=np.zeros_like(e), where=s != 0)   # s is NaN for a row with NaN or +inf
 
 
 def softmax_backward(y, dy):

@@ -225,7 +225,7 @@ def test_lr_schedule_warms_up_then_decays_to_min_lr():
     lrs = [cfg.lr_at(i) for i in range(100)]
     assert lrs[0] == pytest.approx(1e-4) and lrs[9] == pytest.approx(1e-3)
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:])) and lrs[-1] == pytest.approx(1e-4, rel=0.01)
-    with pytest.raises(ValueError, match="max_iters must be >= 1"):
+    with pytest.raises(ValueError, match="max_iters must be an integer >= 1"):
         LMTrainConfig(max_iters=0)
     with pytest.raises(ValueError, match="min_lr <= lr"):
         LMTrainConfig(lr=1e-4, min_lr=1e-3)

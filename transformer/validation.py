@@ -1,0 +1,30 @@
+"""Checks shared by the configuration dataclasses: a bad value is reported when the config
+is made, by name, before any model or training state exists."""
+
+import numpy as np
+
+DTYPES = ("float32", "float64")
+
+
+def require_positive(owner, **values):
+    """Raise ValueError naming the first of `values` that is not an integer >= 1."""
+    for name, value in values.items():
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{owner}: {name} must be an integer >= 1, got {value!r}")
+
+
+def require_dtype(owner, dtype):
+    if dtype not in DTYPES:
+        raise ValueError(f"{owner}: dtype must be one of {DTYPES}, got {dtype!r}")
+
+
+def check_model_config(config, *positive):
+    """The fields every model config shares (d_model, num_heads, dropout, dtype) and the
+    named positive integer fields."""
+    owner = type(config).__name__
+    require_positive(owner, **{name: getattr(config, name) for name in positive})
+    if config.d_model % config.num_heads:
+        raise ValueError(f"{owner}: d_model={config.d_model} is not divisible by num_heads={config.num_heads}")
+    if not 0.0 <= config.dropout < 1.0:
+        raise ValueError(f"{owner}: dropout must be in [0, 1), got {config.dropout}")
+    require_dtype(owner, config.dtype)
