@@ -136,3 +136,45 @@ def test_average_checkpoints(tmp_path):
     nn.save({"w": np.zeros(2)}, tmp_path / "bad_keys.npz")
     with pytest.raises(KeyError, match="different keys"):
         nn.average_checkpoints(paths + [tmp_path / "bad_keys.npz"])
+
+
+def test_average_checkpoints_takes_the_model_of_training_checkpoints(tmp_path):
+    model = make_model()
+    opt = Adam(model.parameters(), lr=1e-2)
+    paths = []
+    for i in range(2):
+        train(model, opt, 3, data_seed=i)
+        paths.append(nn.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": 3 * (i + 1)},
+                             tmp_path / f"ckpt{i}.npz"))
+    first = nn.load(paths[0])["model"]
+    avg = nn.average_checkpoints(paths)
+    np.testing.assert_allclose(avg["0.weight"], (first["0.weight"] + model.state_dict()["0.weight"]) / 2, rtol=1e-6)
+    nn.save({"a": {"b": np.zeros(2)}}, tmp_path / "nested.npz")
+    with pytest.raises(ValueError, match="is not a model state_dict"):
+        nn.average_checkpoints([tmp_path / "nested.npz"])
+
+
+def test_files_that_are_not_checkpoints_get_clear_errors(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello, not a checkpoint\n")
+    with pytest.raises(ValueError, match=r"is not a checkpoint: expected a .npz file"):
+        nn.load(tmp_path / "notes.txt")
+    np.save(tmp_path / "array.npy", np.zeros(3))
+    with pytest.raises(ValueError, match="is a single .npy array, not a checkpoint"):
+        nn.load(tmp_path / "array.npy")
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "odd.npz", "w") as archive:
+        archive.writestr("weights.bin", b"\x00\x01\x02")
+    with pytest.raises(ValueError, match=r"its members \['weights.bin'\] are not .npy arrays"):
+        nn.load(tmp_path / "odd.npz")
+
+
+def test_a_killed_saves_temporary_file_is_removed_by_the_next_save(tmp_path):
+    stray = tmp_path / ".tmp-killed.npz"
+    stray.write_bytes(b"half a checkpoint")
+    old = os.path.getmtime(stray) - 3600
+    os.utime(stray, (old, old))
+    fresh = tmp_path / ".tmp-another-process-saving-now.npz"
+    fresh.write_bytes(b"in progress")
+    nn.save({"w": np.zeros(2)}, tmp_path / "model.npz")
+    assert not stray.exists() and fresh.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-another-process-saving-now.npz", "model.npz"]
