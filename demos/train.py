@@ -2,6 +2,14 @@
 
     python -m demos.train --task reverse          # or --task copy
     python -m demos.train --task reverse --seed 3 --out runs/reverse-3
+    python -m demos.train --resume runs/reverse   # continue an interrupted run exactly
+    python -m demos.train --checkpoint runs/reverse --decode "a b c d"   # decode your own input
+
+Ctrl-C stops after the current step and writes everything so far (checkpoint, metrics,
+plots), then prints the command that resumes; --save-every N also checkpoints every N
+steps, keeping the last --keep-last of them (step-N.npz) and the best (best.npz).
+--average-last K evaluates the average of the last K checkpoints too (a training tip of
+the original Transformer).  --detect-anomaly stops at the first op that makes a NaN or inf.
 
 Prints progress and sample decodes, compares greedy decoding with beam search, and
 writes to --out: loss.png (training loss and held-out accuracy), attention_*.png (one
@@ -11,14 +19,19 @@ metrics.json and checkpoint.npz.
 """
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 
 import numpy as np
 
+import nn
+from autograd import detect_anomaly
 from transformer import tasks
 from transformer.decoding import beam_search, greedy_decode
-from transformer.training import TrainConfig, sample_decodes, train
+from transformer.run_state import INTERRUPTED_EXIT_CODE, CheckpointRotation
+from transformer.training import TrainConfig, evaluate, load_model, resumed_config, sample_decodes, train
 
 
 def parse_args(argv=None):
@@ -46,27 +59,57 @@ def parse_args(argv=None):
     p.add_argument("--positional", choices=["sinusoidal", "learned", "binary"], default="sinusoidal")
     p.add_argument("--beam-size", type=int, default=4)
     p.add_argument("--beam-examples", type=int, default=200, help="held-out sequences to compare greedy and beam on")
-    return p.parse_args(argv)
+    p.add_argument("--schedule", choices=["cosine", "noam"], default=d.schedule,
+                   help="cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr")
+    p.add_argument("--save-every", type=int, default=d.save_every, help="checkpoint every N steps (0: only at the end)")
+    p.add_argument("--keep-last", type=int, default=d.keep_last, help="keep this many periodic checkpoints")
+    p.add_argument("--average-last", type=int, default=0, metavar="K",
+                   help="also evaluate the average of the last K checkpoints (use with --save-every)")
+    p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
+    p.add_argument("--detect-anomaly", action="store_true", help="stop at the first op that produces NaN or inf")
+    p.add_argument("--checkpoint", metavar="DIR", help="with --decode: the trained run to decode with")
+    p.add_argument("--decode", metavar="SYMBOLS", help='decode your own input, e.g. "a b c d" (needs --checkpoint)')
+    args = p.parse_args(argv)
+    if args.decode is not None and not args.checkpoint:
+        p.error("--decode needs --checkpoint DIR (a folder written by demos.train)")
+    if args.average_last and args.keep_last < args.average_last:
+        args.keep_last = args.average_last
+    return args
 
 
 def main(argv=None):
     args = parse_args(argv)
-    out = args.out or os.path.join("runs", args.task)
-    cfg = TrainConfig(task=args.task, num_symbols=args.symbols, max_len=args.max_len, batch_size=args.batch_size,
-                      max_steps=args.steps, lr=args.lr, warmup=args.warmup, decay_steps=args.decay_steps, label_smoothing=args.label_smoothing,
-                      eval_every=args.eval_every, target_accuracy=args.target, seed=args.seed, out_dir=out)
+    if args.decode is not None:
+        return decode_input(args.checkpoint, args.decode, args.beam_size)
+    if args.resume:
+        cfg = resumed_config(args.resume, out_dir=args.out or args.resume,
+                             max_steps=args.steps if args.steps != TrainConfig().max_steps else None)
+    else:
+        out = args.out or os.path.join("runs", args.task)
+        cfg = TrainConfig(task=args.task, num_symbols=args.symbols, max_len=args.max_len, batch_size=args.batch_size,
+                          max_steps=args.steps, lr=args.lr, warmup=args.warmup, decay_steps=args.decay_steps,
+                          label_smoothing=args.label_smoothing, eval_every=args.eval_every,
+                          target_accuracy=args.target, seed=args.seed, out_dir=out, schedule=args.schedule,
+                          save_every=args.save_every, keep_last=args.keep_last)
     model_args = dict(d_model=args.d_model, num_heads=args.heads, d_ff=args.d_ff, num_encoder_layers=args.layers,
                       num_decoder_layers=args.layers, dropout=args.dropout, norm_first=args.norm_first,
                       positional=args.positional)
+    out = cfg.out_dir
     print(f"training a Transformer ({args.layers}+{args.layers} layers, d_model {args.d_model}, {args.heads} heads) "
-          f"to {args.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} sequences "
+          f"to {cfg.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} sequences "
           f"of length {cfg.max_len}")
-    model, metrics = train(cfg, **model_args)
+    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
+        model, metrics = train(cfg, resume=args.resume, **model_args)
+    from demos import plots
+    plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{cfg.task}: training")
+    if metrics["interrupted"]:
+        print(f"\nstopped at step {metrics['steps']}; wrote {out}/checkpoint.npz, metrics.json and loss.png. "
+              f"Resume with:\n  python -m demos.train --resume {out}")
+        sys.exit(INTERRUPTED_EXIT_CODE)
     verdict = "reached" if metrics["reached_target"] else "did NOT reach"
     print(f"\n{verdict} {cfg.target_accuracy:.0%} exact match: {metrics['exact_match']:.1%} after "
           f"{metrics['steps']} steps, {metrics['seconds']:.1f} s")
 
-    from demos import plots
     print("\nsample decodes (source -> greedy output):")
     spell = lambda tokens: " ".join(plots.token_label(t) for t in tokens)   # noqa: E731
     for src, want, got in sample_decodes(model, cfg, count=4):
@@ -74,10 +117,11 @@ def main(argv=None):
         print(f"  {spell(src):<20} -> {spell(got):<20} {mark}")
 
     metrics["beam_vs_greedy"] = compare_beam_and_greedy(model, cfg, args.beam_size, args.beam_examples)
+    if args.average_last:
+        metrics["averaged"] = evaluate_average(model, cfg, args.average_last)
     with open(os.path.join(out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
 
-    plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{args.task}: training")
     example = tasks.heldout_set(cfg.task, 1, cfg.max_len, cfg.num_symbols, seed=7)
     plots.attention_heatmaps(model, example, out)
     print(f"wrote {out}/metrics.json and {out}/checkpoint.npz")
@@ -96,6 +140,46 @@ def compare_beam_and_greedy(model, cfg, beam_size, count):
     print(f"\non {count} other held-out sequences: greedy exact match {greedy_acc:.1%}, "
           f"beam search (beam {beam_size}) {beam_acc:.1%}")
     return {"examples": count, "beam_size": beam_size, "greedy_exact_match": greedy_acc, "beam_exact_match": beam_acc}
+
+
+def evaluate_average(model, cfg, count):
+    """Exact match of the average of the last `count` periodic checkpoints, beside the final model's."""
+    paths = CheckpointRotation(cfg.out_dir).numbered()[-count:]
+    heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
+    final = evaluate(model, heldout, cfg.max_len + 1)
+    original = model.state_dict()
+    model.load_state_dict(nn.average_checkpoints(paths))
+    averaged = evaluate(model, heldout, cfg.max_len + 1)
+    model.load_state_dict(original)
+    steps = [os.path.basename(p)[5:-4] for p in paths]
+    print(f"average of the checkpoints of steps {', '.join(steps)}: exact match {averaged['exact_match']:.1%} "
+          f"(the final model: {final['exact_match']:.1%})")
+    return {"steps": steps, "averaged_exact_match": averaged["exact_match"], "final_exact_match": final["exact_match"]}
+
+
+def decode_input(checkpoint, text, beam_size):
+    """Greedy and beam decoding of one input written as symbols ("a b c"), and its attention heatmaps."""
+    model = load_model(checkpoint)
+    symbols = text.split()
+    letters = [chr(ord("a") + i) for i in range(model.config.src_vocab - tasks.NUM_SPECIAL)]
+    unknown = [s for s in symbols if s not in letters]
+    if unknown or not symbols:
+        raise SystemExit(f"--decode: use the task's symbols {' '.join(letters)} separated by spaces; got {text!r}")
+    if len(symbols) + 2 > model.config.max_len:
+        raise SystemExit(f"--decode: at most {model.config.max_len - 2} symbols for this model, got {len(symbols)}")
+    src = np.array([[letters.index(s) + tasks.NUM_SPECIAL for s in symbols]])
+    max_len = model.config.max_len - 1
+    greedy = greedy_decode(model, src, max_len, tasks.BOS, tasks.EOS, tasks.PAD)[0]
+    beam = beam_search(model, src, max_len, tasks.BOS, tasks.EOS, beam_size=beam_size)[0]
+    from demos import plots
+    spell = lambda tokens: " ".join(plots.token_label(t) for t in tasks.strip(tokens))   # noqa: E731
+    print(f"input:          {' '.join(symbols)}\ngreedy:         {spell(greedy)}\nbeam ({beam_size}):       {spell(beam)}")
+    answer = [tasks.BOS] + tasks.strip(greedy)
+    example = tasks.Batch(src, np.array([answer]), np.array([tasks.strip(greedy) + [tasks.EOS]]))
+    folder = os.path.join(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint), "decode")
+    os.makedirs(folder, exist_ok=True)
+    paths = plots.attention_heatmaps(model, example, folder)
+    return {"greedy": spell(greedy), "beam": spell(beam), "plots": paths}
 
 
 if __name__ == "__main__":

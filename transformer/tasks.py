@@ -51,11 +51,20 @@ def make_batch(task, batch_size, min_len, max_len, num_symbols, rng):
     return Batch(src, tgt[:, :-1], tgt[:, 1:])
 
 
-def batches(task, batch_size, min_len, max_len, num_symbols, seed):
-    """An endless stream of training batches from its own seeded generator."""
-    rng = np.random.default_rng(seed)
-    while True:
-        yield make_batch(task, batch_size, min_len, max_len, num_symbols, rng)
+class batches:
+    """An endless stream of training batches from its own seeded generator; `rng` is
+    exposed so that a checkpoint can save the stream's position and a resumed run
+    continue it."""
+
+    def __init__(self, task, batch_size, min_len, max_len, num_symbols, seed):
+        self.args = (task, batch_size, min_len, max_len, num_symbols)
+        self.rng = np.random.default_rng(seed)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return make_batch(*self.args, self.rng)
 
 
 def heldout_set(task, size, length, num_symbols, seed):

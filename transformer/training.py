@@ -8,14 +8,15 @@ import time
 import numpy as np
 
 import nn
-from autograd import manual_seed, no_grad
+from autograd import default_generator, manual_seed, no_grad
 from autograd.allocator import keep_freed_memory
 from nn import functional as F
 from nn.optim import Adam, clip_grad_norm_
-from nn.schedule import LambdaLR, warmup_cosine
+from nn.schedule import LambdaLR, noam, warmup_cosine
 from transformer import tasks
 from transformer.decoding import greedy_decode
 from transformer.model import Transformer, TransformerConfig
+from transformer.run_state import CheckpointRotation, StopOnInterrupt, generator_state, restore_generator
 from transformer.validation import require_positive
 
 
@@ -37,11 +38,18 @@ class TrainConfig:
     target_accuracy: float = 0.99
     seed: int = 0
     out_dir: str = "runs/train"
+    schedule: str = "cosine"         # or "noam"
+    save_every: int = 0              # also checkpoint every this many steps (0: only at the end)
+    keep_last: int = 1               # keep step-N.npz of the last this many checkpoints
 
     def __post_init__(self):
         require_positive("TrainConfig", num_symbols=self.num_symbols, min_len=self.min_len, max_len=self.max_len,
                          batch_size=self.batch_size, max_steps=self.max_steps, eval_every=self.eval_every,
-                         eval_size=self.eval_size)
+                         eval_size=self.eval_size, keep_last=self.keep_last)
+        if self.schedule not in ("cosine", "noam"):
+            raise ValueError(f"TrainConfig: schedule must be 'cosine' or 'noam', got {self.schedule!r}")
+        if self.save_every < 0:
+            raise ValueError(f"TrainConfig: save_every must be >= 0, got {self.save_every}")
         if self.min_len > self.max_len:
             raise ValueError(f"TrainConfig: min_len {self.min_len} is greater than max_len {self.max_len}")
 
@@ -69,10 +77,18 @@ def build_model(train_cfg, **model_overrides):
     return Transformer(TransformerConfig(**config))
 
 
-def make_optimizer(parameters, lr, warmup, decay_steps):
-    """Adam (betas 0.9/0.98, as in the paper) with linear warm-up and cosine decay to lr/10."""
+def make_optimizer(parameters, lr, warmup, decay_steps, schedule="cosine", d_model=None):
+    """Adam (betas 0.9/0.98, as in the paper) with a learning-rate schedule:
+    "cosine": linear warm-up to lr, then cosine decay to lr/10 by decay_steps;
+    "noam": the paper's shape, linear warm-up then decay as 1/sqrt(step), scaled to peak at lr."""
     optimizer = Adam(parameters, lr=lr, betas=(0.9, 0.98), eps=1e-9)
-    return optimizer, LambdaLR(optimizer, warmup_cosine(warmup, decay_steps, min_factor=0.1))
+    if schedule == "cosine":
+        return optimizer, LambdaLR(optimizer, warmup_cosine(warmup, decay_steps, min_factor=0.1))
+    if schedule == "noam":
+        shape = noam(d_model or 1, warmup)
+        peak = shape(warmup - 1)
+        return optimizer, LambdaLR(optimizer, lambda k: shape(k) / peak)
+    raise ValueError(f"make_optimizer: schedule must be 'cosine' or 'noam', got {schedule!r}")
 
 
 def optimize(loss, optimizer, schedule, clip_norm):
@@ -86,53 +102,112 @@ def optimize(loss, optimizer, schedule, clip_norm):
     return loss.item()
 
 
-def train(cfg, model=None, log=print, **model_overrides):
+def train(cfg, model=None, log=print, resume=None, should_stop=None, **model_overrides):
     """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
-    Returns (model, metrics).  Writes loss log, metrics.json and model.npz to cfg.out_dir."""
+
+    Every cfg.save_every steps (and at the end) the whole run state goes to
+    cfg.out_dir/checkpoint.npz (plus step-N.npz for the last cfg.keep_last saves and
+    best.npz); `resume` (such a checkpoint, or its folder) continues that run exactly.
+    Ctrl-C, or should_stop(step) returning True, ends the run after the current step
+    with everything saved.  Returns (model, metrics); metrics["interrupted"] says which."""
     started = time.perf_counter()
     keep_freed_memory()
     manual_seed(cfg.seed)
+    saved = load_run(resume) if resume else None
+    if saved:
+        model = Transformer(TransformerConfig(**json.loads(str(saved["model_config"]))))
     model = model or build_model(cfg, **model_overrides)
-    optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps)
+    optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps, cfg.schedule,
+                                         getattr(model.config, "d_model", None))
     stream = tasks.batches(cfg.task, cfg.batch_size, cfg.min_len, cfg.max_len, cfg.num_symbols, seed=cfg.seed)
     heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
-    os.makedirs(cfg.out_dir, exist_ok=True)
     history = {"step": [], "loss": [], "eval": []}
-    result = {"exact_match": 0.0, "token_accuracy": 0.0}
-    step = 0
-    for step in range(1, cfg.max_steps + 1):
-        batch = next(stream)
-        logits = model(batch.src, batch.tgt_in)                       # (B, T, V)
-        loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD,
-                               label_smoothing=cfg.label_smoothing)
-        history["step"].append(step)
-        history["loss"].append(optimize(loss, optimizer, schedule, cfg.clip_norm))
-        if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            result = evaluate(model, heldout, cfg.max_len + 1)
-            elapsed = time.perf_counter() - started
-            history["eval"].append({"step": step, "seconds": elapsed, **result})
-            log(f"step {step:5d}  loss {np.mean(history['loss'][-cfg.eval_every:]):.4f}  "
-                f"lr {optimizer.param_groups[0]['lr']:.2e}  exact {result['exact_match']:.1%}  "
-                f"tokens {result['token_accuracy']:.1%}  {elapsed:5.1f}s")
-            if result["exact_match"] >= cfg.target_accuracy:
+    first = 1
+    if saved:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        restore_generator(stream.rng, saved["stream_rng"])
+        restore_generator(default_generator(), saved["dropout_rng"])
+        history = json.loads(str(saved["history"]))
+        first = int(saved["step"]) + 1
+        log(f"resumed from {resume} at step {first - 1}")
+    rotation = CheckpointRotation(cfg.out_dir, cfg.keep_last)
+    result = history["eval"][-1] if history["eval"] else {"exact_match": 0.0, "token_accuracy": 0.0}
+    result = {k: result[k] for k in ("exact_match", "token_accuracy")}
+    step, interrupted = first - 1, False
+    with StopOnInterrupt() as interrupt:
+        for step in range(first, cfg.max_steps + 1):
+            batch = next(stream)
+            logits = model(batch.src, batch.tgt_in)                       # (B, T, V)
+            loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD,
+                                   label_smoothing=cfg.label_smoothing)
+            history["step"].append(step)
+            history["loss"].append(optimize(loss, optimizer, schedule, cfg.clip_norm))
+            interrupted = interrupt.requested or bool(should_stop and should_stop(step))
+            reached = False
+            if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                result = evaluate(model, heldout, cfg.max_len + 1)
+                elapsed = time.perf_counter() - started
+                history["eval"].append({"step": step, "seconds": elapsed, **result})
+                log(f"step {step:5d}  loss {np.mean(history['loss'][-cfg.eval_every:]):.4f}  "
+                    f"lr {optimizer.param_groups[0]['lr']:.2e}  exact {result['exact_match']:.1%}  "
+                    f"tokens {result['token_accuracy']:.1%}  {elapsed:5.1f}s")
+                reached = result["exact_match"] >= cfg.target_accuracy
+            done = reached or interrupted or step == cfg.max_steps
+            if done or (cfg.save_every and step % cfg.save_every == 0):
+                state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                         "schedule": schedule.state_dict(), "step": step, "interrupted": interrupted,
+                         "train_config": json.dumps(dataclasses.asdict(cfg)),
+                         "model_config": json.dumps(dataclasses.asdict(model.config)),
+                         "stream_rng": generator_state(stream.rng), "dropout_rng": generator_state(default_generator()),
+                         "history": json.dumps(history)}
+                rotation.save(state, step, result["exact_match"])
+            if done:
                 break
-    metrics = {"task": cfg.task, "steps": step, "seconds": time.perf_counter() - started,
-               "final_loss": history["loss"][-1], **result, "reached_target": result["exact_match"] >= cfg.target_accuracy,
+    metrics = {"task": cfg.task, "steps": step, "seconds": time.perf_counter() - started, "interrupted": interrupted,
+               "final_loss": history["loss"][-1] if history["loss"] else None, **result,
+               "reached_target": result["exact_match"] >= cfg.target_accuracy,
                "train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model.config),
                "history": history}
     with open(os.path.join(cfg.out_dir, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
-    nn.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
-            os.path.join(cfg.out_dir, "checkpoint.npz"))
     return model, metrics
 
 
-def load_model(path, model_config):
-    """A Transformer with the weights of a checkpoint written by `train`."""
+def load_run(path):
+    """The state a `train` checkpoint holds (path: the file, or the folder with checkpoint.npz)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "checkpoint.npz")
+    state = nn.load(path)
+    missing = [k for k in ("model", "optimizer", "schedule", "train_config", "model_config", "stream_rng",
+                           "dropout_rng", "history", "step") if k not in state]
+    if missing:
+        raise ValueError(f"resume: {path!r} lacks {missing}; only checkpoints written by demos.train "
+                         "(transformer.training.train) can be resumed")
+    return state
+
+
+def resumed_config(path, **overrides):
+    """The TrainConfig of the run saved at `path`, with `overrides` (e.g. max_steps, out_dir)."""
+    saved = json.loads(str(load_run(path)["train_config"]))
+    saved.update({k: v for k, v in overrides.items() if v is not None})
+    return TrainConfig(**saved)
+
+
+def load_model(path, model_config=None):
+    """A Transformer (in eval mode) with the weights of a checkpoint written by `train`
+    (the file, or its folder); its configuration is read from the checkpoint unless given."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "checkpoint.npz")
+    state = nn.load(path)
+    if model_config is None:
+        if "model_config" not in state:
+            raise ValueError(f"load_model: {path!r} records no model_config; pass the TransformerConfig")
+        model_config = TransformerConfig(**json.loads(str(state["model_config"])))
     model = Transformer(model_config)
-    model.load_state_dict(nn.load(path)["model"])
-    model.eval()
-    return model
+    model.load_state_dict(state["model"])
+    return model.eval()
 
 
 def sample_decodes(model, cfg, count=3, seed=123):
