@@ -14,11 +14,12 @@ import time
 import numpy as np
 
 import nn
-from autograd import no_grad
+from autograd import default_generator, no_grad
 from nn import functional as F
 from nn.optim import AdamW, clip_grad_norm_
 from nn.schedule import warmup_cosine
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
+from transformer.run_state import StopOnInterrupt, generator_state, restore_generator
 from transformer.text import CharVocab
 from transformer.validation import require_positive
 
@@ -40,6 +41,7 @@ class LMTrainConfig:
     eval_every: int = 250
     eval_iters: int = 20
     log_every: int = 100
+    save_every: int = 0              # also checkpoint every this many iterations (0: only at the end)
     seed: int = 1337
 
     def __post_init__(self):
@@ -91,45 +93,93 @@ def estimate_loss(evaluate, data, cfg, rng):
             for split in ("train", "val")}
 
 
-def train_lm(data, step, evaluate, cfg, log=print):
+def train_lm(data, step, evaluate, cfg, log=print, start=None, should_stop=None, checkpoint=None):
     """Run cfg.max_iters steps on random training blocks, estimating train and validation
     loss every cfg.eval_every iterations and at the end.  Batches come from a generator
     seeded with cfg.seed, evaluation batches from one seeded with cfg.seed + 1, so two
-    engines given the same data see the same batches.  Returns the history."""
+    engines given the same data see the same batches.
+
+    start: the saved run of an earlier, interrupted one (resume_state), to continue it
+    exactly.  Ctrl-C, or should_stop(iteration) returning True, ends the loop after the
+    current step.  checkpoint(history) is called every cfg.save_every iterations.  Returns
+    the history, whose "progress" entry (the generators' states) lets save_lm write a
+    checkpoint that resumes."""
     batch_rng, eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
-    history = {"iter": [], "loss": [], "lr": [], "evals": []}
+    history = {"iter": [], "loss": [], "lr": [], "evals": [], "seconds": 0.0}
+    if start is not None:
+        history = json.loads(start["history"])
+        restore_generator(batch_rng, start["batch_rng"])
+        restore_generator(eval_rng, start["eval_rng"])
     tokens_per_iter = cfg.batch_size * cfg.block_size
-    started = time.perf_counter()
-    for it in range(cfg.max_iters):
-        lr = cfg.lr_at(it)
-        loss = step(*data.batch("train", cfg.batch_size, batch_rng), lr)
-        if not math.isfinite(loss):
-            raise FloatingPointError(f"train_lm: the loss became {loss} at iteration {it}")
-        history["iter"].append(it)
-        history["loss"].append(loss)
-        history["lr"].append(lr)
-        done = it + 1
-        if done % cfg.eval_every == 0 or done == cfg.max_iters:
-            history["evals"].append({"iter": done, "seconds": time.perf_counter() - started,
-                                     **estimate_loss(evaluate, data, cfg, eval_rng)})
-        if done % cfg.log_every == 0 or done == cfg.max_iters:
-            elapsed = time.perf_counter() - started
-            last = history["evals"][-1] if history["evals"] else None
-            val = f"  val {last['val']:.4f} (at {last['iter']})" if last else ""
-            log(f"iter {done:5d}/{cfg.max_iters}  loss {np.mean(history['loss'][-cfg.log_every:]):.4f}{val}  "
-                f"lr {lr:.2e}  {done * tokens_per_iter / elapsed:7.0f} tokens/s  "
-                f"{elapsed:5.1f}s, {elapsed / done * (cfg.max_iters - done):5.1f}s left")
-    history["seconds"] = time.perf_counter() - started
-    return history
+    earlier_seconds = history["seconds"]                # of the run this one resumes
+    started = time.perf_counter() - earlier_seconds
+    first = len(history["iter"])
+    interrupted = False
+
+    def snapshot():
+        history["seconds"] = time.perf_counter() - started
+        history["interrupted"] = interrupted and len(history["iter"]) < cfg.max_iters
+        history["progress"] = {"batch_rng": generator_state(batch_rng), "eval_rng": generator_state(eval_rng)}
+        return history
+
+    with StopOnInterrupt() as interrupt:
+        for it in range(first, cfg.max_iters):
+            lr = cfg.lr_at(it)
+            loss = step(*data.batch("train", cfg.batch_size, batch_rng), lr)
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"train_lm: the loss became {loss} at iteration {it} "
+                                         "(run with --detect-anomaly to find the op that made it)")
+            history["iter"].append(it)
+            history["loss"].append(loss)
+            history["lr"].append(lr)
+            done = it + 1
+            if done % cfg.eval_every == 0 or done == cfg.max_iters:
+                history["evals"].append({"iter": done, "seconds": time.perf_counter() - started,
+                                         **estimate_loss(evaluate, data, cfg, eval_rng)})
+            if done % cfg.log_every == 0 or done == cfg.max_iters:
+                elapsed = time.perf_counter() - started
+                last = history["evals"][-1] if history["evals"] else None
+                val = f"  val {last['val']:.4f} (at {last['iter']})" if last else ""
+                rate = (done - first) * tokens_per_iter / max(elapsed - earlier_seconds, 1e-9)
+                log(f"iter {done:5d}/{cfg.max_iters}  loss {np.mean(history['loss'][-cfg.log_every:]):.4f}{val}  "
+                    f"lr {lr:.2e}  {rate:7.0f} tokens/s  "
+                    f"{elapsed:5.1f}s, {(cfg.max_iters - done) * tokens_per_iter / rate:5.1f}s left")
+            interrupted = interrupt.requested or bool(should_stop and should_stop(done))
+            if interrupted and done < cfg.max_iters:
+                break
+            if checkpoint and cfg.save_every and done % cfg.save_every == 0 and done < cfg.max_iters:
+                checkpoint(snapshot())
+    return snapshot()
 
 
-def save_lm(path, model, vocab, optimizer=None, **extra):
-    """A checkpoint with the model, its configuration and vocabulary (and the optimizer)."""
+def save_lm(path, model, vocab, optimizer=None, train_config=None, history=None, data=""):
+    """A checkpoint with the model, its configuration and vocabulary; with the optimizer,
+    the training configuration and the history (train_lm's) it can also resume the run."""
     state = {"model": model.state_dict(), "config": json.dumps(dataclasses.asdict(model.config)),
-             "vocab": vocab.to_array(), **extra}
+             "vocab": vocab.to_array()}
     if optimizer is not None:
         state["optimizer"] = optimizer.state_dict()
+    if train_config is not None:
+        state["train_config"] = json.dumps(dataclasses.asdict(train_config))
+        state["data"] = data or ""                  # the text file trained on ("" for the default corpus)
+    if history is not None:
+        progress = history["progress"]
+        state["run"] = {"history": json.dumps({k: v for k, v in history.items() if k != "progress"}),
+                        "batch_rng": progress["batch_rng"], "eval_rng": progress["eval_rng"],
+                        "dropout_rng": generator_state(default_generator())}
     return nn.save(state, path)
+
+
+def resume_state(path):
+    """(checkpoint state, LMTrainConfig, start) of a run saved by save_lm with its history.
+    Restore start["dropout_rng"] into the default generator after building the model."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "checkpoint.npz")
+    state = nn.load(path)
+    if "run" not in state or "train_config" not in state or "optimizer" not in state:
+        raise ValueError(f"resume: {path!r} holds no resumable run (written by demos.gpt?)")
+    run = {k: str(v) for k, v in state["run"].items()}
+    return state, LMTrainConfig(**json.loads(str(state["train_config"]))), run
 
 
 def load_lm(path):

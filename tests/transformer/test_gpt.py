@@ -258,3 +258,35 @@ def test_load_lm_refuses_a_checkpoint_without_a_vocabulary(tmp_path):
     nn.save({"model": tiny_gpt().state_dict()}, str(tmp_path / "m.npz"))
     with pytest.raises(ValueError, match="no 'config' entry"):
         load_lm(str(tmp_path / "m.npz"))
+
+
+def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_path):
+    from autograd import default_generator
+    from transformer.lm_training import resume_state
+    from transformer.run_state import restore_generator
+
+    cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=30, warmup=5, lr=1e-2, min_lr=1e-3, eval_every=10,
+                        eval_iters=2, log_every=1000, seed=3)
+    data = CharDataset(TEXT, cfg.block_size)
+
+    def fresh():
+        manual_seed(cfg.seed)
+        model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16, dropout=0.2))
+        return model, our_engine(model, cfg)
+
+    model, (step, evaluate, _) = fresh()
+    full = train_lm(data, step, evaluate, cfg, log=lambda line: None)
+    model, (step, evaluate, optimizer) = fresh()
+    cut = train_lm(data, step, evaluate, cfg, log=lambda line: None, should_stop=lambda it: it == 12)
+    assert cut["interrupted"] and len(cut["loss"]) == 12
+    save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab, optimizer, cfg, cut)
+    manual_seed(12345)                                           # the checkpoint, not this process, decides
+    state, saved_cfg, start = resume_state(str(tmp_path))
+    assert saved_cfg == cfg
+    model, (step, evaluate, optimizer) = fresh()
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    restore_generator(default_generator(), start["dropout_rng"])
+    resumed = train_lm(data, step, evaluate, cfg, log=lambda line: None, start=start)
+    assert resumed["loss"] == full["loss"] and resumed["evals"][-1]["val"] == full["evals"][-1]["val"]
+    assert not resumed["interrupted"]
