@@ -15,8 +15,8 @@ try `python -m demos.sample --checkpoint OUT --prompt "Return the"`.
 
 Ctrl-C stops after the current iteration, writes the checkpoint, metrics and loss plot,
 and prints the command that resumes (`--resume OUT`, which continues bit for bit);
---save-every N also checkpoints every N iterations.  --detect-anomaly stops at the first
-op that makes a NaN or inf.
+--save-every N also checkpoints every N iterations (checkpoint.npz, and best.npz at the
+lowest validation loss).  --detect-anomaly stops at the first op that makes a NaN or inf.
 """
 
 import argparse
@@ -111,7 +111,11 @@ def main(argv=None):
     checkpoint_path = os.path.join(out, "checkpoint.npz")
 
     def checkpoint(history):
+        """checkpoint.npz always; best.npz too when the latest validation loss is the lowest yet."""
         save_lm(checkpoint_path, model, data.vocab, optimizer, cfg, history, data_path)
+        vals = [e["val"] for e in history["evals"]]
+        if vals and vals[-1] == min(vals):
+            save_lm(os.path.join(out, "best.npz"), model, data.vocab, optimizer, cfg, history, data_path)
 
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
         history = train_lm(data, step, evaluate, cfg, start=start, checkpoint=checkpoint)

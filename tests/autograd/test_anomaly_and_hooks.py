@@ -40,6 +40,23 @@ def test_sqrt_of_negative_is_caught_in_forward_and_nan_gradient_in_backward():
             y.backward()
 
 
+class ShiftedRoot(nn.Module):
+    """A layer with a bug: sqrt of its input minus 10, negative for ordinary inputs."""
+
+    def forward(self, x):
+        return (x - 10.0).sqrt()
+
+
+def test_sqrt_of_negative_deep_in_a_model_names_the_layer_line():
+    manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), ShiftedRoot(), nn.Linear(4, 2, dtype=np.float64))
+    with detect_anomaly():
+        with pytest.raises(AnomalyError) as info:
+            F.mse_loss(model(Tensor(np.ones((2, 3)))), Tensor(np.zeros((2, 2))))
+    assert "forward pass of Sqrt produced NaN" in str(info.value)
+    assert "in forward: return (x - 10.0).sqrt()" in str(info.value)
+
+
 def test_anomaly_mode_is_off_outside_the_block_and_allows_masks():
     x = Tensor(np.zeros(3))
     assert np.isinf(x.log().data).all()                            # no error without the mode

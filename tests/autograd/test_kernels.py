@@ -282,3 +282,28 @@ def test_float32_log_softmax_is_accurate_for_large_logits():
     for x in (np.full((1, 11), 1e4, np.float32), np.array([[1e4, 1e4 - 1, 1e4 - 3, 9e3]], np.float32)):
         want = x.astype(np.float64) - np.log(np.exp(x.astype(np.float64) - x.max()).sum()) - x.max()
         np.testing.assert_allclose(jit.log_softmax(x), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_propagates_through_every_fused_kernel(backend, dtype):
+    """A NaN in row 0 of the input (or of the gradient) must reach row 0 of every output,
+    and leave the other rows alone, in matmul, layer norm, GELU and Adam."""
+    module = jit if backend == "numba" else reference
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 5)).astype(dtype)
+    x[0, 2] = np.nan
+    w, b = np.ones(5, dtype), np.zeros(5, dtype)
+    out = module.matmul(x, rng.standard_normal((5, 4)).astype(dtype))
+    assert np.isnan(out[0]).all() and np.isfinite(out[1:]).all()
+    with np.errstate(invalid="ignore"):
+        y, xhat, rstd = module.layer_norm(x, w, b, 1e-5)
+        dx, dw, db = module.layer_norm_backward(np.ones_like(x), xhat, rstd, w)
+    assert np.isnan(y[0]).all() and np.isfinite(y[1:]).all() and np.isnan(dx[0]).all() and np.isnan(dw).all()
+    for approximate in ("none", "tanh"):
+        g = module.gelu(x, approximate)
+        assert np.isnan(g[0, 2]) and np.isfinite(np.delete(g.ravel(), 2)).all()
+        assert np.isnan(module.gelu_backward(x, np.ones_like(x), approximate)[0, 2])
+    p, m, v = np.ones(4, dtype), np.zeros(4, dtype), np.zeros(4, dtype)
+    module.adam_step(p, np.array([np.nan, 1, 1, 1], dtype), m, v, 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
+    assert np.isnan(p[0]) and np.isfinite(p[1:]).all()
