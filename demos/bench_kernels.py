@@ -130,9 +130,11 @@ for name in ("softmax", "log_softmax"):
     t = time.perf_counter(); getattr(jit, name)(x); times[name] = time.perf_counter() - t
 for name in ("softmax_backward", "log_softmax_backward"):
     t = time.perf_counter(); getattr(jit, name)(x, x); times[name] = time.perf_counter() - t
-for n in (16, 32, 64):
-    t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, n), np.float32))
-    times[f"matmul panel {n}"] = time.perf_counter() - t
+t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 5), np.float32))
+times["matmul"] = time.perf_counter() - t
+t = time.perf_counter(); jit.gelu(x, "none"); jit.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t
+t = time.perf_counter(); out, xhat, rstd = jit.layer_norm(x, x[0], x[0], 1e-5)
+jit.layer_norm_backward(x, xhat, rstd, x[0]); times["layer_norm and backward"] = time.perf_counter() - t
 times["total"] = time.perf_counter() - t0
 print(json.dumps(times))
 """
