@@ -290,3 +290,20 @@ def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_p
     resumed = train_lm(data, step, evaluate, cfg, log=lambda line: None, start=start)
     assert resumed["loss"] == full["loss"] and resumed["evals"][-1]["val"] == full["evals"][-1]["val"]
     assert not resumed["interrupted"]
+
+
+def test_sample_cli_reads_both_kinds_of_checkpoint(tmp_path, capsys):
+    from demos import sample
+    fixture = ["--nanogpt", os.path.join(DATA, "nanogpt_tiny.pt"), "--meta", os.path.join(DATA, "nanogpt_tiny_meta.pkl")]
+    text = sample.main(fixture + ["--prompt", "hello", "--tokens", "4", "--top-k", "1"])
+    model = load_nanogpt_checkpoint(os.path.join(DATA, "nanogpt_tiny.pt"))
+    meta = read_meta(os.path.join(DATA, "nanogpt_tiny_meta.pkl"))
+    ids = np.array([[meta["stoi"][c] for c in "hello"]])
+    assert text == "".join(meta["itos"][int(i)] for i in model.generate(ids, 4)[0])   # top-k 1 is greedy
+    model, data, optimizer, _ = _run(0, iters=5)
+    save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab, optimizer)
+    a = sample.main(["--checkpoint", str(tmp_path), "--prompt", "the ", "--tokens", "12", "--seed", "4"])
+    b = sample.main(["--checkpoint", str(tmp_path), "--prompt", "the ", "--tokens", "12", "--seed", "4"])
+    assert a == b and a.startswith("the ") and len(a) == 16
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        sample.main(["--checkpoint", str(tmp_path), "--prompt", "Ω"])
