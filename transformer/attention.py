@@ -15,6 +15,7 @@ import nn
 from autograd import Tensor, cat
 from nn import functional as F
 from transformer.scores import scaled_dot_scores
+from transformer.validation import require_positive
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None, score=None):
@@ -59,9 +60,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None):
         super().__init__()
-        if not (isinstance(d_model, int) and isinstance(num_heads, int) and d_model >= 1 and num_heads >= 1):
-            raise ValueError(f"MultiHeadAttention: d_model and num_heads must be integers >= 1, got d_model={d_model!r}, "
-                             f"num_heads={num_heads!r}")
+        require_positive("MultiHeadAttention", d_model=d_model, num_heads=num_heads)
         if d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by num_heads={num_heads}")
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads

@@ -99,9 +99,9 @@ def test_decode_your_own_input(tmp_path, capsys):
 # ----- bad inputs: each fails before any state exists, saying what was wrong -----
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(d_model=8, num_heads=0), "num_heads must be integers >= 1, got d_model=8, num_heads=0"),
-    (dict(d_model=8, num_heads=-2), "num_heads=-2"),
-    (dict(d_model=0, num_heads=2), "d_model=0"),
+    (dict(d_model=8, num_heads=0), "MultiHeadAttention: num_heads must be an integer >= 1, got 0"),
+    (dict(d_model=8, num_heads=-2), "num_heads must be an integer >= 1, got -2"),
+    (dict(d_model=0, num_heads=2), "d_model must be an integer >= 1, got 0"),
 ])
 def test_attention_sizes(kwargs, message):
     with pytest.raises(ValueError, match=message):
