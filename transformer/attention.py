@@ -9,11 +9,14 @@ Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, 
 softmax does not saturate into a one-hot choice (see demos/scaling.py).
 """
 
+import functools
+
 import numpy as np
 
 import nn
 from autograd import Tensor, cat
 from nn import functional as F
+from transformer.relative_position import is_position_aware
 from transformer.scores import scaled_dot_scores
 from transformer.validation import require_positive
 
@@ -77,23 +80,34 @@ class MultiHeadAttention(nn.Module):
         x = x.reshape(batch, length, self.num_heads, self.d_head)    # (B, T, H, d_head)
         return x.transpose(1, 2)                                     # (B, H, T, d_head)
 
-    def forward(self, query, key, value, mask=None, kv_cache=None):
+    def forward(self, query, key, value, mask=None, kv_cache=None, static_kv=False):
         """kv_cache: for step-by-step generation, a dict (empty at the first step) in which
         the projected keys and values of all earlier positions are kept; each call projects
-        only the new positions and attends over cached + new ones."""
+        only the new positions and attends over cached + new ones.  With static_kv (cross-
+        attention over a fixed memory) the keys and values are projected once, at the first
+        call, and reused.  A position-aware score (transformer/relative_position.py) is told
+        the queries' first position: the number of cached positions."""
         if query.shape[-1] != self.d_model or key.shape[-1] != self.d_model or value.shape[-1] != self.d_model:
             raise ValueError(f"MultiHeadAttention(d_model={self.d_model}): got query {query.shape}, "
                              f"key {key.shape}, value {value.shape}; each needs last dim {self.d_model}")
         batch, q_len, _ = query.shape
         q = self._split_heads(self.q_proj(query))                    # (B, H, T_q, d_head)
-        k = self._split_heads(self.k_proj(key))                      # (B, H, T_k, d_head)
-        v = self._split_heads(self.v_proj(value))                    # (B, H, T_k, d_head)
-        if kv_cache is not None:
-            if "k" in kv_cache:
-                k = cat([kv_cache["k"], k], dim=2)                   # (B, H, T_past + T_k, d_head)
-                v = cat([kv_cache["v"], v], dim=2)
-            kv_cache["k"], kv_cache["v"] = k, v
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=self.score)
+        past = 0
+        if static_kv and kv_cache:
+            k, v = kv_cache["k"], kv_cache["v"]                      # (B, H, T_k, d_head), projected before
+        else:
+            k = self._split_heads(self.k_proj(key))                  # (B, H, T_k, d_head)
+            v = self._split_heads(self.v_proj(value))                # (B, H, T_k, d_head)
+            if kv_cache is not None:
+                if "k" in kv_cache:
+                    past = kv_cache["k"].shape[2]
+                    k = cat([kv_cache["k"], k], dim=2)               # (B, H, T_past + T_k, d_head)
+                    v = cat([kv_cache["v"], v], dim=2)
+                kv_cache["k"], kv_cache["v"] = k, v
+        score = self.score
+        if is_position_aware(score):
+            score = functools.partial(self.score, q_offset=past)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score)
         self.attn_weights = weights.data                             # (B, H, T_q, T_k), no graph
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)   # (B, T_q, d_model)
         return self.out_proj(out)

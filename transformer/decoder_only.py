@@ -20,7 +20,7 @@ import nn
 from autograd import no_grad
 from transformer.layers import Encoder
 from transformer.masks import combine_masks
-from transformer.positional import LearnedPositionalEncoding
+from transformer.positional import make_positional
 from transformer.validation import check_model_config
 
 
@@ -39,6 +39,7 @@ class DecoderOnlyConfig:
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
     init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
+    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
 
     def __post_init__(self):
@@ -75,9 +76,9 @@ class DecoderOnly(nn.Module):
         if c.init not in ("scaled_embedding", "gpt2"):
             raise ValueError(f"DecoderOnly: init must be 'scaled_embedding' or 'gpt2', got {c.init!r}")
         self.embed = nn.Embedding(c.vocab, c.d_model)
-        self.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
         self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
-                              activation=c.activation, bias=c.bias)
+                              activation=c.activation, bias=c.bias, make_self_score=make_self_score)
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()
@@ -91,12 +92,15 @@ class DecoderOnly(nn.Module):
         """GPT-2's initialisation: every weight matrix and embedding ~ N(0, 0.02^2), biases 0,
         and the projections that write into the residual stream (attention's out_proj and
         the MLP's second Linear) ~ N(0, (0.02 / sqrt(2 num_layers))^2), so that the sum of
-        2 num_layers residual branches keeps its variance at init."""
+        2 num_layers residual branches keeps its variance at init.  Other parameters (a
+        relative position bias) keep their own init."""
         residual_std = 0.02 / math.sqrt(2 * self.config.num_layers)
+        matrices = {f"{name}.weight" for name, m in self.named_modules() if isinstance(m, nn.Linear)}
+        matrices |= {"embed.weight", "positional.weight"}
         for name, p in self.named_parameters():
             if name.endswith(("self_attn.out_proj.weight", "linear2.weight")):
                 p.data = nn.init.normal(p.shape, residual_std)
-            elif p.ndim == 2:
+            elif name in matrices:
                 p.data = nn.init.normal(p.shape, 0.02)
             elif name.endswith(".bias") and "norm" not in name:
                 p.data = np.zeros_like(p.data)

@@ -11,17 +11,23 @@ import numpy as np
 from autograd import Tensor, no_grad
 
 
-def greedy_decode(model, src, max_len, bos, eos, pad):
+def greedy_decode(model, src, max_len, bos, eos, pad, use_cache=True):
     """(B, S) sources -> (B, L) generated tokens (without BOS), each row padded with `pad`
-    after its EOS.  All rows decode together; it stops when every row has emitted EOS."""
+    after its EOS.  All rows decode together; it stops when every row has emitted EOS.
+    With use_cache each step feeds only the newest token and the model keeps what it needs
+    of the prefix (see Transformer.decode); without, each step reruns the whole prefix."""
     src = np.asarray(src)
     with no_grad():
         src_mask = model.make_src_mask(src)
         memory = model.encode(src, src_mask)                         # (B, S, d_model)
         ys = np.full((len(src), 1), bos, dtype=np.int64)             # (B, 1)
         done = np.zeros(len(src), dtype=bool)
+        cache = {} if use_cache else None
         for _ in range(max_len):
-            logits = model.decode(ys, memory, src_mask)              # (B, t, V)
+            if use_cache:
+                logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)   # (B, 1, V)
+            else:
+                logits = model.decode(ys, memory, src_mask)          # (B, t, V)
             next_token = logits.data[:, -1].argmax(-1)               # (B,)
             next_token = np.where(done, pad, next_token)
             ys = np.concatenate([ys, next_token[:, None]], axis=1)

@@ -13,7 +13,7 @@ import numpy as np
 import nn
 from transformer.layers import Encoder
 from transformer.masks import padding_mask
-from transformer.positional import LearnedPositionalEncoding
+from transformer.positional import make_positional
 from transformer.validation import check_model_config
 
 PAD, CLS, MASK = 0, 1, 2
@@ -31,6 +31,7 @@ class EncoderOnlyConfig:
     max_len: int = 32
     dropout: float = 0.0
     pad_id: int = PAD
+    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
 
     def __post_init__(self):
@@ -45,8 +46,9 @@ class EncoderOnly(nn.Module):
         super().__init__()
         self.config = c = config
         self.embed = nn.Embedding(c.vocab, c.d_model)
-        self.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
-        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
+        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
+                               make_self_score=make_self_score)
         self.mlm_head = nn.Linear(c.d_model, c.vocab)
         self.cls_head = nn.Linear(c.d_model, c.num_classes)
         self.embed.weight.data *= c.d_model ** -0.5

@@ -30,7 +30,7 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))   # via (B, T, d_ff)
 
 
-class _Residual(nn.Module):
+class Residual(nn.Module):
     """Residual connection around a sub-layer, with LayerNorm before (pre-norm) or after (post-norm)."""
 
     def __init__(self, d_model, dropout, norm_first, bias=True):
@@ -46,14 +46,17 @@ class _Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention (every source position looks at every other), then feed-forward."""
+    """Self-attention (every source position looks at every other), then feed-forward.
+    self_score: the self-attention's score module (None: scaled dot product), e.g. one of
+    transformer/relative_position.py's, which put positions into attention."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
+                 self_score=None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
-        self.sublayer1 = _Residual(d_model, dropout, norm_first, bias)
-        self.sublayer2 = _Residual(d_model, dropout, norm_first, bias)
+        self.sublayer1 = Residual(d_model, dropout, norm_first, bias)
+        self.sublayer2 = Residual(d_model, dropout, norm_first, bias)
 
     def forward(self, x, mask=None, kv_cache=None):       # (B, S, d_model)
         """kv_cache: see MultiHeadAttention (used when a causal stack generates token by token)."""
@@ -64,30 +67,38 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention (each target position sees only earlier ones), then
     encoder-decoder (cross) attention with queries from the decoder and keys and values
-    from the encoder's output (`memory`), then feed-forward."""
+    from the encoder's output (`memory`), then feed-forward.  self_score as in EncoderLayer
+    (cross-attention keeps the scaled dot product: its queries and keys index different
+    sequences)."""
 
-    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
+                 self_score=None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
-        self.sublayer1 = _Residual(d_model, dropout, norm_first, bias)
-        self.sublayer2 = _Residual(d_model, dropout, norm_first, bias)
-        self.sublayer3 = _Residual(d_model, dropout, norm_first, bias)
+        self.sublayer1 = Residual(d_model, dropout, norm_first, bias)
+        self.sublayer2 = Residual(d_model, dropout, norm_first, bias)
+        self.sublayer3 = Residual(d_model, dropout, norm_first, bias)
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None):   # x (B, T, d), memory (B, S, d)
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, tgt_mask))
-        x = self.sublayer2(x, lambda h: self.cross_attn(h, memory, memory, memory_mask))
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):   # x (B, T, d), memory (B, S, d)
+        """cache: for token-by-token decoding, a dict {"self": {}, "cross": {}} kept between
+        calls: the self-attention's keys and values so far, and the memory's, projected once."""
+        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, tgt_mask, self_cache))
+        x = self.sublayer2(x, lambda h: self.cross_attn(h, memory, memory, memory_mask, cross_cache, static_kv=True))
         return self.sublayer3(x, self.feed_forward)
 
 
 class Encoder(nn.Module):
-    """num_layers encoder layers (plus a final LayerNorm when pre-norm)."""
+    """num_layers encoder layers (plus a final LayerNorm when pre-norm).  make_self_score:
+    None, or a zero-argument function giving each layer its own self-attention score module."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True):
+                 bias=True, make_self_score=None):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
+                                                 make_self_score and make_self_score())
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
@@ -99,16 +110,18 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """num_layers decoder layers (plus a final LayerNorm when pre-norm)."""
+    """num_layers decoder layers (plus a final LayerNorm when pre-norm); make_self_score as in Encoder."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True):
+                 bias=True, make_self_score=None):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias)
+        self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
+                                                 make_self_score and make_self_score())
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
-        for layer in self.layers:
-            x = layer(x, memory, tgt_mask, memory_mask)
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, caches=None):
+        """caches: one DecoderLayer cache per layer, for token-by-token decoding."""
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, tgt_mask, memory_mask, None if caches is None else caches[i])
         return self.norm(x) if self.norm is not None else x

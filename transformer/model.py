@@ -8,9 +8,9 @@ import numpy as np
 import nn
 from autograd import Tensor
 from transformer.layers import Decoder, Encoder
-from transformer.masks import decoder_mask, padding_mask
+from transformer.masks import combine_masks, decoder_mask, padding_mask
 from transformer.validation import check_model_config
-from transformer.positional import LearnedPositionalEncoding, PositionalEncoding
+from transformer.positional import make_positional
 
 
 @dataclasses.dataclass
@@ -26,7 +26,7 @@ class TransformerConfig:
     max_len: int = 64
     norm_first: bool = False          # False: post-norm as in the paper and the lectures
     tie_weights: bool = False         # share the target embedding and the output projection
-    positional: str = "sinusoidal"    # "sinusoidal", "binary" or "learned"
+    positional: str = "sinusoidal"    # any of transformer.positional.POSITIONAL_KINDS
     activation: str = "relu"
     pad_id: int = 0
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
@@ -50,12 +50,11 @@ class Transformer(nn.Module):
         self.config = c = config
         self.src_embed = nn.Embedding(c.src_vocab, c.d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model)
-        if c.positional == "learned":
-            self.positional = LearnedPositionalEncoding(c.d_model, c.max_len, c.dropout)
-        else:
-            self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout, kind=c.positional)
-        self.encoder = Encoder(c.num_encoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
-        self.decoder = Decoder(c.num_decoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first, c.activation)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
+        self.encoder = Encoder(c.num_encoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first,
+                               c.activation, make_self_score=make_self_score)
+        self.decoder = Decoder(c.num_decoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first,
+                               c.activation, make_self_score=make_self_score)
         self.out_proj = nn.Linear(c.d_model, c.tgt_vocab)
         self._init_weights()
         if c.tie_weights:
@@ -63,14 +62,17 @@ class Transformer(nn.Module):
         self.to(c.dtype)
 
     def _init_weights(self):
+        """Embeddings ~ N(0, 1/d_model), every Linear's weight Xavier-uniform; any other
+        parameter (a learned position table or bias, LayerNorm) keeps its own init."""
+        linear_weights = {f"{name}.weight" for name, m in self.named_modules() if isinstance(m, nn.Linear)}
         for name, p in self.named_parameters():
             if name.endswith("embed.weight"):
                 p.data = nn.init.normal(p.shape, self.config.d_model ** -0.5)
-            elif p.ndim == 2 and not name.startswith("positional"):
+            elif name in linear_weights:
                 p.data = nn.init.xavier_uniform(p.shape)
 
-    def _embed(self, table, tokens):
-        return self.positional(table(tokens) * math.sqrt(self.config.d_model))   # (B, T, d_model)
+    def _embed(self, table, tokens, offset=0):
+        return self.positional(table(tokens) * math.sqrt(self.config.d_model), offset)   # (B, T, d_model)
 
     def make_src_mask(self, src):
         return padding_mask(src, self.config.pad_id)               # (B, 1, 1, S)
@@ -84,11 +86,28 @@ class Transformer(nn.Module):
         src_mask = self.make_src_mask(src) if src_mask is None else src_mask
         return self.encoder(self._embed(self.src_embed, src), src_mask)
 
-    def decode(self, tgt_in, memory, src_mask, tgt_mask=None):
-        """tgt_in (B, T), memory (B, S, d_model) -> logits (B, T, tgt_vocab)."""
+    def decode(self, tgt_in, memory, src_mask, tgt_mask=None, cache=None):
+        """tgt_in (B, T), memory (B, S, d_model) -> logits (B, T, tgt_vocab).
+
+        cache: for token-by-token decoding, a dict kept between calls (start with {}).  Then
+        tgt_in holds only the new tokens, at positions cache["length"] onwards; each layer
+        keeps its self-attention keys and values and the memory's projections, so a step
+        costs O(t) instead of rerunning the whole prefix.  The cache also remembers which
+        positions were padding, so the masks, and the logits, are those of the full run."""
         tgt_in = _tokens(tgt_in)
+        past, layer_caches = 0, None
+        if cache is not None:
+            past = cache.get("length", 0)
+            layer_caches = cache.setdefault("layers", [{"self": {}, "cross": {}} for _ in self.decoder.layers])
+            not_pad = tgt_in != self.config.pad_id                                        # (B, T)
+            if past:
+                not_pad = np.concatenate([cache["not_pad"], not_pad], axis=1)             # (B, past + T)
+            cache["length"], cache["not_pad"] = past + tgt_in.shape[1], not_pad
+            if tgt_mask is None:   # new query i (position past + i) sees keys 0 .. past + i that are not padding
+                causal = np.tril(np.ones((tgt_in.shape[1], past + tgt_in.shape[1]), dtype=bool), k=past)
+                tgt_mask = combine_masks(causal, not_pad[:, None, None, :])               # (B, 1, T, past + T)
         tgt_mask = self.make_tgt_mask(tgt_in) if tgt_mask is None else tgt_mask
-        h = self.decoder(self._embed(self.tgt_embed, tgt_in), memory, tgt_mask, src_mask)
+        h = self.decoder(self._embed(self.tgt_embed, tgt_in, past), memory, tgt_mask, src_mask, layer_caches)
         return self.out_proj(h)
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):

@@ -1,10 +1,21 @@
 """Positional encodings: attention itself is blind to order, so each position adds a
-vector that says where it is."""
+vector that says where it is.
+
+`make_positional(kind, ...)` builds any of the schemes by name, for every model's
+`positional` option: "sinusoidal", "binary" and "learned" add a vector to each embedding;
+"rope", "alibi" and "relative" leave the embeddings alone and put positions into every
+self-attention's scores (transformer/relative_position.py); "none" gives no positions at
+all, so that self-attention sees a bag of tokens (see demos/positional_encoding.py).
+"""
 
 import numpy as np
 
 import nn
 from autograd import Tensor
+from transformer.relative_position import ATTENTION_POSITIONS, position_score_factory
+
+ADDED_ENCODINGS = ("sinusoidal", "binary", "learned", "none")
+POSITIONAL_KINDS = ADDED_ENCODINGS + ATTENTION_POSITIONS
 
 
 def sinusoidal_table(max_len, d_model):
@@ -65,6 +76,33 @@ class LearnedPositionalEncoding(nn.Module):
 
     def extra_repr(self):
         return f"d_model={self.d_model}, max_len={self.max_len}"
+
+
+class NoPositionalEncoding(nn.Module):
+    """Adds nothing (dropout only): the input encoding of models whose attention handles
+    positions, or of a model that is to see no order at all."""
+
+    def __init__(self, d_model, dropout=0.0):
+        super().__init__()
+        self.d_model = d_model
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, offset=0):
+        if x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"NoPositionalEncoding: expected input (batch, seq, {self.d_model}), got {x.shape}")
+        return self.dropout(x)
+
+
+def make_positional(kind, d_model, num_heads, max_len, dropout=0.0):
+    """(the module that encodes positions into the embeddings, a factory of self-attention
+    score modules or None) for the scheme `kind`, one of POSITIONAL_KINDS."""
+    if kind not in POSITIONAL_KINDS:
+        raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {kind!r}")
+    if kind == "learned":
+        return LearnedPositionalEncoding(d_model, max_len, dropout), None
+    if kind in ("sinusoidal", "binary"):
+        return PositionalEncoding(d_model, max_len, dropout, kind=kind), None
+    return NoPositionalEncoding(d_model, dropout), position_score_factory(kind, num_heads, d_model // num_heads)
 
 
 def _check_length(x, max_len, d_model, name, offset=0):

@@ -105,9 +105,13 @@ class RNNEncoderDecoder(nn.Module):
         src_mask = self.make_src_mask(src) if src_mask is None else src_mask
         return self.encoder(self.src_embed(src), valid=src_mask)
 
-    def decode(self, tgt_in, memory, src_mask):
-        """Teacher-forced decoding of tgt_in (B, T) -> logits (B, T, tgt_vocab)."""
+    def decode(self, tgt_in, memory, src_mask, cache=None):
+        """Teacher-forced decoding of tgt_in (B, T) -> logits (B, T, tgt_vocab).  cache: a
+        dict kept between calls for token-by-token decoding (start with {}); it holds the
+        decoder's state after the tokens fed so far, and tgt_in continues from there."""
         states, h = memory                                                # (B, S, H), (B, H)
+        if cache is not None and "h" in cache:
+            h = cache["h"]
         embedded = self.tgt_embed(tgt_in)                                 # (B, T, E)
         key_mask = np.asarray(src_mask)[:, None, :]                       # (B, 1, S)
         outputs, weights = [], []
@@ -124,6 +128,8 @@ class RNNEncoderDecoder(nn.Module):
                 h = self.decoder_cell(x, h)
                 outputs.append(h)
         self.attn_weights = np.stack(weights, axis=1) if weights else None
+        if cache is not None:
+            cache["h"] = h
         return self.out_proj(stack(outputs, dim=1))                       # (B, T, V)
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):

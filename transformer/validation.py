@@ -3,6 +3,8 @@ is made, by name, before any model or training state exists."""
 
 import numpy as np
 
+from transformer.positional import POSITIONAL_KINDS
+
 DTYPES = ("float32", "float64")
 
 
@@ -19,8 +21,8 @@ def require_dtype(owner, dtype):
 
 
 def check_model_config(config, *positive):
-    """The fields every model config shares (d_model, num_heads, dropout, dtype) and the
-    named positive integer fields."""
+    """The fields every model config shares (d_model, num_heads, dropout, positional, dtype)
+    and the named positive integer fields."""
     owner = type(config).__name__
     require_positive(owner, **{name: getattr(config, name) for name in positive})
     if config.d_model % config.num_heads:
@@ -28,3 +30,8 @@ def check_model_config(config, *positive):
     if not 0.0 <= config.dropout < 1.0:
         raise ValueError(f"{owner}: dropout must be in [0, 1), got {config.dropout}")
     require_dtype(owner, config.dtype)
+    if config.positional not in POSITIONAL_KINDS:
+        raise ValueError(f"{owner}: positional must be one of {POSITIONAL_KINDS}, got {config.positional!r}")
+    if config.positional == "rope" and (config.d_model // config.num_heads) % 2:
+        raise ValueError(f"{owner}: positional='rope' rotates pairs of dimensions, so the head size "
+                         f"d_model/num_heads = {config.d_model // config.num_heads} must be even")

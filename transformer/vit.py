@@ -12,6 +12,7 @@ import numpy as np
 import nn
 from autograd import Tensor, cat
 from transformer.layers import Encoder
+from transformer.positional import make_positional
 from transformer.validation import check_model_config
 
 
@@ -43,6 +44,7 @@ class ViTConfig:
     d_ff: int = 128
     num_layers: int = 2
     dropout: float = 0.0
+    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS (over the patch sequence)
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
 
     def __post_init__(self):
@@ -59,8 +61,10 @@ class VisionTransformer(nn.Module):
         num_patches = (c.image_size // c.patch_size) ** 2
         self.patch_embed = nn.Linear(c.patch_size ** 2, c.d_model)
         self.cls_token = nn.Parameter(nn.init.normal((1, 1, c.d_model), 0.02))
-        self.pos_embed = nn.Parameter(nn.init.normal((1, num_patches + 1, c.d_model), 0.02))
-        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, num_patches + 1,
+                                                           c.dropout)
+        self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
+                               make_self_score=make_self_score)
         self.head = nn.Linear(c.d_model, c.num_classes)
         self.to(c.dtype)
 
@@ -68,7 +72,7 @@ class VisionTransformer(nn.Module):
         patches = Tensor._make(patchify(images, self.config.patch_size).astype(self.patch_embed.weight.dtype), None)
         tokens = self.patch_embed(patches)                                # (B, N, d_model)
         cls = self.cls_token.expand(tokens.shape[0], 1, self.config.d_model)
-        h = cat([cls, tokens], dim=1) + self.pos_embed                     # (B, N + 1, d_model)
+        h = self.positional(cat([cls, tokens], dim=1))                     # (B, N + 1, d_model)
         return self.head(self.encoder(h)[:, 0])                           # (B, num_classes)
 
     def cls_attention(self):

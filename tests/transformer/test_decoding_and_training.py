@@ -50,7 +50,7 @@ class ScriptedModel:
 
 
 def test_greedy_decoding_follows_the_argmax_and_stops_at_eos():
-    out = greedy_decode(ScriptedModel(), np.zeros((2, 3), np.int64), max_len=6, bos=BOS, eos=EOS, pad=0)
+    out = greedy_decode(ScriptedModel(), np.zeros((2, 3), np.int64), max_len=6, bos=BOS, eos=EOS, pad=0, use_cache=False)
     np.testing.assert_array_equal(out, [[A, C, EOS], [A, C, EOS]])
 
 
