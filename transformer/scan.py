@@ -165,3 +165,28 @@ class ScanBatches:
     def __next__(self):
         rows = self.rng.integers(0, len(self.pairs), size=self.batch_size)
         return to_batch([self.pairs[i] for i in rows])
+
+
+class ScanTask:
+    """A SCAN split as the training loop sees a data set (like tasks.ToyTask): training
+    batches drawn from the training pairs, and for the progress lines a fixed sample of
+    training commands, so that nothing about the test split guides training.  The test
+    split is scored once, at the end (`test_batch`)."""
+
+    src_vocab, tgt_vocab = SRC_VOCAB, TGT_VOCAB
+    max_output_len = MAX_ACTIONS
+
+    def __init__(self, split_name, seed=0):
+        self.split_name = split_name
+        self.train_pairs, self.test_pairs = split(split_name, seed)
+
+    def stream(self, batch_size, seed):
+        return ScanBatches(self.train_pairs, batch_size, seed)
+
+    def heldout(self, size, seed):
+        distinct = sorted(set((c, tuple(a)) for c, a in self.train_pairs))
+        rows = np.random.default_rng(seed).choice(len(distinct), min(size, len(distinct)), replace=False)
+        return to_batch([(distinct[i][0], list(distinct[i][1])) for i in rows])
+
+    def test_batch(self):
+        return to_batch(self.test_pairs)

@@ -72,6 +72,34 @@ def heldout_set(task, size, length, num_symbols, seed):
     return make_batch(task, size, length, length, num_symbols, np.random.default_rng(seed))
 
 
+@dataclasses.dataclass
+class ToyTask:
+    """A toy task as the training loop sees a data set (transformer/scan.py's ScanTask is
+    another): vocabulary sizes, the longest source and answer, a seeded stream of training
+    batches and a held-out set for the progress lines."""
+    name: str
+    num_symbols: int
+    min_len: int
+    max_len: int
+
+    @property
+    def src_vocab(self):
+        return vocab_size(self.num_symbols)
+
+    tgt_vocab = src_vocab
+
+    @property
+    def max_output_len(self):
+        return self.max_len
+
+    def stream(self, batch_size, seed):
+        return batches(self.name, batch_size, self.min_len, self.max_len, self.num_symbols, seed)
+
+    def heldout(self, size, seed):
+        """`size` held-out sequences of the longest training length."""
+        return heldout_set(self.name, size, self.max_len, self.num_symbols, seed)
+
+
 def strip(tokens):
     """The symbols of a decoded row, up to (not including) the first EOS or PAD."""
     out = []

@@ -54,10 +54,13 @@ class TrainConfig:
             raise ValueError(f"TrainConfig: min_len {self.min_len} is greater than max_len {self.max_len}")
 
 
-def evaluate(model, heldout, max_len):
-    """Greedy exact-sequence accuracy and token accuracy on a held-out Batch."""
+def evaluate(model, heldout, max_len, chunk=1000):
+    """Greedy exact-sequence accuracy and token accuracy on a held-out Batch (decoded
+    `chunk` rows at a time, so a large test set needs little memory)."""
     model.eval()
-    decoded = greedy_decode(model, heldout.src, max_len, tasks.BOS, tasks.EOS, tasks.PAD)
+    decoded = [row for start in range(0, len(heldout.src), chunk)
+               for row in greedy_decode(model, heldout.src[start:start + chunk], max_len, tasks.BOS, tasks.EOS,
+                                        tasks.PAD)]
     model.train()
     exact, correct_tokens, total_tokens = 0, 0, 0
     for row, want in zip(decoded, heldout.tgt_out):
@@ -68,11 +71,17 @@ def evaluate(model, heldout, max_len):
     return {"exact_match": exact / len(decoded), "token_accuracy": correct_tokens / max(total_tokens, 1)}
 
 
-def build_model(train_cfg, **model_overrides):
-    """A Transformer sized for the task: vocabulary from the symbols, positions for
-    BOS + max_len + EOS (model_overrides may change any TransformerConfig field)."""
-    vocab = tasks.vocab_size(train_cfg.num_symbols)
-    config = dict(src_vocab=vocab, tgt_vocab=vocab, max_len=train_cfg.max_len + 2, pad_id=tasks.PAD)
+def toy_task(cfg):
+    return tasks.ToyTask(cfg.task, cfg.num_symbols, cfg.min_len, cfg.max_len)
+
+
+def build_model(train_cfg, data=None, **model_overrides):
+    """A Transformer sized for the data (by default the config's toy task): its
+    vocabularies, and positions for BOS + the longest answer + EOS (model_overrides may
+    change any TransformerConfig field)."""
+    data = data or toy_task(train_cfg)
+    config = dict(src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab, max_len=data.max_output_len + 2,
+                  pad_id=tasks.PAD)
     config.update(model_overrides)
     return Transformer(TransformerConfig(**config))
 
@@ -102,8 +111,10 @@ def optimize(loss, optimizer, schedule, clip_norm):
     return loss.item()
 
 
-def train(cfg, model=None, log=print, resume=None, should_stop=None, **model_overrides):
+def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, **model_overrides):
     """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
+
+    data: what to train on (tasks.ToyTask, the default, made from cfg; or scan.ScanTask).
 
     Every cfg.save_every steps (and at the end) the whole run state goes to
     cfg.out_dir/checkpoint.npz (plus step-N.npz for the last cfg.keep_last saves and
@@ -116,11 +127,12 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, **model_ove
     saved = load_run(resume) if resume else None
     if saved:
         model = Transformer(TransformerConfig(**json.loads(str(saved["model_config"]))))
-    model = model or build_model(cfg, **model_overrides)
+    data = data or toy_task(cfg)
+    model = model or build_model(cfg, data, **model_overrides)
     optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps, cfg.schedule,
                                          getattr(model.config, "d_model", None))
-    stream = tasks.batches(cfg.task, cfg.batch_size, cfg.min_len, cfg.max_len, cfg.num_symbols, seed=cfg.seed)
-    heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
+    stream = data.stream(cfg.batch_size, seed=cfg.seed)
+    heldout = data.heldout(cfg.eval_size, seed=cfg.seed + 10_000)
     history = {"step": [], "loss": [], "eval": []}
     first = 1
     if saved:
@@ -147,7 +159,7 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, **model_ove
             interrupted = interrupt.requested or bool(should_stop and should_stop(step))
             reached = False
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
-                result = evaluate(model, heldout, cfg.max_len + 1)
+                result = evaluate(model, heldout, data.max_output_len + 1)
                 elapsed = time.perf_counter() - started
                 history["eval"].append({"step": step, "seconds": elapsed, **result})
                 log(f"step {step:5d}  loss {np.mean(history['loss'][-cfg.eval_every:]):.4f}  "
