@@ -7,7 +7,6 @@ reverse-mode differentiation happen one node at a time.
 import numpy as np
 
 from autograd import anomaly
-from autograd.function import unbroadcast
 
 
 def graph_nodes(root_node):
@@ -23,12 +22,12 @@ def graph_nodes(root_node):
         if inputs_done:
             order.append(node)
             continue
-        if id(node) in visited:
+        if node in visited:
             continue
-        visited.add(id(node))
+        visited.add(node)
         stack.append((node, True))
         for t in node.inputs:
-            if t._node is not None and id(t._node) not in visited:
+            if t._node is not None and t._node not in visited:
                 stack.append((t._node, False))
     return order
 
@@ -45,9 +44,9 @@ def run_backward(root, grad, retain_graph=False):
                 f"Trying to backward through the graph a second time: the {node.name} node "
                 f"(output shape {node.out_shape}) already freed its saved arrays. "
                 "Call backward(retain_graph=True) the first time if you need to backward twice.")
-    grads = {id(root._node): grad}   # node -> d(root)/d(node's output), accumulated
+    grads = {root._node: grad}       # node -> d(root)/d(node's output), accumulated
     for node in reversed(order):     # outputs first, inputs last
-        out_grad = grads.pop(id(node))
+        out_grad = grads.pop(node)
         if node.hooks:
             out_grad = run_hooks(node.hooks, out_grad)
         if node.retained is not None:
@@ -73,8 +72,26 @@ def run_backward(root, grad, retain_graph=False):
                     g = run_hooks(t._hooks, g)
                 t.grad = np.array(g) if t.grad is None else t.grad + g
             else:
-                key = id(t._node)
-                grads[key] = g if key not in grads else grads[key] + g
+                grads[t._node] = g if t._node not in grads else grads[t._node] + g
+
+
+def unbroadcast(grad, shape):
+    """Sum `grad` over the dimensions that broadcasting added or stretched to reach `shape`.
+
+    If y = x + b with x of shape (3, 4) and b of shape (4,), then b was used 3 times,
+    so dL/db is dL/dy summed over the first axis.
+    """
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    if extra < 0:
+        raise ValueError(f"gradient of shape {grad.shape} cannot be reduced to shape {shape}")
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)
+    return grad
 
 
 def run_hooks(hooks, grad):

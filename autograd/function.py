@@ -16,8 +16,8 @@ It keeps the inputs, their `requires_grad` flags (`ctx.needs_input_grad`), what 
 saved, the op name and the output shape, so a learner who stops in `Mul.backward` sees
 exactly which node they are in.
 
-`backward` may return a gradient in the broadcast output shape; `unbroadcast` (the one
-place where that happens) sums it back down to the input's shape before it is stored.
+`backward` may return a gradient in the broadcast output shape; the engine's
+`unbroadcast` (the one place where that happens) sums it back down to the input's shape.
 """
 
 import numpy as np
@@ -58,42 +58,28 @@ class Function:
         ctx.saved_tensors = ()
         if anomaly.is_anomaly_enabled():
             ctx.creation_stack = anomaly.creation_stack()
+        arrays, requires_grad = [], False
+        for t in inputs:
+            arrays.append(t.data)
+            requires_grad = requires_grad or t.requires_grad
         try:
-            out = ctx.forward(*[t.data for t in inputs], **params)
-        except (ValueError, IndexError) as err:
-            shapes = ", ".join(str(t.shape) for t in inputs)
-            raise type(err)(f"{cls.__name__}: {err} (input shapes: {shapes})") from None
+            out = ctx.forward(*arrays, **params)
+        except (ValueError, IndexError, TypeError) as err:
+            # keep the traceback (it ends at the failing line of the op's forward) and say
+            # which op and which shapes were involved
+            err.add_note(f"in {cls.__name__}.forward, input shapes: {', '.join(str(a.shape) for a in arrays)}")
+            raise
         if anomaly.is_anomaly_enabled():
             anomaly.check_forward(ctx, inputs, out)
-        requires_grad = is_grad_enabled() and any(t.requires_grad for t in inputs)
-        if not requires_grad:
+        if not (requires_grad and is_grad_enabled()):
             return Tensor._make(out, None)
         ctx.inputs = inputs
-        ctx.needs_input_grad = tuple(t.requires_grad for t in inputs)
+        ctx.needs_input_grad = tuple([t.requires_grad for t in inputs])
         ctx.out_shape = out.shape
         ctx.freed = False
         ctx.retained = None
         ctx.hooks = None             # gradient hooks of the output tensor (Tensor.register_hook)
         return Tensor._make(out, ctx)
-
-
-def unbroadcast(grad, shape):
-    """Sum `grad` over the dimensions that broadcasting added or stretched to reach `shape`.
-
-    If y = x + b with x of shape (3, 4) and b of shape (4,), then b was used 3 times,
-    so dL/db is dL/dy summed over the first axis.
-    """
-    if grad.shape == shape:
-        return grad
-    extra = grad.ndim - len(shape)
-    if extra < 0:
-        raise ValueError(f"gradient of shape {grad.shape} cannot be reduced to shape {shape}")
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    if stretched:
-        grad = grad.sum(axis=stretched, keepdims=True)
-    return grad
 
 
 def normalize_dim(dim, ndim, op):

@@ -8,30 +8,38 @@ def _describe(t):
     return f"{t.shape} {t.dtype}{grad}"
 
 
-def print_graph(tensor, file=None):
+def print_graph(tensor, file=None, names=None):
     """Print the graph that produced `tensor`, output first, one node per line:
 
         Mul      -> (2, 3) float64
-          Add      -> (2, 3) float64
-            leaf (2, 3) float64, grad shape (2, 3)
+          Add    -> (2, 3) float64
+            leaf w (2, 3) float64, grad shape (2, 3)
+
+    names: a Module (its named_parameters() are used) or a {name: tensor} dict, so that
+    leaves show as e.g. `leaf encoder.layers.0.self_attn.q_proj.weight (64, 64) float32`.
     """
-    lines = []
+    if hasattr(names, "named_parameters"):
+        names = dict(names.named_parameters())
+    name_of = {id(t): name for name, t in (names or {}).items()}
+    rows = []                                       # (indent, label, description)
     stack = [(tensor, 0)]
     seen = set()
     while stack:
         t, depth = stack.pop()
-        pad = "  " * depth
         node = t._node
         if node is None:
             kind = "leaf" if t.requires_grad else "const"
-            lines.append(f"{pad}{kind} {_describe(t)}")
+            name = f" {name_of[id(t)]}" if id(t) in name_of else ""
+            rows.append(("  " * depth, None, f"{kind}{name} {_describe(t)}"))
             continue
-        again = " (shown above)" if id(node) in seen else ""
-        lines.append(f"{pad}{node.name:<9}-> {_describe(t)}{again}")
+        again = " (shown above)" if node in seen else ""
+        rows.append(("  " * depth, node.name, f"{_describe(t)}{again}"))
         if again:
             continue
-        seen.add(id(node))
+        seen.add(node)
         stack.extend((x, depth + 1) for x in reversed(node.inputs))
+    width = max((len(pad) + len(label) for pad, label, _ in rows if label), default=0) + 1
+    lines = [f"{pad}{text}" if label is None else f"{pad + label:<{width}}-> {text}" for pad, label, text in rows]
     text = "\n".join(lines)
     print(text, file=file)
     return text

@@ -13,7 +13,7 @@ to the tensor never change the caller's array.
 
 import numpy as np
 
-from autograd import engine
+from autograd import engine, ops
 
 
 class Tensor:
@@ -342,5 +342,3 @@ def _index_key(key):
         return tuple(_raw(k) for k in key)
     return _raw(key)
 
-
-from autograd import ops  # noqa: E402  (the ops need Tensor defined first)

@@ -144,3 +144,16 @@ def test_draw_graph_writes_an_image(tmp_path):
     a, b = leaf(2), leaf(2)
     path = draw_graph(((a * b).tanh() + a).sum(), tmp_path / "graph.png")
     assert path.stat().st_size > 1000
+
+
+def test_print_graph_names_parameters_and_keeps_columns_for_long_op_names():
+    import nn
+    from autograd import print_graph
+    layer = nn.Linear(3, 2)
+    x = Tensor(np.ones((4, 3), np.float32))
+    text = print_graph(layer(x).log_softmax(-1).sum(), names=layer)
+    assert "leaf weight (2, 3) float32" in text and "leaf bias (2,) float32" in text
+    arrows = [line.index("->") for line in text.splitlines() if "->" in line]
+    ops = [line.split("->")[0].strip() for line in text.splitlines() if "->" in line]
+    assert "LogSoftmax" in ops and all(line.split("->")[0].endswith(" ") for line in text.splitlines() if "->" in line)
+    assert len(set(arrows)) == 1                     # one column, however long the op's name
