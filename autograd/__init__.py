@@ -8,15 +8,15 @@
 """
 
 from autograd.scalar import Value
-from autograd.tensor import Tensor
+from autograd.tensor import Tensor, as_tensor
 from autograd.function import Function
 from autograd.grad_mode import no_grad, enable_grad, is_grad_enabled
-from autograd.functions import cat, stack, where
+from autograd.combine import cat, stack, where
 from autograd.gradcheck import gradcheck, GradcheckError
 from autograd.random import manual_seed, default_generator
 from autograd.graph import print_graph, draw_graph
 from autograd.anomaly import detect_anomaly, AnomalyError
 
-__all__ = ["Value", "Tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "cat", "stack",
+__all__ = ["Value", "Tensor", "as_tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "cat", "stack",
            "where", "gradcheck", "GradcheckError", "manual_seed", "default_generator", "print_graph",
            "draw_graph", "detect_anomaly", "AnomalyError"]

@@ -342,3 +342,8 @@ def _index_key(key):
         return tuple(_raw(k) for k in key)
     return _raw(key)
 
+
+def as_tensor(array):
+    """A constant Tensor that shares `array` (no copy) and needs no gradient: how code
+    outside the engine puts a mask, a table or an input into a graph (torch.as_tensor)."""
+    return Tensor._make(np.asarray(array), None)

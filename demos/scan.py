@@ -32,30 +32,31 @@ MODELS = ("transformer", "rnn-attention", "rnn")
 PUBLISHED = {"simple": "99.8% (overall-best LSTM); 99.7% (best)", "length": "13.8% (overall-best); 20.8% (best GRU + attention)",
              "jump": "0.08% (overall-best); 1.2% (best: GRU + attention)"}
 STEPS = {"transformer": 2000, "rnn-attention": 1500, "rnn": 2000}
+LR = 1e-3
 
 
-def make_model(name, seed, positional="sinusoidal"):
+def make_model(name, seed, positional="sinusoidal", dropout=0.0):
     """Our encoder-decoders at a size that trains in minutes: a 2+2-layer Transformer (d_model
     128), and GRU encoder-decoders (hidden 128) with additive attention or without."""
     manual_seed(seed)
     if name == "transformer":
-        return build_model(TrainConfig(), scan.ScanTask, d_model=128, num_heads=4, d_ff=256, dropout=0.1,
+        return build_model(TrainConfig(), scan.ScanTask, d_model=128, num_heads=4, d_ff=256, dropout=dropout,
                            positional=positional)
     attention = "additive" if name == "rnn-attention" else None
     return RNNEncoderDecoder(RNNConfig(scan.SRC_VOCAB, scan.TGT_VOCAB, embed_dim=64, hidden_size=128,
                                        attention=attention))
 
 
-def run(split, model_name, seed, out, steps=None, positional="sinusoidal", log=print):
+def run(split, model_name, seed, out, steps=None, positional="sinusoidal", lr=LR, dropout=0.0, log=print):
     """Train one cell, score the whole test split; returns the result dict."""
     started = time.perf_counter()
     tag = model_name if positional == "sinusoidal" or model_name != "transformer" else f"transformer-{positional}"
     run_dir = output_dir(os.path.join(out, f"{split}-{tag}-seed{seed}"))
     data = scan.ScanTask(split, seed)
     steps = steps or STEPS[model_name]
-    cfg = TrainConfig(task=f"scan-{split}", batch_size=64, max_steps=steps, lr=1e-3, warmup=200, decay_steps=steps,
+    cfg = TrainConfig(task=f"scan-{split}", batch_size=64, max_steps=steps, lr=lr, warmup=200, decay_steps=steps,
                       eval_every=max(steps // 10, 1), eval_size=500, target_accuracy=1.0, seed=seed, out_dir=run_dir)
-    model, metrics = train(cfg, model=make_model(model_name, seed, positional), data=data,
+    model, metrics = train(cfg, model=make_model(model_name, seed, positional, dropout), data=data,
                            log=lambda line: log(f"[{split} {tag} seed {seed}] {line}"))
     test = evaluate(model, data.test_batch(), scan.MAX_ACTIONS + 1)
     result = {"split": split, "model": tag, "seed": seed, "steps": metrics["steps"],
@@ -167,13 +168,15 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, nargs="+", help="with --all: the seeds of each cell (default: --seed)")
     parser.add_argument("--steps", type=int, help=f"training steps (default per model: {STEPS})")
+    parser.add_argument("--lr", type=float, default=LR, help="peak learning rate (warm-up, then cosine decay)")
+    parser.add_argument("--dropout", type=float, default=0.0, help="the Transformer's dropout")
     parser.add_argument("--all", action="store_true", help="the grid: every split with every model")
     parser.add_argument("--out", default="runs/scan")
     args = parser.parse_args(argv)
     out = output_dir(args.out)
     if not args.all:
-        return run(args.split, args.model, args.seed, out, args.steps, args.positional)
-    results = [run(split, model, seed, out, args.steps)
+        return run(args.split, args.model, args.seed, out, args.steps, args.positional, args.lr, args.dropout)
+    results = [run(split, model, seed, out, args.steps, lr=args.lr, dropout=args.dropout)
                for seed in (args.seeds or [args.seed]) for split in scan.SPLITS for model in MODELS]
     grid_chart(out, os.path.join(out, "scan.png"))
     print(open(os.path.join(out, "results.md")).read())

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from autograd import Tensor, ops
+from autograd import Tensor, as_tensor, ops
 from autograd.random import default_generator
 
 
@@ -22,7 +22,7 @@ def dropout(x, p=0.5, training=True, generator=None):
         return x * np.zeros((), dtype=x.dtype)
     rng = generator or default_generator()
     keep = (rng.random(x.shape) >= p).astype(x.dtype) / np.asarray(1.0 - p, dtype=x.dtype)
-    return x * Tensor._make(keep, None)
+    return x * as_tensor(keep)
 
 
 def layer_norm(x, normalized_shape, weight, bias=None, eps=1e-5):
@@ -119,7 +119,7 @@ def _classification_loss(log_probs, target, ignore_index, label_smoothing, reduc
     per_item = -picked
     if label_smoothing:
         per_item = (1 - label_smoothing) * per_item - label_smoothing * rows.mean(-1)
-    per_item = per_item * Tensor._make(valid.astype(rows.dtype), None)
+    per_item = per_item * as_tensor(valid.astype(rows.dtype))
     return _reduce(per_item, valid, reduction, target.shape, op)
 
 

@@ -8,7 +8,7 @@ punished for having more factors below 1.
 
 import numpy as np
 
-from autograd import Tensor, no_grad
+from autograd import as_tensor, no_grad
 
 
 def greedy_decode(model, src, max_len, bos, eos, pad, use_cache=True):
@@ -63,7 +63,7 @@ def _beam_search_one(model, src, max_len, bos, eos, beam_size, alpha):
     finished = []                                                    # (normalized score, tokens)
     for step in range(1, max_len + 1):
         k = len(beams)
-        logits = model.decode(beams, Tensor._make(memory.data.repeat(k, 0), None), src_mask)   # (k, t, V)
+        logits = model.decode(beams, as_tensor(memory.data.repeat(k, 0)), src_mask)   # (k, t, V)
         log_probs = logits.log_softmax(-1).data[:, -1].astype(np.float64)   # (k, V)
         candidates = (scores[:, None] + log_probs).reshape(-1)      # (k * V,)
         vocab = log_probs.shape[1]

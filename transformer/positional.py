@@ -11,7 +11,7 @@ all, so that self-attention sees a bag of tokens (see demos/positional_encoding.
 import numpy as np
 
 import nn
-from autograd import Tensor
+from autograd import as_tensor
 from transformer.relative_position import ATTENTION_POSITIONS, position_score_factory
 
 ADDED_ENCODINGS = ("sinusoidal", "binary", "learned", "none")
@@ -55,7 +55,7 @@ class PositionalEncoding(nn.Module):
     def forward(self, x, offset=0):
         """offset: the position of x's first element (when generating one token at a time)."""
         end = _check_length(x, self.max_len, self.d_model, type(self).__name__, offset)
-        return self.dropout(x + Tensor._make(self.table[offset:end].astype(x.dtype, copy=False), None))
+        return self.dropout(x + as_tensor(self.table[offset:end].astype(x.dtype, copy=False)))
 
     def extra_repr(self):
         return f"d_model={self.d_model}, max_len={self.max_len}, kind={self.kind!r}"

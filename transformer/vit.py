@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 import nn
-from autograd import Tensor, cat
+from autograd import as_tensor, cat
 from transformer.layers import Encoder
 from transformer.positional import make_positional
 from transformer.validation import check_model_config
@@ -69,7 +69,7 @@ class VisionTransformer(nn.Module):
         self.to(c.dtype)
 
     def forward(self, images):
-        patches = Tensor._make(patchify(images, self.config.patch_size).astype(self.patch_embed.weight.dtype), None)
+        patches = as_tensor(patchify(images, self.config.patch_size).astype(self.patch_embed.weight.dtype))
         tokens = self.patch_embed(patches)                                # (B, N, d_model)
         cls = self.cls_token.expand(tokens.shape[0], 1, self.config.d_model)
         h = self.positional(cat([cls, tokens], dim=1))                     # (B, N + 1, d_model)

@@ -11,10 +11,8 @@ import os
 
 from autograd.kernels import reference
 
-KERNEL_NAMES = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
-                "layer_norm", "layer_norm_backward", "gelu", "gelu_backward", "adam_step")
 _backends = {"numpy": reference}
-_current = None
+_current = None      # the backend module every call below goes to
 
 
 def _load_backend(name):
@@ -29,20 +27,69 @@ def _load_backend(name):
 def use_backend(name):
     """Route every kernel call to backend `name` ("numpy" or "numba")."""
     global _current
-    module = _load_backend(name)
-    _current = name
-    for kernel in KERNEL_NAMES:
-        globals()[kernel] = getattr(module, kernel)
+    _current = _load_backend(name)
 
 
 def backend():
     """The name of the backend the ops use now."""
-    return _current
+    return "numpy" if _current is reference else "numba"
 
 
 def warmup():
     """Compile (or load from Numba's cache) every Numba kernel now rather than on first use."""
     _load_backend("numba").warmup()
+
+
+# ----- the kernels: each forwards to the chosen backend (step in to reach its code) -----
+
+def matmul(a, b):
+    """a @ b for (..., M, K) and (..., K, N) arrays, batch dims broadcast."""
+    return _current.matmul(a, b)
+
+
+def softmax(x):
+    """Softmax over the last axis."""
+    return _current.softmax(x)
+
+
+def softmax_backward(y, dy):
+    """dx = y * (dy - sum(dy * y)) over the last axis, from the softmax output y."""
+    return _current.softmax_backward(y, dy)
+
+
+def log_softmax(x):
+    """x - logsumexp(x) over the last axis."""
+    return _current.log_softmax(x)
+
+
+def log_softmax_backward(y, dy):
+    """dx = dy - exp(y) * sum(dy) over the last axis, from the log-softmax output y."""
+    return _current.log_softmax_backward(y, dy)
+
+
+def layer_norm(x, weight, bias, eps):
+    """Normalise the last axis, scale and shift; returns (out, xhat, rstd)."""
+    return _current.layer_norm(x, weight, bias, eps)
+
+
+def layer_norm_backward(grad, xhat, rstd, weight):
+    """Gradients of layer_norm for (x, weight, bias)."""
+    return _current.layer_norm_backward(grad, xhat, rstd, weight)
+
+
+def gelu(x, approximate):
+    """GELU, exact (erf) or approximate="tanh"."""
+    return _current.gelu(x, approximate)
+
+
+def gelu_backward(x, grad, approximate):
+    """grad * GELU'(x)."""
+    return _current.gelu_backward(x, grad, approximate)
+
+
+def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+    """One Adam (or AdamW, decoupled=True) update of p, m and v in place."""
+    return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
 
 
 use_backend(os.environ.get("AUTOGRAD_KERNELS", "numba"))

@@ -150,10 +150,18 @@ def test_gradcheck_with_numba_kernels(numba_backend, case):
 def test_backend_switch():
     previous = kernels.backend()
     try:
-        kernels.use_backend("numpy")
-        assert kernels.softmax is reference.softmax
-        kernels.use_backend("numba")
-        assert kernels.softmax is jit.softmax
+        x = np.random.default_rng(0).standard_normal((3, 5))
+        expected, calls = reference.softmax(x), []
+        for name, module in (("numpy", reference), ("numba", jit)):
+            kernels.use_backend(name)
+            assert kernels.backend() == name
+            original = module.softmax
+            module.softmax = lambda x, original=original, name=name: calls.append(name) or original(x)
+            try:
+                np.testing.assert_allclose(kernels.softmax(x), expected, atol=1e-12)
+            finally:
+                module.softmax = original
+        assert calls == ["numpy", "numba"]
         with pytest.raises(ValueError, match="unknown kernel backend 'cuda'"):
             kernels.use_backend("cuda")
     finally:
