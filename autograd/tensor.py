@@ -250,11 +250,11 @@ class Tensor:
         return ops.Sigmoid.apply(self)
 
     def relu(self):
-        return ops.ReLU.apply(self)
+        return ops.ReLUFn.apply(self)
 
     def gelu(self, approximate="none"):
         """x Phi(x), exact (erf) by default as in PyTorch; approximate="tanh" for the tanh form."""
-        return ops.GELU.apply(self, approximate=approximate)
+        return ops.GELUFn.apply(self, approximate=approximate)
 
     # ----- reductions -----
 

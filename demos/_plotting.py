@@ -14,7 +14,8 @@ def output_dir(path):
 
 
 def save(fig, path):
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:     # figures made with layout="constrained" lay themselves out
+        fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     print(f"wrote {path}")

@@ -102,7 +102,8 @@ def plot_cross_attention(model, data, path, title):
         names = [f"{last.split('.')[0]} layer {last.split('.')[2]}, head {h}" for h in range(len(maps))]
     src_labels = [scan.command_label(t) for t in batch.src[0]]
     tgt_labels = [scan.action_label(t) for t in batch.tgt_out[0]]
-    fig, axes = plt.subplots(1, len(maps), figsize=(2.2 + 2.0 * len(maps), 0.3 * len(tgt_labels) + 2), squeeze=False)
+    fig, axes = plt.subplots(1, len(maps), figsize=(2.2 + 2.0 * len(maps), 0.3 * len(tgt_labels) + 2),
+                             squeeze=False, layout="constrained")
     for ax, weights, name in zip(axes[0], maps, names):
         image = ax.imshow(weights, cmap="viridis", vmin=0, vmax=1, aspect="auto")
         ax.set_xticks(range(len(src_labels)), src_labels, rotation=90, fontsize=8)

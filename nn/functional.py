@@ -8,7 +8,7 @@ from autograd.random import default_generator
 
 def linear(x, weight, bias=None):
     """y = x W^T + b, with W of shape (out, in): (..., in) -> (..., out), as one fused op."""
-    return ops.Linear.apply(x, weight) if bias is None else ops.Linear.apply(x, weight, bias)
+    return ops.LinearFn.apply(x, weight) if bias is None else ops.LinearFn.apply(x, weight, bias)
 
 
 def dropout(x, p=0.5, training=True, generator=None):
@@ -31,8 +31,8 @@ def layer_norm(x, normalized_shape, weight, bias=None, eps=1e-5):
     if weight.shape != normalized_shape:
         raise ValueError(f"layer_norm: weight shape {weight.shape} != normalized_shape {normalized_shape}")
     if bias is None:
-        return ops.LayerNorm.apply(x, weight, eps=eps)
-    return ops.LayerNorm.apply(x, weight, bias, eps=eps)
+        return ops.LayerNormFn.apply(x, weight, eps=eps)
+    return ops.LayerNormFn.apply(x, weight, bias, eps=eps)
 
 
 def embedding(ids, weight):

@@ -86,7 +86,7 @@ class ReLU(Module):
 
 
 class GELU(Module):
-    """GELU, x Phi(x): the exact erf form by default, or approximate="tanh" (see autograd.ops.GELU)."""
+    """GELU, x Phi(x): the exact erf form by default, or approximate="tanh" (see autograd.ops.GELUFn)."""
 
     def __init__(self, approximate="none"):
         super().__init__()

@@ -144,7 +144,7 @@ class Sigmoid(Function):
         return grad * out * (1 - out)
 
 
-class ReLU(Function):
+class ReLUFn(Function):
     """out = max(a, 0);  dout/da = 1 where a > 0, else 0."""
 
     def forward(ctx, a):
@@ -157,7 +157,7 @@ class ReLU(Function):
         return grad * positive
 
 
-class GELU(Function):
+class GELUFn(Function):
     """GELU(a) = a Phi(a), with Phi the standard normal CDF (PyTorch's GELU):
         exact (approximate="none"):  Phi(a) = (1 + erf(a / sqrt 2)) / 2
         approximate="tanh":          Phi(a) ~ (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) / 2

@@ -4,7 +4,7 @@ from autograd import kernels
 from autograd.function import Function
 
 
-class Linear(Function):
+class LinearFn(Function):
     """y = x W^T + b, with x (..., in), W (out, in), b (out,) or absent.
 
     One node instead of three (transpose, matmul, broadcast add): the bias is added in

@@ -7,7 +7,7 @@ from autograd import kernels
 from autograd.function import Function
 
 
-class LayerNorm(Function):
+class LayerNormFn(Function):
     """Normalize over the last `n` dims, then scale and shift:
 
         mu = mean(x),  var = mean((x - mu)^2)   (biased, as in PyTorch)

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 from autograd import cat, gradcheck, stack, where
-from autograd.ops import LayerNorm
-from autograd.ops import Linear as LinearOp
+from autograd.ops import LayerNormFn, LinearFn
 from tests.helpers import const, leaf
 
 # op name -> list of (description, fn, inputs)
@@ -30,8 +29,8 @@ CASES = {
     "Sqrt": [("sqrt", lambda a: a.sqrt(), [leaf(3, 2, low=0.1)])],
     "Tanh": [("tanh", lambda a: a.tanh(), [leaf(2, 3)])],
     "Sigmoid": [("sigmoid", lambda a: a.sigmoid(), [leaf(2, 3)])],
-    "ReLU": [("relu", lambda a: a.relu(), [leaf(3, 4)])],
-    "GELU": [("gelu exact (erf)", lambda a: a.gelu(), [leaf(3, 4)]),
+    "ReLUFn": [("relu", lambda a: a.relu(), [leaf(3, 4)])],
+    "GELUFn": [("gelu exact (erf)", lambda a: a.gelu(), [leaf(3, 4)]),
              ("gelu tanh form", lambda a: a.gelu("tanh"), [leaf(4, 3)])],
     "Sum": [("all", lambda a: a.sum(), [leaf(2, 3, 4)]),
             ("dim=1 keepdim", lambda a: a.sum(1, keepdim=True), [leaf(2, 3, 4)]),
@@ -67,13 +66,13 @@ CASES = {
                    ("dim=1", lambda a: a.log_softmax(1), [leaf(2, 4, 3)])],
     "LogSumExp": [("dim=-1", lambda a: a.logsumexp(-1), [leaf(3, 5)]),
                   ("dim=0 keepdim", lambda a: a.logsumexp(0, keepdim=True), [leaf(4, 3)])],
-    "Linear": [("(2,3,4) with bias", lambda x, w, b: LinearOp.apply(x, w, b), [leaf(2, 3, 4), leaf(5, 4), leaf(5)]),
-               ("(3,4) no bias", lambda x, w: LinearOp.apply(x, w), [leaf(3, 4), leaf(2, 4)])],
-    "LayerNorm": [("over last dim", lambda x, w, b: LayerNorm.apply(x, w, b, eps=1e-5),
+    "LinearFn": [("(2,3,4) with bias", lambda x, w, b: LinearFn.apply(x, w, b), [leaf(2, 3, 4), leaf(5, 4), leaf(5)]),
+               ("(3,4) no bias", lambda x, w: LinearFn.apply(x, w), [leaf(3, 4), leaf(2, 4)])],
+    "LayerNormFn": [("over last dim", lambda x, w, b: LayerNormFn.apply(x, w, b, eps=1e-5),
                    [leaf(3, 5), leaf(5), leaf(5)]),
-                  ("over last two dims", lambda x, w, b: LayerNorm.apply(x, w, b, eps=1e-3),
+                  ("over last two dims", lambda x, w, b: LayerNormFn.apply(x, w, b, eps=1e-3),
                    [leaf(2, 3, 4), leaf(3, 4), leaf(3, 4)]),
-                  ("no bias", lambda x, w: LayerNorm.apply(x, w, eps=1e-5), [leaf(4, 3), leaf(3)])],
+                  ("no bias", lambda x, w: LayerNormFn.apply(x, w, eps=1e-5), [leaf(4, 3), leaf(3)])],
 }
 
 
