@@ -13,7 +13,8 @@ def graph_nodes(root_node):
     """Every node reachable from `root_node`, each listed after all nodes it depends on.
 
     Iterative depth-first search (an explicit stack, no recursion), so a chain of
-    100,000 ops is fine.
+    100,000 ops is fine.  A node whose saved arrays were freed by an earlier backward
+    stops the search with an error, before any gradient is written.
     """
     order, visited = [], set()
     stack = [(root_node, False)]
@@ -21,14 +22,17 @@ def graph_nodes(root_node):
         node, inputs_done = stack.pop()
         if inputs_done:
             order.append(node)
-            continue
-        if node in visited:
-            continue
-        visited.add(node)
-        stack.append((node, True))
-        for t in node.inputs:
-            if t._node is not None and t._node not in visited:
-                stack.append((t._node, False))
+        elif node not in visited:
+            if node.freed:
+                raise RuntimeError(
+                    f"Trying to backward through the graph a second time: the {node.name} node "
+                    f"(output shape {node.out_shape}) already freed its saved arrays. "
+                    "Call backward(retain_graph=True) the first time if you need to backward twice.")
+            visited.add(node)
+            stack.append((node, True))
+            for t in node.inputs:
+                if t._node is not None:
+                    stack.append((t._node, False))
     return order
 
 
@@ -36,14 +40,9 @@ def run_backward(root, grad, retain_graph=False):
     """Accumulate d(root)/d(leaf) * grad into the .grad of every leaf that requires it.
 
     root: a Tensor produced by an op; grad: d(loss)/d(root), same shape as root.
+    (In pdb, `next` over the graph_nodes line, then `step` into node.backward.)
     """
     order = graph_nodes(root._node)
-    for node in order:  # check before anything changes
-        if node.freed:
-            raise RuntimeError(
-                f"Trying to backward through the graph a second time: the {node.name} node "
-                f"(output shape {node.out_shape}) already freed its saved arrays. "
-                "Call backward(retain_graph=True) the first time if you need to backward twice.")
     grads = {root._node: grad}       # node -> d(root)/d(node's output), accumulated
     for node in reversed(order):     # outputs first, inputs last
         out_grad = grads.pop(node)

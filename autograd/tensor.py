@@ -151,7 +151,8 @@ class Tensor:
                 raise RuntimeError(
                     f"backward: grad can be implicitly created only for a one-element output, "
                     f"got shape {self.shape}; pass grad= of that shape")
-            grad = np.ones_like(self.data)
+            grad = np.empty(self.data.shape, self.data.dtype)
+            grad.fill(1)                   # d(self)/d(self)
         else:
             grad = np.asarray(grad.data if isinstance(grad, Tensor) else grad, dtype=self.data.dtype)
             if grad.shape != self.data.shape:

@@ -7,7 +7,17 @@ from autograd.function import Function, normalize_dims
 
 def _kept_shape(shape, dims):
     """The shape with every reduced dim set to 1 (what keepdim=True gives)."""
-    return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    kept = list(shape)
+    for d in dims:
+        kept[d] = 1
+    return tuple(kept)
+
+
+def _spread(grad, shape):
+    """grad (in the kept shape) copied over `shape`: every summed element gets it."""
+    out = np.empty(shape, grad.dtype)
+    out[...] = grad
+    return out
 
 
 class Sum(Function):
@@ -16,12 +26,11 @@ class Sum(Function):
 
     def forward(ctx, a, dim=None, keepdim=False):
         ctx.dims = normalize_dims(dim, a.ndim, "sum")
-        ctx.in_shape = a.shape
+        ctx.in_shape, ctx.kept_shape = a.shape, _kept_shape(a.shape, ctx.dims)
         return np.sum(a, axis=ctx.dims, keepdims=keepdim)
 
     def backward(ctx, grad):
-        grad = grad.reshape(_kept_shape(ctx.in_shape, ctx.dims))
-        return np.broadcast_to(grad, ctx.in_shape)
+        return _spread(grad.reshape(ctx.kept_shape), ctx.in_shape)
 
 
 class Mean(Function):
@@ -29,13 +38,12 @@ class Mean(Function):
 
     def forward(ctx, a, dim=None, keepdim=False):
         ctx.dims = normalize_dims(dim, a.ndim, "mean")
-        ctx.in_shape = a.shape
+        ctx.in_shape, ctx.kept_shape = a.shape, _kept_shape(a.shape, ctx.dims)
+        ctx.count = int(np.prod([a.shape[d] for d in ctx.dims]))
         return np.mean(a, axis=ctx.dims, keepdims=keepdim)
 
     def backward(ctx, grad):
-        count = int(np.prod([ctx.in_shape[d] for d in ctx.dims]))
-        grad = grad.reshape(_kept_shape(ctx.in_shape, ctx.dims)) / count
-        return np.broadcast_to(grad, ctx.in_shape)
+        return _spread(grad.reshape(ctx.kept_shape) / ctx.count, ctx.in_shape)
 
 
 class Max(Function):
