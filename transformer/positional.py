@@ -39,6 +39,48 @@ def binary_table(max_len, d_model):
     return 2.0 * bits - 1.0
 
 
+# ----- the naive schemes the lecture rules out, for the demo that shows why -----
+
+def integer_table(length, d_model):
+    """Every dimension holds the position number 0, 1, 2, ... (grows without bound)."""
+    return np.repeat(np.arange(length, dtype=float)[:, None], d_model, axis=1)
+
+
+def one_hot_table(length, d_model):
+    """Position p is the unit vector e_p: only d_model positions exist."""
+    if length > d_model:
+        raise ValueError(f"one-hot positions: a {d_model}-dim code has no vector for positions {d_model}..{length - 1}")
+    return np.eye(length, d_model)
+
+
+def scaled_table(length, d_model):
+    """Position p of a sentence of `length` as p / (length - 1), in [0, 1]."""
+    return np.repeat((np.arange(length) / max(length - 1, 1))[:, None], d_model, axis=1)
+
+
+def encoding_criteria(table, d_model=16, lengths=(8, 16, 32)):
+    """The lecture's four criteria, measured for table(length, d_model) on sentences of the
+    given lengths: unique codes, deterministic, one distance between neighbours (the same
+    in every sentence), and generalising to longer sentences (a code exists, and stays in
+    the range seen in the shortest sentence, with earlier positions unchanged)."""
+    codes, defined = {}, True
+    for n in lengths:
+        try:
+            codes[n] = table(n, d_model)
+        except ValueError:
+            defined = False
+    present = [codes[n] for n in lengths if n in codes]
+    steps = np.concatenate([np.linalg.norm(np.diff(c, axis=0), axis=1) for c in present])
+    shortest, longest = present[0], present[-1]
+    return {
+        "unique": all(len(np.unique(c.round(12), axis=0)) == len(c) for c in present),
+        "deterministic": all(np.array_equal(table(n, d_model), codes[n]) for n in codes),
+        "same neighbour distance": bool(np.ptp(steps) < 1e-9),
+        "generalises to longer": defined and bool(np.abs(longest).max() <= np.abs(shortest).max() + 1e-9)
+                                 and np.allclose(longest[:len(shortest)], shortest),
+    }
+
+
 class PositionalEncoding(nn.Module):
     """x + PE[:T], then dropout.  x: (B, T, d_model) embeddings, already scaled by sqrt(d_model).
     kind: "sinusoidal" (fixed, the paper's) or "binary" (fixed)."""

@@ -141,3 +141,21 @@ def test_bad_positional_options_are_reported():
         TransformerConfig(src_vocab=5, tgt_vocab=5, d_model=6, num_heads=2, positional="rope")
     with pytest.raises(ValueError, match="expected q"):
         ALiBiScore(4)(Tensor(np.zeros((1, 2, 3, 4))), Tensor(np.zeros((1, 2, 3, 4))))
+
+
+def test_the_lectures_criteria_rule_out_the_naive_encodings():
+    from transformer.positional import (binary_table, encoding_criteria, integer_table, one_hot_table, scaled_table,
+                                        sinusoidal_table)
+    fails = {name: {c for c, ok in encoding_criteria(table).items() if not ok}
+             for name, table in (("integer", integer_table), ("one-hot", one_hot_table), ("scaled", scaled_table),
+                                 ("binary", binary_table), ("sinusoidal", sinusoidal_table))}
+    assert fails == {"integer": {"generalises to longer"}, "one-hot": {"generalises to longer"},
+                     "scaled": {"same neighbour distance", "generalises to longer"},
+                     "binary": {"same neighbour distance"}, "sinusoidal": set()}
+
+
+def test_order_blind_demo_measures_a_permutation():
+    from demos.positional_encoding import order_blindness, self_attention_outputs
+    from transformer.positional import sinusoidal_table
+    assert order_blindness(self_attention_outputs(None)) < 1e-5
+    assert order_blindness(self_attention_outputs(sinusoidal_table)) > 1e-2
