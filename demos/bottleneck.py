@@ -18,7 +18,6 @@ import numpy as np
 
 from autograd import manual_seed, no_grad
 from demos._plotting import output_dir, plt, save
-from demos.plots import token_label
 from transformer import tasks
 from transformer.rnn import RNNConfig, RNNEncoderDecoder
 from transformer.training import TrainConfig, build_model, train
@@ -80,10 +79,11 @@ def plot_rnn_attention(model, path):
         model(example.src, example.tgt_in)
     weights = model.attn_weights[0]                                # (T, S)
     fig, ax = plt.subplots(figsize=(5, 5))
-    ax.imshow(weights, cmap="viridis", vmin=0, vmax=1)
-    ax.set_xticks(range(weights.shape[1]), [token_label(t) for t in example.src[0]])
-    ax.set_yticks(range(weights.shape[0]), [token_label(t) for t in example.tgt_out[0]])
-    ax.set(xlabel="source (keys: encoder states)", ylabel="output step (query: decoder state)",
+    image = ax.imshow(weights, cmap="viridis", vmin=0, vmax=1)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+    ax.set_xticks(range(weights.shape[1]), [tasks.symbol_label(t) for t in example.src[0]])
+    ax.set_yticks(range(weights.shape[0]), [tasks.symbol_label(t) for t in example.tgt_out[0]])
+    ax.set(xlabel="source (keys: encoder states)", ylabel="the token being written (query: decoder state)",
            title="RNN with additive attention: reverse")
     save(fig, path)
 

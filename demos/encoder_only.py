@@ -17,8 +17,8 @@ import numpy as np
 
 from autograd import manual_seed, no_grad
 from demos._plotting import output_dir, plt, save
-from demos.plots import token_label
 from nn import functional as F
+from transformer import tasks
 from transformer.encoder_only import (EncoderOnly, EncoderOnlyConfig, corruption_task, mask_for_mlm, progressions,
                                       with_cls)
 from transformer.training import make_optimizer, optimize
@@ -85,8 +85,9 @@ def main(argv=None):
         model.classify(x)
     weights = model.cls_attention()[0]                                   # (H, T)
     fig, ax = plt.subplots(figsize=(7, 2.8))
-    ax.imshow(weights, cmap="viridis", vmin=0)
-    ax.set_xticks(range(x.shape[1]), ["<cls>"] + [token_label(t) for t in x[0, 1:]])
+    image = ax.imshow(weights, cmap="viridis", vmin=0)
+    fig.colorbar(image, ax=ax, label="attention weight")
+    ax.set_xticks(range(x.shape[1]), ["<cls>"] + [tasks.symbol_label(t) for t in x[0, 1:]])
     ax.set(ylabel="head", title=f"<class> token's attention, last layer ({'intact' if y[0] else 'corrupted'} input)")
     save(fig, f"{out}/cls_attention.png")
     return results

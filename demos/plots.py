@@ -7,12 +7,6 @@ from demos._plotting import plt, save
 from transformer import tasks
 
 
-def token_label(token):
-    """PAD -> '_', BOS -> '<s>', EOS -> '</s>', symbols -> a, b, c, ..."""
-    names = {tasks.PAD: "_", tasks.BOS: "<s>", tasks.EOS: "</s>"}
-    return names.get(int(token), chr(ord("a") + int(token) - tasks.NUM_SPECIAL))
-
-
 def loss_curve(history, path, title="training"):
     """Training loss per step (log scale) and held-out exact match at each evaluation."""
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -53,34 +47,40 @@ def lm_loss_curve(history, path, title="language model"):
     return save(fig, path)
 
 
-def attention_heatmaps(model, example, out_dir):
+def attention_heatmaps(model, example, out_dir, src_label=tasks.symbol_label, tgt_label=tasks.symbol_label):
     """Run one example (teacher-forced) and plot every attention map: one figure per kind
     (encoder self-attention, decoder masked self-attention, cross-attention), a row per
-    layer and a column per head.  Returns the paths written."""
+    layer and a column per head, with a colorbar.  Rows are queries: in self-attention
+    labelled by the query position's token, in cross-attention by the token being written
+    (as in the RNN's plot, demos/bottleneck.py); columns are keys.  Returns the paths."""
     with no_grad():
         model.eval()
         model(example.src, example.tgt_in)
     maps = model.attention_maps()
     src_len = int((example.src[0] != tasks.PAD).sum())
     tgt_len = int((example.tgt_in[0] != tasks.PAD).sum())
-    src_labels = [token_label(t) for t in example.src[0, :src_len]]
-    tgt_labels = [token_label(t) for t in example.tgt_in[0, :tgt_len]]
+    src_labels = [src_label(t) for t in example.src[0, :src_len]]
+    tgt_in_labels = [tgt_label(t) for t in example.tgt_in[0, :tgt_len]]
+    written = [tgt_label(t) for t in example.tgt_out[0, :tgt_len]]
     kinds = [("encoder", "self_attn", "encoder self-attention", src_labels, src_labels),
-             ("decoder", "self_attn", "decoder masked self-attention", tgt_labels, tgt_labels),
-             ("decoder", "cross_attn", "encoder-decoder (cross) attention", tgt_labels, src_labels)]
+             ("decoder", "self_attn", "decoder masked self-attention", tgt_in_labels, tgt_in_labels),
+             ("decoder", "cross_attn", "encoder-decoder (cross) attention, rows: the token being written",
+              written, src_labels)]
     paths = []
     for stack, module, title, q_labels, k_labels in kinds:
         names = sorted(n for n in maps if n.startswith(stack + ".") and n.endswith(module))
         heads = maps[names[0]].shape[1]
-        fig, axes = plt.subplots(len(names), heads, figsize=(2.6 * heads, 2.6 * len(names)), squeeze=False)
+        fig, axes = plt.subplots(len(names), heads, figsize=(2.6 * heads + 1, 2.6 * len(names) + 0.4), squeeze=False,
+                                 layout="constrained")
         for row, name in enumerate(names):
             weights = maps[name][0, :, :len(q_labels), :len(k_labels)]     # (H, T_q, T_k)
             for h in range(heads):
                 ax = axes[row, h]
-                ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
+                image = ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
                 ax.set_xticks(range(len(k_labels)), k_labels, fontsize=7, rotation=90)
                 ax.set_yticks(range(len(q_labels)), q_labels, fontsize=7)
                 ax.set_title(f"layer {name.split('.')[2]}, head {h}", fontsize=8)
-        fig.suptitle(f"{title} (rows: queries, columns: keys)")
+        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+        fig.suptitle(f"{title} (rows: queries, columns: keys)", fontsize=10)
         paths.append(save(fig, f"{out_dir}/attention_{stack}_{module}.png"))
     return paths

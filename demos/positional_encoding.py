@@ -103,7 +103,8 @@ def main(argv=None):
     dots = sinus @ sinus.T                                            # (positions, positions)
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    axes[0].imshow(binary, aspect="auto", cmap="RdBu", interpolation="nearest")
+    im = axes[0].imshow(binary, aspect="auto", cmap="RdBu", interpolation="nearest")
+    fig.colorbar(im, ax=axes[0])
     axes[0].set(title="binary encoding: bit i of the position (+1/-1)", xlabel="bit", ylabel="position")
     im = axes[1].imshow(sinus, aspect="auto", cmap="RdBu")
     axes[1].set(title="sinusoidal: sin/cos at falling frequencies", xlabel="dimension", ylabel="position")

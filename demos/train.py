@@ -30,14 +30,17 @@ import nn
 from autograd import detect_anomaly
 from transformer import tasks
 from transformer.decoding import beam_search, greedy_decode
+from transformer.positional import POSITIONAL_KINDS
 from transformer.run_state import INTERRUPTED_EXIT_CODE, CheckpointRotation
+from transformer.task_registry import TASKS, make_task
 from transformer.training import TrainConfig, evaluate, load_model, resumed_config, sample_decodes, train
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     d = TrainConfig()
-    p.add_argument("--task", choices=tasks.TASKS, default=d.task)
+    p.add_argument("--task", choices=sorted(TASKS), default=d.task,
+                   help="a toy task over symbols a, b, c, ... or a SCAN split (transformer/task_registry.py)")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--out", default=None, help="output folder (default runs/<task>)")
     p.add_argument("--steps", type=int, default=d.max_steps, help="at most this many steps (stops at --target)")
@@ -56,7 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--layers", type=int, default=2, help="encoder layers and decoder layers (each)")
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--norm-first", action="store_true", help="pre-norm instead of the paper's post-norm")
-    p.add_argument("--positional", choices=["sinusoidal", "learned", "binary"], default="sinusoidal")
+    p.add_argument("--positional", choices=POSITIONAL_KINDS, default="sinusoidal")
     p.add_argument("--beam-size", type=int, default=4)
     p.add_argument("--beam-examples", type=int, default=200, help="held-out sequences to compare greedy and beam on")
     p.add_argument("--schedule", choices=["cosine", "noam"], default=d.schedule,
@@ -68,7 +71,8 @@ def parse_args(argv=None):
     p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
     p.add_argument("--detect-anomaly", action="store_true", help="stop at the first op that produces NaN or inf")
     p.add_argument("--checkpoint", metavar="DIR", help="with --decode: the trained run to decode with")
-    p.add_argument("--decode", metavar="SYMBOLS", help='decode your own input, e.g. "a b c d" (needs --checkpoint)')
+    p.add_argument("--decode", metavar="TEXT",
+                   help='decode your own input, e.g. "a b c d" or "jump twice" (needs --checkpoint)')
     args = p.parse_args(argv)
     if args.decode is not None and not args.checkpoint:
         p.error("--decode needs --checkpoint DIR (a folder written by demos.train)")
@@ -95,11 +99,16 @@ def main(argv=None):
                       num_decoder_layers=args.layers, dropout=args.dropout, norm_first=args.norm_first,
                       positional=args.positional)
     out = cfg.out_dir
+    data = make_task(cfg)
+    if isinstance(data, tasks.ToyTask):
+        what = (f"to {cfg.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} "
+                f"sequences of length {cfg.max_len}")
+    else:
+        what = f"on {cfg.task}; progress on {cfg.eval_size} held-out examples"
     print(f"training a Transformer ({args.layers}+{args.layers} layers, d_model {args.d_model}, {args.heads} heads) "
-          f"to {cfg.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} sequences "
-          f"of length {cfg.max_len}")
+          f"{what}")
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
-        model, metrics = train(cfg, resume=args.resume, **model_args)
+        model, metrics = train(cfg, resume=args.resume, data=data, **model_args)
     from demos import plots
     plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{cfg.task}: training")
     if metrics["interrupted"]:
@@ -111,29 +120,31 @@ def main(argv=None):
           f"{metrics['steps']} steps, {metrics['seconds']:.1f} s")
 
     print("\nsample decodes (source -> greedy output):")
-    spell = lambda tokens: " ".join(plots.token_label(t) for t in tokens)   # noqa: E731
-    for src, want, got in sample_decodes(model, cfg, count=4):
-        mark = "ok" if got == want else f"WRONG, expected {spell(want)}"
-        print(f"  {spell(src):<20} -> {spell(got):<20} {mark}")
+    for src, want, got in sample_decodes(model, data, count=4):
+        mark = "ok" if got == want else f"WRONG, expected {spell(want, data.tgt_label)}"
+        print(f"  {spell(src, data.src_label):<20} -> {spell(got, data.tgt_label):<20} {mark}")
 
-    metrics["beam_vs_greedy"] = compare_beam_and_greedy(model, cfg, args.beam_size, args.beam_examples)
+    metrics["beam_vs_greedy"] = compare_beam_and_greedy(model, data, cfg.seed, args.beam_size, args.beam_examples)
     if args.average_last:
-        metrics["averaged"] = evaluate_average(model, cfg, args.average_last)
+        metrics["averaged"] = evaluate_average(model, data, cfg, args.average_last)
     with open(os.path.join(out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
 
-    example = tasks.heldout_set(cfg.task, 1, cfg.max_len, cfg.num_symbols, seed=7)
-    plots.attention_heatmaps(model, example, out)
+    plots.attention_heatmaps(model, data.heldout(1, seed=7), out, data.src_label, data.tgt_label)
     print(f"wrote {out}/metrics.json and {out}/checkpoint.npz")
     return metrics
 
 
-def compare_beam_and_greedy(model, cfg, beam_size, count):
+def spell(tokens, label):
+    return " ".join(label(t) for t in tokens)
+
+
+def compare_beam_and_greedy(model, data, seed, beam_size, count):
     """Exact match of greedy decoding and of beam search on the same held-out sequences."""
-    heldout = tasks.heldout_set(cfg.task, count, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 20_000)
+    heldout = data.heldout(count, seed=seed + 20_000)
     model.eval()
-    greedy = greedy_decode(model, heldout.src, cfg.max_len + 1, tasks.BOS, tasks.EOS, tasks.PAD)
-    beams = beam_search(model, heldout.src, cfg.max_len + 1, tasks.BOS, tasks.EOS, beam_size=beam_size)
+    greedy = greedy_decode(model, heldout.src, data.max_output_len + 1, tasks.BOS, tasks.EOS, tasks.PAD)
+    beams = beam_search(model, heldout.src, data.max_output_len + 1, tasks.BOS, tasks.EOS, beam_size=beam_size)
     wanted = [tasks.strip(t) for t in heldout.tgt_out]
     greedy_acc = float(np.mean([tasks.strip(g) == w for g, w in zip(greedy, wanted)]))
     beam_acc = float(np.mean([tasks.strip(b) == w for b, w in zip(beams, wanted)]))
@@ -142,14 +153,14 @@ def compare_beam_and_greedy(model, cfg, beam_size, count):
     return {"examples": count, "beam_size": beam_size, "greedy_exact_match": greedy_acc, "beam_exact_match": beam_acc}
 
 
-def evaluate_average(model, cfg, count):
+def evaluate_average(model, data, cfg, count):
     """Exact match of the average of the last `count` periodic checkpoints, beside the final model's."""
     paths = CheckpointRotation(cfg.out_dir).numbered()[-count:]
-    heldout = tasks.heldout_set(cfg.task, cfg.eval_size, cfg.max_len, cfg.num_symbols, seed=cfg.seed + 10_000)
-    final = evaluate(model, heldout, cfg.max_len + 1)
+    heldout = data.heldout(cfg.eval_size, seed=cfg.seed + 10_000)
+    final = evaluate(model, heldout, data.max_output_len + 1)
     original = model.state_dict()
     model.load_state_dict(nn.average_checkpoints(paths))
-    averaged = evaluate(model, heldout, cfg.max_len + 1)
+    averaged = evaluate(model, heldout, data.max_output_len + 1)
     model.load_state_dict(original)
     steps = [os.path.basename(p)[5:-4] for p in paths]
     print(f"average of the checkpoints of steps {', '.join(steps)}: exact match {averaged['exact_match']:.1%} "
@@ -158,28 +169,27 @@ def evaluate_average(model, cfg, count):
 
 
 def decode_input(checkpoint, text, beam_size):
-    """Greedy and beam decoding of one input written as symbols ("a b c"), and its attention heatmaps."""
+    """Greedy and beam decoding of one typed input ("a b c", or a SCAN command), and its
+    attention heatmaps, written in the task's own symbols."""
     model = load_model(checkpoint)
-    symbols = text.split()
-    letters = [chr(ord("a") + i) for i in range(model.config.src_vocab - tasks.NUM_SPECIAL)]
-    unknown = [s for s in symbols if s not in letters]
-    if unknown or not symbols:
-        raise SystemExit(f"--decode: use the task's symbols {' '.join(letters)} separated by spaces; got {text!r}")
-    if len(symbols) + 2 > model.config.max_len:
-        raise SystemExit(f"--decode: at most {model.config.max_len - 2} symbols for this model, got {len(symbols)}")
-    src = np.array([[letters.index(s) + tasks.NUM_SPECIAL for s in symbols]])
-    max_len = model.config.max_len - 1
-    greedy = greedy_decode(model, src, max_len, tasks.BOS, tasks.EOS, tasks.PAD)[0]
-    beam = beam_search(model, src, max_len, tasks.BOS, tasks.EOS, beam_size=beam_size)[0]
+    data = make_task(resumed_config(checkpoint))
+    try:
+        src = data.encode_source(text)
+    except ValueError as err:
+        raise SystemExit(f"--decode: {err}") from None
+    if src.shape[1] + 2 > model.config.max_len:
+        raise SystemExit(f"--decode: at most {model.config.max_len - 2} tokens for this model, got {src.shape[1]}")
+    max_len = data.max_output_len + 1
+    greedy = tasks.strip(greedy_decode(model, src, max_len, tasks.BOS, tasks.EOS, tasks.PAD)[0])
+    beam = tasks.strip(beam_search(model, src, max_len, tasks.BOS, tasks.EOS, beam_size=beam_size)[0])
     from demos import plots
-    spell = lambda tokens: " ".join(plots.token_label(t) for t in tasks.strip(tokens))   # noqa: E731
-    print(f"input:          {' '.join(symbols)}\ngreedy:         {spell(greedy)}\nbeam ({beam_size}):       {spell(beam)}")
-    answer = [tasks.BOS] + tasks.strip(greedy)
-    example = tasks.Batch(src, np.array([answer]), np.array([tasks.strip(greedy) + [tasks.EOS]]))
+    print(f"input:          {text}\ngreedy:         {spell(greedy, data.tgt_label)}\n"
+          f"beam ({beam_size}):       {spell(beam, data.tgt_label)}")
+    example = tasks.Batch(src, np.array([[tasks.BOS] + greedy]), np.array([greedy + [tasks.EOS]]))
     folder = os.path.join(checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint), "decode")
     os.makedirs(folder, exist_ok=True)
-    paths = plots.attention_heatmaps(model, example, folder)
-    return {"greedy": spell(greedy), "beam": spell(beam), "plots": paths}
+    paths = plots.attention_heatmaps(model, example, folder, data.src_label, data.tgt_label)
+    return {"greedy": spell(greedy, data.tgt_label), "beam": spell(beam, data.tgt_label), "plots": paths}
 
 
 if __name__ == "__main__":

@@ -65,15 +65,16 @@ def main(argv=None):
         model(test_images[:shown])
     attention = model.cls_attention().mean(axis=1)                       # (shown, N): averaged over heads
     grid = config.image_size // config.patch_size
-    fig, axes = plt.subplots(2, shown, figsize=(2.2 * shown, 5.2))
+    fig, axes = plt.subplots(2, shown, figsize=(2.2 * shown + 1, 5.2), layout="constrained")
     for i in range(shown):
         axes[0, i].imshow(test_images[i], cmap="gray")
         ok = "ok" if predicted[i] == test_labels[i] else f"true: {ORIENTATIONS[test_labels[i]]}"
         axes[0, i].set_title(f"{ORIENTATIONS[predicted[i]]}\n{ok}", fontsize=8)
-        axes[1, i].imshow(attention[i].reshape(grid, grid), cmap="viridis")
+        image = axes[1, i].imshow(attention[i].reshape(grid, grid), cmap="viridis", vmin=0, vmax=attention.max())
         axes[1, i].set_title("<class> attention", fontsize=8)
         for ax in axes[:, i]:
             ax.axis("off")
+    fig.colorbar(image, ax=axes[1].tolist(), shrink=0.8, label="attention weight")
     fig.suptitle("Vision Transformer on noisy bars: prediction (top), <class> token's attention over patches (bottom)")
     save(fig, f"{out}/vit.png")
     return acc

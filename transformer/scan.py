@@ -175,6 +175,7 @@ class ScanTask:
 
     src_vocab, tgt_vocab = SRC_VOCAB, TGT_VOCAB
     max_output_len = MAX_ACTIONS
+    src_label, tgt_label = staticmethod(command_label), staticmethod(action_label)
 
     def __init__(self, split_name, seed=0):
         self.split_name = split_name
@@ -190,3 +191,9 @@ class ScanTask:
 
     def test_batch(self):
         return to_batch(self.test_pairs)
+
+    @staticmethod
+    def encode_source(text):
+        """A typed command ("jump twice") as source token ids; ValueError outside SCAN."""
+        interpret(text)
+        return to_batch([(text, [])]).src

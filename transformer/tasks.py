@@ -1,7 +1,9 @@
-"""Toy sequence-to-sequence tasks: copy the source, or reverse it.
+"""Toy sequence-to-sequence tasks: copy the source, or reverse it (or any answer function
+in ANSWERS; see transformer/task_registry.py for adding one).
 
-Vocabulary: PAD=0, BOS=1, EOS=2, then `num_symbols` symbols 3, 4, ...  Sources are
-padded on the right with PAD; targets are BOS + answer + EOS, padded likewise.
+Vocabulary: PAD=0, BOS=1, EOS=2, then `num_symbols` symbols 3, 4, ... (written a, b, c, ...).
+Sources are padded on the right with PAD; targets are BOS + answer + EOS, padded likewise.
+An answer may be of any length (not only the source's).
 """
 
 import dataclasses
@@ -10,7 +12,8 @@ import numpy as np
 
 PAD, BOS, EOS = 0, 1, 2
 NUM_SPECIAL = 3
-TASKS = ("copy", "reverse")
+# task name -> answer(source symbols) -> answer symbols (numpy int arrays of symbol ids)
+ANSWERS = {"copy": lambda sequence: sequence, "reverse": lambda sequence: sequence[::-1]}
 
 
 @dataclasses.dataclass
@@ -25,29 +28,29 @@ def vocab_size(num_symbols):
 
 
 def answer(task, sequence):
-    if task == "copy":
-        return sequence
-    if task == "reverse":
-        return sequence[::-1]
-    raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
+    if task not in ANSWERS:
+        raise ValueError(f"unknown task {task!r}; expected one of {sorted(ANSWERS)}")
+    return np.asarray(ANSWERS[task](sequence), dtype=np.int64)
 
 
 def make_batch(task, batch_size, min_len, max_len, num_symbols, rng):
     """A batch of random sequences with lengths uniform in [min_len, max_len]."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
+    if task not in ANSWERS:
+        raise ValueError(f"unknown task {task!r}; expected one of {sorted(ANSWERS)}")
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got {min_len}, {max_len}")
     lengths = rng.integers(min_len, max_len + 1, size=batch_size)
     symbols = rng.integers(NUM_SPECIAL, NUM_SPECIAL + num_symbols, size=(batch_size, max_len))
     src = np.full((batch_size, max_len), PAD, dtype=np.int64)
-    tgt = np.full((batch_size, max_len + 2), PAD, dtype=np.int64)
+    answers = []
     for i, n in enumerate(lengths):
-        seq = symbols[i, :n]
-        src[i, :n] = seq
+        src[i, :n] = symbols[i, :n]
+        answers.append(answer(task, symbols[i, :n]))
+    tgt = np.full((batch_size, max(len(a) for a in answers) + 2), PAD, dtype=np.int64)
+    for i, a in enumerate(answers):
         tgt[i, 0] = BOS
-        tgt[i, 1:n + 1] = answer(task, seq)
-        tgt[i, n + 1] = EOS
+        tgt[i, 1:len(a) + 1] = a
+        tgt[i, len(a) + 1] = EOS
     return Batch(src, tgt[:, :-1], tgt[:, 1:])
 
 
@@ -72,11 +75,17 @@ def heldout_set(task, size, length, num_symbols, seed):
     return make_batch(task, size, length, length, num_symbols, np.random.default_rng(seed))
 
 
+def symbol_label(token):
+    """PAD -> '_', BOS -> '<s>', EOS -> '</s>', symbols -> a, b, c, ..."""
+    names = {PAD: "_", BOS: "<s>", EOS: "</s>"}
+    return names.get(int(token), chr(ord("a") + int(token) - NUM_SPECIAL))
+
+
 @dataclasses.dataclass
 class ToyTask:
     """A toy task as the training loop sees a data set (transformer/scan.py's ScanTask is
-    another): vocabulary sizes, the longest source and answer, a seeded stream of training
-    batches and a held-out set for the progress lines."""
+    another; transformer/task_registry.py lists both): vocabulary sizes, the longest answer,
+    a seeded stream of training batches, a held-out set, and how tokens are written."""
     name: str
     num_symbols: int
     min_len: int
@@ -87,10 +96,22 @@ class ToyTask:
         return vocab_size(self.num_symbols)
 
     tgt_vocab = src_vocab
+    src_label = tgt_label = staticmethod(symbol_label)
 
     @property
     def max_output_len(self):
-        return self.max_len
+        """The longest answer to a source of up to max_len symbols (measured on the
+        longest sources, so an answer of any length is allowed)."""
+        probe = make_batch(self.name, 64, self.max_len, self.max_len, self.num_symbols, np.random.default_rng(0))
+        return max(self.max_len, probe.tgt_out.shape[1] - 1)
+
+    def encode_source(self, text):
+        """"a b c" -> the source token ids, checked against the task's symbols."""
+        letters = [symbol_label(NUM_SPECIAL + i) for i in range(self.num_symbols)]
+        words = text.split()
+        if not words or any(w not in letters for w in words):
+            raise ValueError(f"use the task's symbols {' '.join(letters)} separated by spaces; got {text!r}")
+        return np.array([[letters.index(w) + NUM_SPECIAL for w in words]])
 
     def stream(self, batch_size, seed):
         return batches(self.name, batch_size, self.min_len, self.max_len, self.num_symbols, seed)

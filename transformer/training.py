@@ -16,6 +16,7 @@ from nn.schedule import LambdaLR, noam, warmup_cosine
 from transformer import tasks
 from transformer.decoding import greedy_decode
 from transformer.model import Transformer, TransformerConfig
+from transformer.task_registry import make_task
 from transformer.run_state import CheckpointRotation, StopOnInterrupt, generator_state, restore_generator
 from transformer.validation import require_positive
 
@@ -71,15 +72,11 @@ def evaluate(model, heldout, max_len, chunk=1000):
     return {"exact_match": exact / len(decoded), "token_accuracy": correct_tokens / max(total_tokens, 1)}
 
 
-def toy_task(cfg):
-    return tasks.ToyTask(cfg.task, cfg.num_symbols, cfg.min_len, cfg.max_len)
-
-
 def build_model(train_cfg, data=None, **model_overrides):
     """A Transformer sized for the data (by default the config's toy task): its
     vocabularies, and positions for BOS + the longest answer + EOS (model_overrides may
     change any TransformerConfig field)."""
-    data = data or toy_task(train_cfg)
+    data = data or make_task(train_cfg)
     config = dict(src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab, max_len=data.max_output_len + 2,
                   pad_id=tasks.PAD)
     config.update(model_overrides)
@@ -114,7 +111,7 @@ def optimize(loss, optimizer, schedule, clip_norm):
 def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, **model_overrides):
     """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
 
-    data: what to train on (tasks.ToyTask, the default, made from cfg; or scan.ScanTask).
+    data: what to train on (default: the task cfg.task names, see transformer/task_registry.py).
 
     Every cfg.save_every steps (and at the end) the whole run state goes to
     cfg.out_dir/checkpoint.npz (plus step-N.npz for the last cfg.keep_last saves and
@@ -127,7 +124,7 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
     saved = load_run(resume) if resume else None
     if saved:
         model = Transformer(TransformerConfig(**json.loads(str(saved["model_config"]))))
-    data = data or toy_task(cfg)
+    data = data or make_task(cfg)
     model = model or build_model(cfg, data, **model_overrides)
     optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps, cfg.schedule,
                                          getattr(model.config, "d_model", None))
@@ -222,11 +219,11 @@ def load_model(path, model_config=None):
     return model.eval()
 
 
-def sample_decodes(model, cfg, count=3, seed=123):
-    """A few (source, expected, greedy output) triples as symbol lists."""
-    batch = tasks.heldout_set(cfg.task, count, cfg.max_len, cfg.num_symbols, seed)
+def sample_decodes(model, data, count=3, seed=123):
+    """A few (source, expected, greedy output) triples as token lists, from data.heldout."""
+    batch = data.heldout(count, seed)
     with no_grad():
         model.eval()
-        out = greedy_decode(model, batch.src, cfg.max_len + 1, tasks.BOS, tasks.EOS, tasks.PAD)
+        out = greedy_decode(model, batch.src, data.max_output_len + 1, tasks.BOS, tasks.EOS, tasks.PAD)
         model.train()
     return [(tasks.strip(s), tasks.strip(t), tasks.strip(o)) for s, t, o in zip(batch.src, batch.tgt_out, out)]

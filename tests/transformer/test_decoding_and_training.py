@@ -65,13 +65,13 @@ def test_length_penalty_is_gnmt():
     assert length_penalty(7, 0.6) == pytest.approx((12 / 6) ** 0.6)
 
 
-@pytest.mark.parametrize("task", tasks.TASKS)
+@pytest.mark.parametrize("task", ["copy", "reverse"])
 def test_task_batches(task):
     batch = tasks.make_batch(task, 50, 2, 6, 5, np.random.default_rng(0))
     for src, tin, tout in zip(batch.src, batch.tgt_in, batch.tgt_out):
         seq = [int(t) for t in src if t != tasks.PAD]
         assert 2 <= len(seq) <= 6 and all(3 <= t < 8 for t in seq)
-        want = seq if task == "copy" else seq[::-1]
+        want = [int(t) for t in tasks.answer(task, np.array(seq))]
         assert list(tout[: len(seq) + 1]) == want + [tasks.EOS]
         assert list(tin[: len(seq) + 1]) == [tasks.BOS] + want
         assert (tout[len(seq) + 1:] == tasks.PAD).all()
