@@ -4,6 +4,7 @@ Assigning a `Parameter` or a `Module` to an attribute of a module registers it, 
 `parameters()`, `state_dict()`, `train()` and `eval()` find it by name, as in PyTorch.
 """
 
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -47,6 +48,7 @@ class Module:
             self._parameters[name] = value
         elif isinstance(value, Module):
             self._modules[name] = value
+            object.__setattr__(value, "_owner", (weakref.ref(self), name))   # for .path
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
@@ -73,6 +75,18 @@ class Module:
         return RemovableHandle(self._forward_hooks, hook)
 
     # ----- walking the tree -----
+
+    @property
+    def path(self):
+        """This module's dotted name inside the model that owns it, e.g.
+        'decoder.layers.1.cross_attn' ('' for the model itself): stopped in a forward in a
+        debugger, `p self.path` says which of the many layers of one class you are in."""
+        names, module = [], self
+        while "_owner" in module.__dict__ and module._owner[0]() is not None:
+            owner, name = module._owner
+            names.append(name)
+            module = owner()
+        return ".".join(reversed(names))
 
     def named_modules(self, prefix=""):
         """(dotted name, module) for this module and every descendant, depth first."""

@@ -176,3 +176,12 @@ def test_assigning_before_super_init_is_a_clear_error():
 
     with pytest.raises(AttributeError, match=r"call super\(\)\.__init__\(\) before"):
         Broken()
+
+
+def test_a_module_knows_its_dotted_name_inside_the_model():
+    from tests.transformer.helpers import tiny_transformer
+    model = tiny_transformer()
+    assert model.decoder.layers[0].cross_attn.path == "decoder.layers.0.cross_attn"
+    assert model.encoder.layers[0].feed_forward.linear1.path == "encoder.layers.0.feed_forward.linear1"
+    assert model.path == ""
+    assert dict(model.named_modules())[model.decoder.layers[0].self_attn.path] is model.decoder.layers[0].self_attn
