@@ -1,0 +1,45 @@
+"""Run a demo under pdb, with `step` staying inside this project's code.
+
+    python -m demos.debug -b autograd/engine.py:45 demos.tour
+    python -m demos.debug -b autograd/ops/matmul.py:37 demos.train --task reverse --steps 1
+
+Like `python -m pdb -c "b FILE:LINE" -c c -m MODULE ARGS`, except that the debugger skips
+the frames of numpy, Numba, matplotlib and the standard library (pdb's `skip`), so `s`
+goes from `loss.backward()` straight through the engine to each op's backward instead of
+wandering through numpy's Python wrappers.  Every -b sets a breakpoint; the program runs
+until the first one.
+"""
+
+import argparse
+import pdb
+import runpy
+import sys
+
+SKIPPED = ["numpy.*", "numba.*", "matplotlib.*", "importlib.*", "runpy", "contextlib", "functools", "abc",
+           "weakref", "collections.*", "json.*", "ctypes.*", "os", "posixpath", "genericpath"]
+
+
+def debugger(breakpoints):
+    """A Pdb that skips library frames, with `breakpoints` ("FILE:LINE") set."""
+    debug = pdb.Pdb(skip=SKIPPED)
+    for spec in breakpoints:
+        filename, _, line = spec.rpartition(":")
+        error = debug.set_break(filename, int(line)) if filename and line.isdigit() else f"not FILE:LINE: {spec!r}"
+        if error:
+            raise SystemExit(f"demos.debug: cannot set breakpoint {spec}: {error}")
+    return debug
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-b", "--break", dest="breakpoints", action="append", default=[], metavar="FILE:LINE")
+    parser.add_argument("module", help="the demo to run, e.g. demos.tour")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    args = parser.parse_args(argv)
+    debug = debugger(args.breakpoints)
+    sys.argv = [args.module, *args.args]
+    debug.runcall(runpy.run_module, args.module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

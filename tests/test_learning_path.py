@@ -1,0 +1,34 @@
+"""docs/LEARNING_PATH.md stays true: every pdb command in it stops where it says."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PATH = os.path.join(ROOT, "docs", "LEARNING_PATH.md")
+COMMAND = re.compile(r"^((?:\w+=\S+ )*)python -m pdb (.*?) -m (\S+)(.*?)\s+# stops in (\S+)$", re.M)
+
+
+def commands():
+    with open(PATH) as f:
+        return COMMAND.findall(f.read())
+
+
+def test_the_learning_path_has_a_breakpoint_for_every_step():
+    assert len(commands()) >= 9
+
+
+@pytest.mark.parametrize("env, pdb_args, module, args, function", commands(),
+                         ids=[f"{c[4]}-{c[0].strip() or 'default'}" for c in commands()])
+def test_each_breakpoint_stops_in_the_function_it_names(env, pdb_args, module, args, function, tmp_path):
+    extra = dict(item.split("=") for item in env.split())
+    argv = [sys.executable, "-m", "pdb"] + [a or b for a, b in re.findall(r'"([^"]*)"|(\S+)', pdb_args)]
+    argv += ["-c", "w", "-c", "q", "-m", module, *args.split(), "--out", str(tmp_path)]
+    result = subprocess.run(argv, cwd=ROOT, env={**os.environ, **extra}, capture_output=True, text=True, timeout=600)
+    stack = result.stdout
+    frames = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", stack, re.M)
+    assert frames, f"the program never stopped:\n{stack[-2000:]}\n{result.stderr[-2000:]}"
+    assert frames[0] == function.split(".")[-1], f"stopped in {frames[0]}, expected {function}:\n{stack[-1500:]}"
