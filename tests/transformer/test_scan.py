@@ -82,3 +82,4 @@ def test_a_short_transformer_run_halves_the_loss():
     _, metrics = train(cfg, model=model, data=data, log=lambda line: None)
     losses = metrics["history"]["loss"]
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+
