@@ -138,7 +138,7 @@ def main(argv=None):
     args = parse_args(argv)
     torch = use_threads(args.threads)
     from autograd import kernels
-    from autograd.allocator import keep_freed_memory
+    from nn.allocator import keep_freed_memory
     keep_freed_memory()
     kernels.warmup()
     if args.model == "gpt":

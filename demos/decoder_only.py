@@ -20,8 +20,9 @@ import numpy as np
 from autograd import manual_seed
 from demos._plotting import output_dir
 from nn import functional as F
-from transformer.decoder_only import DIGIT0, DecoderOnly, DecoderOnlyConfig, lm_batch, sort_accuracy, sort_dataset
-from transformer.training import make_optimizer, optimize
+from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
+from transformer.toy_data import DIGIT0, lm_batch, sort_accuracy, sort_dataset
+from nn.recipe import make_optimizer, optimize
 
 LENGTH = 6
 

@@ -19,9 +19,9 @@ from autograd import manual_seed, no_grad
 from demos._plotting import output_dir, plt, save
 from nn import functional as F
 from transformer import tasks
-from transformer.encoder_only import (EncoderOnly, EncoderOnlyConfig, corruption_task, mask_for_mlm, progressions,
-                                      with_cls)
-from transformer.training import make_optimizer, optimize
+from nn.recipe import make_optimizer, optimize
+from transformer.encoder_only import EncoderOnly, EncoderOnlyConfig, mask_for_mlm, with_cls
+from transformer.toy_data import corruption_task, progressions
 
 SYMBOLS, LENGTH = 10, 8
 

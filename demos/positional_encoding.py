@@ -16,6 +16,7 @@ Writes
 """
 
 import argparse
+import json
 
 import numpy as np
 
@@ -56,6 +57,8 @@ def order_blindness(outputs):
 
 
 def plot_order_blind(path):
+    """Returns {scheme: the largest difference of a word's output between the two sentences}."""
+    differences = {}
     fig, axes = plt.subplots(2, 2, figsize=(9, 5.5), layout="constrained")
     for row, (name, positions) in enumerate((("no positions", None), ("sinusoidal positions", sinusoidal_table))):
         outputs = self_attention_outputs(positions)
@@ -63,15 +66,17 @@ def plot_order_blind(path):
             image = axes[row, col].imshow(out, cmap="RdBu", vmin=-1.5, vmax=1.5, aspect="auto")
             axes[row, col].set_yticks(range(5), sentence.split())
             axes[row, col].set(title=f"{name}: \"{sentence}\"", xlabel="output dimension")
+        differences[name] = order_blindness(outputs)
         print(f"  {name:<21} largest difference of a word's output between the two sentences: "
-              f"{order_blindness(outputs):.2e}")
+              f"{differences[name]:.2e}")
     fig.colorbar(image, ax=axes, shrink=0.7, label="self-attention output")
     fig.suptitle("self-attention sees a set: without positions 'dog' gets the same vector in both sentences")
-    return save(fig, path)
+    save(fig, path)
+    return differences
 
 
 def plot_criteria(path):
-    """A grid: scheme x criterion, green where the scheme meets it."""
+    """A grid: scheme x criterion, green where the scheme meets it; returns the results."""
     results = {name: encoding_criteria(table) for name, table in NAIVE_SCHEMES.items()}
     criteria = list(next(iter(results.values())))
     grid = np.array([[results[name][c] for c in criteria] for name in results], dtype=float)
@@ -84,7 +89,8 @@ def plot_criteria(path):
     ax.set_xticks(range(len(criteria)), [c.replace(" ", "\n", 1) for c in criteria])
     ax.set_yticks(range(len(results)), list(results))
     ax.set_title("the lecture's criteria, measured on sentences of 8, 16 and 32 words (16-dim codes)", fontsize=10)
-    return save(fig, path)
+    save(fig, path)
+    return results
 
 
 def main(argv=None):
@@ -95,9 +101,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = output_dir(args.out)
     print("Self-attention without positions treats a sentence as a set of words:")
-    plot_order_blind(f"{out}/order_blind.png")
+    differences = plot_order_blind(f"{out}/order_blind.png")
     print("The naive position codes against the lecture's criteria:")
-    plot_criteria(f"{out}/positional_criteria.png")
+    criteria = plot_criteria(f"{out}/positional_criteria.png")
+    with open(f"{out}/results.json", "w") as f:
+        json.dump({"order_blindness": differences, "criteria": criteria}, f, indent=1)
     sinus = sinusoidal_table(args.positions, args.d_model)
     binary = binary_table(args.positions, min(args.d_model, 8))
     dots = sinus @ sinus.T                                            # (positions, positions)

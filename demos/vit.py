@@ -18,8 +18,9 @@ import numpy as np
 from autograd import manual_seed, no_grad
 from demos._plotting import output_dir, plt, save
 from nn import functional as F
-from transformer.training import make_optimizer, optimize
-from transformer.vit import ORIENTATIONS, ViTConfig, VisionTransformer, bars
+from nn.recipe import make_optimizer, optimize
+from transformer.toy_data import ORIENTATIONS, bars
+from transformer.vit import ViTConfig, VisionTransformer
 
 
 def accuracy(model, images, labels):

@@ -18,32 +18,26 @@ import numpy as np
 
 import nn
 from autograd import no_grad
-from transformer.layers import Encoder
+from transformer.layers import SelfAttentionStack
 from transformer.masks import combine_masks
 from transformer.positional import make_positional
-from transformer.validation import check_model_config
+from transformer.validation import BlockConfig
 
 
 @dataclasses.dataclass
-class DecoderOnlyConfig:
+class DecoderOnlyConfig(BlockConfig):
+    """d_model, num_heads, d_ff, dropout, positional, dtype: see BlockConfig."""
     vocab: int
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 128
     num_layers: int = 2
     max_len: int = 32                 # the context length (nanoGPT's block_size)
-    dropout: float = 0.0
     pad_id: int | None = 0            # None: no padding token (a text model), no padding mask
     activation: str = "relu"          # "relu", "gelu" (exact, erf) or "gelu_tanh"
     bias: bool = True                 # biases in every Linear and LayerNorm of the blocks
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
     init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
-    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
-    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
 
-    def __post_init__(self):
-        check_model_config(self, "vocab", "d_model", "num_heads", "d_ff", "num_layers", "max_len")
+    positive_fields = ("vocab", "num_layers", "max_len")
 
 
 def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False):
@@ -77,8 +71,8 @@ class DecoderOnly(nn.Module):
             raise ValueError(f"DecoderOnly: init must be 'scaled_embedding' or 'gpt2', got {c.init!r}")
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
-        self.blocks = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
-                              activation=c.activation, bias=c.bias, make_self_score=make_self_score)
+        self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
+                                         activation=c.activation, bias=c.bias, make_self_score=make_self_score)
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()
@@ -177,35 +171,3 @@ def pick_next_token(logits, temperature=0.0, top_k=None, generator=None):
     probs = np.exp(scaled - scaled.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     return np.array([generator.choice(len(p), p=p) for p in probs])
-
-
-# ----- the sort task: read 6 digits from {0, 1, 2}, write them sorted -----
-
-PAD, BOS, SEP = 0, 1, 2
-DIGIT0 = 3
-
-
-def sort_dataset(length=6, digits=3, heldout_fraction=0.2, seed=0):
-    """Every sequence of `length` digits, split by a seeded shuffle into train and held-out.
-    Each row is BOS x1..xn SEP sorted(x)1..n."""
-    grid = np.stack(np.meshgrid(*[np.arange(digits)] * length, indexing="ij"), -1).reshape(-1, length)
-    rows = np.concatenate([np.full((len(grid), 1), BOS), grid + DIGIT0, np.full((len(grid), 1), SEP),
-                           np.sort(grid, axis=1) + DIGIT0], axis=1)
-    order = np.random.default_rng(seed).permutation(len(rows))
-    cut = int(len(rows) * heldout_fraction)
-    return rows[order[cut:]], rows[order[:cut]]
-
-
-def lm_batch(rows, length):
-    """Inputs and next-token targets; only the answer positions (after SEP) count."""
-    inputs, targets = rows[:, :-1], rows[:, 1:].copy()
-    targets[:, :length + 1] = -100                     # the input digits and SEP are not predicted
-    return inputs, targets
-
-
-def sort_accuracy(model, rows, length):
-    """Exact-match accuracy of greedy, cached generation of the sorted answer."""
-    prompt = rows[:, :length + 2]                      # BOS x1..xn SEP
-    out = model.generate(prompt, length)
-    return float(np.mean((out[:, length + 2:] == rows[:, length + 2:]).all(axis=1)))
-

@@ -14,28 +14,22 @@ import nn
 from transformer.layers import Encoder
 from transformer.masks import padding_mask
 from transformer.positional import make_positional
-from transformer.validation import check_model_config
+from transformer.validation import BlockConfig
 
 PAD, CLS, MASK = 0, 1, 2
 FIRST_SYMBOL = 3
 
 
 @dataclasses.dataclass
-class EncoderOnlyConfig:
+class EncoderOnlyConfig(BlockConfig):
+    """d_model, num_heads, d_ff, dropout, positional, dtype: see BlockConfig."""
     vocab: int
     num_classes: int = 2
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 128
     num_layers: int = 2
     max_len: int = 32
-    dropout: float = 0.0
     pad_id: int = PAD
-    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
-    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
 
-    def __post_init__(self):
-        check_model_config(self, "vocab", "num_classes", "d_model", "num_heads", "d_ff", "num_layers", "max_len")
+    positive_fields = ("vocab", "num_classes", "num_layers", "max_len")
 
 
 class EncoderOnly(nn.Module):
@@ -92,24 +86,3 @@ def mask_for_mlm(tokens, num_symbols, rng, rate=0.15):
     inputs[random_positions] = rng.integers(FIRST_SYMBOL, FIRST_SYMBOL + num_symbols, random_positions.sum())
     targets = np.where(chosen, tokens, -100)
     return inputs, targets
-
-
-# ----- toy data: arithmetic progressions modulo num_symbols -----
-
-def progressions(count, length, num_symbols, rng):
-    """Rows (a + i d) mod num_symbols, i = 0..length-1, for random a and d: a masked symbol
-    can be recovered from its neighbours."""
-    start = rng.integers(0, num_symbols, (count, 1))
-    step = rng.integers(1, num_symbols, (count, 1))
-    return (start + step * np.arange(length)) % num_symbols + FIRST_SYMBOL
-
-
-def corruption_task(count, length, num_symbols, rng):
-    """Classification: label 1 for an intact progression, 0 for one with a symbol replaced."""
-    rows = progressions(count, length, num_symbols, rng)
-    labels = rng.integers(0, 2, count)
-    for i in np.where(labels == 0)[0]:
-        j = rng.integers(0, length)
-        rows[i, j] = FIRST_SYMBOL + (rows[i, j] - FIRST_SYMBOL + rng.integers(1, num_symbols)) % num_symbols
-    return with_cls(rows), labels
-

@@ -90,9 +90,12 @@ class DecoderLayer(nn.Module):
         return self.sublayer3(x, self.feed_forward)
 
 
-class Encoder(nn.Module):
-    """num_layers encoder layers (plus a final LayerNorm when pre-norm).  make_self_score:
-    None, or a zero-argument function giving each layer its own self-attention score module."""
+class SelfAttentionStack(nn.Module):
+    """num_layers self-attention blocks (EncoderLayer: self-attention, then feed-forward),
+    plus a final LayerNorm when pre-norm.  The encoder of the encoder-decoder is one
+    (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
+    Vision Transformer models.  make_self_score: None, or a zero-argument function giving
+    each layer its own self-attention score module."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
                  bias=True, make_self_score=None):
@@ -107,6 +110,10 @@ class Encoder(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, None if kv_caches is None else kv_caches[i])
         return self.norm(x) if self.norm is not None else x
+
+
+class Encoder(SelfAttentionStack):
+    """The encoder of the encoder-decoder: a SelfAttentionStack over the source."""
 
 
 class Decoder(nn.Module):

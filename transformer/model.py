@@ -9,31 +9,25 @@ import nn
 from autograd import Tensor
 from transformer.layers import Decoder, Encoder
 from transformer.masks import combine_masks, decoder_mask, padding_mask
-from transformer.validation import check_model_config
+from transformer.validation import BlockConfig
 from transformer.positional import make_positional
 
 
 @dataclasses.dataclass
-class TransformerConfig:
+class TransformerConfig(BlockConfig):
+    """d_model, num_heads, d_ff, dropout, positional, dtype: see BlockConfig."""
     src_vocab: int
     tgt_vocab: int
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 128
     num_encoder_layers: int = 2
     num_decoder_layers: int = 2
-    dropout: float = 0.0
     max_len: int = 64
     norm_first: bool = False          # False: post-norm as in the paper and the lectures
     tie_weights: bool = False         # share the target embedding and the output projection
-    positional: str = "sinusoidal"    # any of transformer.positional.POSITIONAL_KINDS
     activation: str = "relu"
     pad_id: int = 0
-    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+    positional: str = dataclasses.field(default="sinusoidal", kw_only=True)   # the paper's
 
-    def __post_init__(self):
-        check_model_config(self, "src_vocab", "tgt_vocab", "d_model", "num_heads", "d_ff", "num_encoder_layers",
-                           "num_decoder_layers", "max_len")
+    positive_fields = ("src_vocab", "tgt_vocab", "num_encoder_layers", "num_decoder_layers", "max_len")
 
 
 class Transformer(nn.Module):

@@ -1,6 +1,8 @@
 """Checks shared by the configuration dataclasses: a bad value is reported when the config
 is made, by name, before any model or training state exists."""
 
+import dataclasses
+
 import numpy as np
 
 from transformer.positional import POSITIONAL_KINDS
@@ -35,3 +37,21 @@ def check_model_config(config, *positive):
     if config.positional == "rope" and (config.d_model // config.num_heads) % 2:
         raise ValueError(f"{owner}: positional='rope' rotates pairs of dimensions, so the head size "
                          f"d_model/num_heads = {config.d_model // config.num_heads} must be even")
+
+
+@dataclasses.dataclass(kw_only=True)
+class BlockConfig:
+    """The fields every model's configuration shares (keyword-only), checked when the config
+    is made.  A model's config subclasses it, adds its own fields, and names the ones that
+    must be positive integers in `positive_fields`."""
+    d_model: int = 64
+    num_heads: int = 4
+    d_ff: int = 128
+    dropout: float = 0.0
+    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
+    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+
+    positive_fields = ()
+
+    def __post_init__(self):
+        check_model_config(self, "d_model", "num_heads", "d_ff", *self.positive_fields)

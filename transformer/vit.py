@@ -13,7 +13,7 @@ import nn
 from autograd import as_tensor, cat
 from transformer.layers import Encoder
 from transformer.positional import make_positional
-from transformer.validation import check_model_config
+from transformer.validation import BlockConfig
 
 
 def patchify(images, patch):
@@ -35,21 +35,14 @@ def unpatchify(patches, patch, height, width):
 
 
 @dataclasses.dataclass
-class ViTConfig:
+class ViTConfig(BlockConfig):
+    """d_model, num_heads, d_ff, dropout, positional (over the patch sequence), dtype: see BlockConfig."""
     image_size: int = 16
     patch_size: int = 4
     num_classes: int = 4
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 128
     num_layers: int = 2
-    dropout: float = 0.0
-    positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS (over the patch sequence)
-    dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
 
-    def __post_init__(self):
-        check_model_config(self, "image_size", "patch_size", "num_classes", "d_model", "num_heads", "d_ff",
-                           "num_layers")
+    positive_fields = ("image_size", "patch_size", "num_classes", "num_layers")
 
 
 class VisionTransformer(nn.Module):
@@ -78,28 +71,3 @@ class VisionTransformer(nn.Module):
     def cls_attention(self):
         """(B, H, N) attention of the <class> query over the patches in the last layer."""
         return self.encoder.layers[-1].self_attn.attn_weights[:, :, 0, 1:]
-
-
-# ----- toy data: bars at four orientations -----
-
-ORIENTATIONS = ("horizontal", "vertical", "diagonal", "anti-diagonal")
-
-
-def bars(count, size, rng, noise=0.5, brightness=1.0):
-    """Images with one bright bar (a line of width 2 and random offset) at one of four
-    orientations, plus Gaussian noise.  Returns (images (count, size, size), labels)."""
-    labels = rng.integers(0, 4, count)
-    images = noise * rng.standard_normal((count, size, size))
-    rows, cols = np.indices((size, size))
-    for i, label in enumerate(labels):
-        offset = rng.integers(2, size - 3)
-        if label == 0:
-            line = np.abs(rows - offset) <= 0.5
-        elif label == 1:
-            line = np.abs(cols - offset) <= 0.5
-        elif label == 2:
-            line = np.abs(rows - cols - (offset - size // 2)) <= 0.5
-        else:
-            line = np.abs(rows + cols - (offset + size // 2)) <= 0.5
-        images[i] += brightness * line
-    return images.astype(np.float32), labels

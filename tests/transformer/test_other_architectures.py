@@ -5,11 +5,11 @@ import pytest
 
 from autograd import gradcheck, manual_seed
 from nn import functional as F
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig, lm_batch, sort_dataset
-from transformer.encoder_only import (CLS, FIRST_SYMBOL, MASK, EncoderOnly, EncoderOnlyConfig, corruption_task,
-                                      mask_for_mlm, progressions, with_cls)
-from transformer.training import make_optimizer, optimize
-from transformer.vit import ViTConfig, VisionTransformer, bars, patchify, unpatchify
+from nn.recipe import make_optimizer, optimize
+from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
+from transformer.encoder_only import CLS, FIRST_SYMBOL, MASK, EncoderOnly, EncoderOnlyConfig, mask_for_mlm, with_cls
+from transformer.toy_data import bars, corruption_task, lm_batch, progressions, sort_dataset
+from transformer.vit import ViTConfig, VisionTransformer, patchify, unpatchify
 from tests.transformer.helpers import to_float64
 
 

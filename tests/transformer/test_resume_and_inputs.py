@@ -19,7 +19,8 @@ from transformer.decoding import beam_search
 from transformer.encoder_only import EncoderOnlyConfig
 from transformer.lm_training import LMTrainConfig
 from transformer.positional import PositionalEncoding
-from transformer.training import TrainConfig, load_model, make_optimizer, train
+from nn.recipe import make_optimizer
+from transformer.training import TrainConfig, load_model, train
 from transformer.vit import ViTConfig
 from transformer.attention import MultiHeadAttention
 

@@ -83,3 +83,29 @@ def test_a_short_transformer_run_halves_the_loss():
     losses = metrics["history"]["loss"]
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
 
+
+
+def test_demo_table_and_chart_from_results(tmp_path):
+    import json
+    from demos import scan as scan_demo
+    rows = [{"split": s, "model": m, "seed": seed, "test_exact_match": acc, "seconds": 100.0 + seed}
+            for s, m, seed, acc in [("simple", "transformer", 0, 0.995), ("simple", "transformer", 1, 0.993),
+                                    ("jump", "rnn", 0, 0.0), ("length", "transformer-rope", 0, 0.2)]]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    scan_demo.write_table(str(tmp_path))
+    table = (tmp_path / "results.md").read_text().splitlines()
+    assert table[2].startswith("| simple | transformer | 99.4% | 99.5% (seed 0), 99.3% (seed 1) | 100, 101 |")
+    assert any(line.startswith("| length | transformer-rope | 20.0%") for line in table)
+    assert table.index(next(l for l in table if "| jump | rnn |" in l)) > 2      # splits in the paper's order
+    scan_demo.grid_chart(str(tmp_path), str(tmp_path / "scan.png"))
+    assert (tmp_path / "scan.png").stat().st_size > 10_000
+    command, actions = scan_demo.composed_example(scan.ScanTask("jump"))
+    assert "jump" in command.split() and {"and", "after"} & set(command.split()) and actions == scan.interpret(command)
+
+
+def test_a_rerun_replaces_its_cell_in_the_table(tmp_path):
+    import json
+    from demos import scan as scan_demo
+    first = {"split": "jump", "model": "rnn", "seed": 0, "test_exact_match": 0.1, "seconds": 1.0}
+    (tmp_path / "results.jsonl").write_text(json.dumps(first) + "\n" + json.dumps({**first, "test_exact_match": 0.2}) + "\n")
+    assert [r["test_exact_match"] for r in scan_demo.read_results(str(tmp_path))] == [0.2]

@@ -1,0 +1,215 @@
+"""Regenerate the README's figures from the demos, and keep the README in step with them.
+
+    python -m demos.figures                      # run every demo behind the README (about 2 h on 2 cores)
+    python -m demos.figures --only scan vit      # some groups
+    python -m demos.figures --collect            # no training: re-read the demos' outputs under runs/
+
+Each group runs its demos (seeded) into runs/, then reads what they wrote (metrics.json,
+results.json, images) and turns it into *claims*: the exact README lines that state those
+numbers.  The claims and the images' sources are recorded in docs/figures.json; a claim
+whose numbers changed replaces its old text in README.md, and each image is copied to
+docs/images/.  tests/test_readme_figures.py fails when a recorded claim is missing from the
+README (a number edited by hand, or a re-run whose README update was not committed) or an
+image the README shows is missing.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIGURES = os.path.join(ROOT, "docs", "figures.json")
+README = os.path.join(ROOT, "README.md")
+
+
+def pct(x):
+    """0.994 -> '99.4%', 1.0 -> '100%' (the README's style)."""
+    return "100%" if x >= 0.9995 else f"{x:.1%}"
+
+
+def load(path):
+    with open(os.path.join(ROOT, path)) as f:
+        return json.load(f)
+
+
+def exists(path):
+    return os.path.exists(os.path.join(ROOT, path))
+
+
+# ----- the groups: the commands that produce the figures, and how to read them -----
+
+def collect_train(runs):
+    claims = {}
+    for task, seeds in (("reverse", range(5)), ("copy", range(3))):
+        for seed in seeds:
+            m = load(f"{runs}/{task}-{seed}/metrics.json")
+            b = m["beam_vs_greedy"]
+            claims[f"{task}-{seed}"] = (f"| {task} | {seed} | {m['steps']} | {m['seconds']:.1f} | {pct(m['exact_match'])} | "
+                                        f"{pct(b['greedy_exact_match'])} / {pct(b['beam_exact_match'])} |")
+    ls, do = load(f"{runs}/reverse-ls/metrics.json"), load(f"{runs}/reverse-do/metrics.json")
+    claims["options"] = (f"`--label-smoothing 0.1` reached {pct(ls['exact_match'])} in {ls['steps']} steps "
+                         f"({ls['seconds']:.1f} s), and `--dropout 0.1` reached\n{pct(do['exact_match'])} in "
+                         f"{do['steps']} steps ({do['seconds']:.1f} s)")
+    for task in ("reverse", "copy"):
+        m = load(f"{runs}/avg-{task}/metrics.json")
+        a = m["averaged"]
+        claims[f"average-{task}"] = (f"| {task} | {m['steps']} | {a['steps'][0]}-{a['steps'][-1]} | "
+                                     f"{pct(a['final_exact_match'])} | {pct(a['averaged_exact_match'])} |")
+    images = {"reverse_cross_attention.png": f"{runs}/reverse/attention_decoder_cross_attn.png",
+              "reverse_loss.png": f"{runs}/reverse/loss.png"}
+    return claims, images
+
+
+def train_commands(runs):
+    commands = [["demos.train", "--task", "reverse", "--out", f"{runs}/reverse"]]
+    commands += [["demos.train", "--task", "reverse", "--seed", str(s), "--out", f"{runs}/reverse-{s}"] for s in range(5)]
+    commands += [["demos.train", "--task", "copy", "--seed", str(s), "--out", f"{runs}/copy-{s}"] for s in range(3)]
+    commands += [["demos.train", "--task", "reverse", "--label-smoothing", "0.1", "--out", f"{runs}/reverse-ls"],
+                 ["demos.train", "--task", "reverse", "--dropout", "0.1", "--out", f"{runs}/reverse-do"]]
+    commands += [["demos.train", "--task", t, "--save-every", "100", "--average-last", "5", "--out", f"{runs}/avg-{t}"]
+                 for t in ("reverse", "copy")]
+    return commands
+
+
+def collect_bottleneck(runs):
+    results = load(f"{runs}/bottleneck/results.json")["results"]
+    names = {"RNN": "RNN (decoder sees only the encoder's last state)", "RNN + attention": "RNN + additive attention",
+             "Transformer": "Transformer"}
+    claims = {name: f"| {label} | " + " | ".join(pct(results[name][n]["exact_match"]) for n in sorted(results[name], key=int))
+              + " |" for name, label in names.items()}
+    return claims, {"bottleneck.png": f"{runs}/bottleneck/bottleneck.png",
+                    "rnn_attention.png": f"{runs}/bottleneck/rnn_attention.png"}
+
+
+def collect_length_generalisation(runs):
+    results = load(f"{runs}/length_generalisation/results.json")
+    claims = {}
+    for scheme, by_seed in results.items():
+        seeds = sorted(by_seed, key=int)
+        mean = {n: np.mean([by_seed[s][n]["exact_match"] for s in seeds]) for n in by_seed[seeds[0]]}
+        claims[scheme] = (f"| {scheme} | " + " | ".join(pct(mean[str(n)]) for n in (10, 11, 12, 15, 20)) + " | "
+                          + ", ".join(pct(by_seed[s]["11"]["exact_match"]) for s in seeds) + " |")
+    return claims, {"length_generalisation.png": f"{runs}/length_generalisation/length_generalisation.png"}
+
+
+def collect_families(runs):
+    enc, dec, vit = (load(f"{runs}/{name}/results.json") for name in ("encoder_only", "decoder_only", "vit"))
+    mlm = enc["mlm_accuracy"]
+    claims = {
+        "encoder_only": (f"masked-token accuracy after pre-training was {100 * min(mlm):.0f}-{max(mlm):.0%}.\n"
+                         f"On three seeds, with 256 labelled examples, the classifier scored "
+                         f"{np.mean(enc['scratch']):.1%} from scratch and {np.mean(enc['pretrained']):.1%}"),
+        "decoder_only": (f"{pct(dec['heldout_exact_match'])} exact match on all 145 held-out sort\nsequences. The key/value "
+                         f"cache made generation {dec['generation']['sort (6 tokens)']['speedup']:.1f}x faster for the "
+                         f"6-token answers and {dec['generation']['128 tokens']['speedup']:.1f}x\nfaster for 128 tokens"),
+        "vit": f"ViT: {pct(vit['heldout_accuracy'])} held-out accuracy after {vit['steps']} steps",
+    }
+    return claims, {"vit.png": f"{runs}/vit/vit.png"}
+
+
+def collect_gpt(runs):
+    m = load(f"{runs}/gpt/metrics.json")
+    claims = {"result": (f"validation loss of **{m['val_loss']:.3f} nats per character**\n(train {m['train_loss']:.3f}) "
+                         f"after {m['iterations']} iterations: {m['seconds']:.0f} s of training")}
+    return claims, {"gpt_loss.png": f"{runs}/gpt/loss.png"}
+
+
+def collect_scan(runs):
+    with open(os.path.join(ROOT, runs, "scan", "results.md")) as f:
+        rows = [line.rstrip("\n") for line in f if line.startswith("| ") and not line.startswith("| split")]
+    claims = {" ".join(cell.strip() for cell in row.split("|")[1:3]): row for row in rows}   # "split model": row
+    images = {"scan.png": f"{runs}/scan/scan.png"}
+    example = f"{runs}/scan/jump-transformer-seed0/cross_attention.png"
+    if exists(example):
+        images["scan_jump_cross_attention.png"] = example
+    return claims, images
+
+
+def collect_pictures(runs):
+    blind = load(f"{runs}/positional_encoding/results.json")["order_blindness"]["no positions"]
+    claims = {"order_blind": f'"the man bit the dog": the outputs are only permuted, to {blind:.0e})'}
+    return claims, {"scaling.png": f"{runs}/scaling/scaling.png",
+                "positional_encoding.png": f"{runs}/positional_encoding/positional_encoding.png",
+                "order_blind.png": f"{runs}/positional_encoding/order_blind.png",
+                "positional_criteria.png": f"{runs}/positional_encoding/positional_criteria.png",
+                "tour_graph.png": f"{runs}/tour/graph.png"}
+
+
+GROUPS = {
+    "train": (train_commands, collect_train),
+    "bottleneck": (lambda runs: [["demos.bottleneck", "--out", f"{runs}/bottleneck"]], collect_bottleneck),
+    "length_generalisation": (lambda runs: [["demos.length_generalisation", "--seeds", "0", "1", "2",
+                                             "--out", f"{runs}/length_generalisation"]], collect_length_generalisation),
+    "families": (lambda runs: [["demos.encoder_only", "--out", f"{runs}/encoder_only"],
+                               ["demos.decoder_only", "--out", f"{runs}/decoder_only"],
+                               ["demos.vit", "--out", f"{runs}/vit"]], collect_families),
+    "gpt": (lambda runs: [["demos.gpt", "--out", f"{runs}/gpt"]], collect_gpt),
+    "scan": (lambda runs: [["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
+             + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
+                for kind in ("rope", "alibi", "relative")], collect_scan),
+    "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
+                               ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
+                               ["demos.tour", "--out", f"{runs}/tour"]], collect_pictures),
+}
+
+
+# ----- recording the claims and updating the README -----
+
+def update(group, claims, images, readme, record):
+    """Replace each claim's recorded text by the new one in `readme`; returns (readme, problems)."""
+    old = record.get("groups", {}).get(group, {}).get("claims", {})
+    problems = []
+    for key, text in claims.items():
+        if key in old and old[key] in readme:
+            readme = readme.replace(old[key], text)
+        elif text not in readme:
+            problems.append(f"{group}/{key}: the README does not state\n    {text}")
+    for name, source in images.items():
+        if not exists(source):
+            problems.append(f"{group}: image {source} was not written")
+        else:
+            shutil.copyfile(os.path.join(ROOT, source), os.path.join(ROOT, "docs", "images", name))
+    return readme, problems
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), help="these groups only")
+    parser.add_argument("--collect", action="store_true", help="do not run the demos; read their existing outputs")
+    parser.add_argument("--runs", default="runs", help="where the demos write (relative to the repository)")
+    args = parser.parse_args(argv)
+    record = json.load(open(FIGURES)) if os.path.exists(FIGURES) else {"groups": {}}
+    with open(README) as f:
+        readme = f.read()
+    all_problems = []
+    for group in args.only or sorted(GROUPS):
+        commands, collect = GROUPS[group]
+        if not args.collect:
+            for command in commands(args.runs):
+                print("$ python -m " + " ".join(command), flush=True)
+                subprocess.run([sys.executable, "-m", *command], cwd=ROOT, check=True)
+        claims, images = collect(args.runs)
+        readme, problems = update(group, claims, images, readme, record)
+        all_problems += problems
+        record["groups"][group] = {"commands": [" ".join(["python -m", *c]) for c in commands("runs")],
+                                   "claims": claims, "images": images,
+                                   "collected": datetime.date.today().isoformat()}
+    with open(README, "w") as f:
+        f.write(readme)
+    with open(FIGURES, "w") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+    for problem in all_problems:
+        print(problem)
+    if all_problems:
+        raise SystemExit(f"{len(all_problems)} figure(s) need a place in README.md (see above)")
+    print(f"README.md and {os.path.relpath(FIGURES, ROOT)} are in step with the demos' outputs")
+
+
+if __name__ == "__main__":
+    main()
