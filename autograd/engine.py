@@ -9,12 +9,12 @@ import numpy as np
 from autograd import anomaly
 
 
-def graph_nodes(root_node):
+def graph_nodes(root_node, for_backward=False):
     """Every node reachable from `root_node`, each listed after all nodes it depends on.
 
     Iterative depth-first search (an explicit stack, no recursion), so a chain of
-    100,000 ops is fine.  A node whose saved arrays were freed by an earlier backward
-    stops the search with an error, before any gradient is written.
+    100,000 ops is fine.  for_backward: a node whose saved arrays were freed by an earlier
+    backward stops the search with an error, before any gradient is written.
     """
     order, visited = [], set()
     stack = [(root_node, False)]
@@ -23,7 +23,7 @@ def graph_nodes(root_node):
         if inputs_done:
             order.append(node)
         elif node not in visited:
-            if node.freed:
+            if for_backward and node.freed:
                 raise RuntimeError(
                     f"Trying to backward through the graph a second time: the {node.name} node "
                     f"(output shape {node.out_shape}) already freed its saved arrays. "
@@ -42,7 +42,7 @@ def run_backward(root, grad, retain_graph=False):
     root: a Tensor produced by an op; grad: d(loss)/d(root), same shape as root.
     (In pdb, `next` over the graph_nodes line, then `step` into node.backward.)
     """
-    order = graph_nodes(root._node)
+    order = graph_nodes(root._node, for_backward=True)
     grads = {root._node: grad}       # node -> d(root)/d(node's output), accumulated
     for node in reversed(order):     # outputs first, inputs last
         out_grad = grads.pop(node)

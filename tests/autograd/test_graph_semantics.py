@@ -157,3 +157,12 @@ def test_print_graph_names_parameters_and_keeps_columns_for_long_op_names():
     ops = [line.split("->")[0].strip() for line in text.splitlines() if "->" in line]
     assert "LogSoftmax" in ops and all(line.split("->")[0].endswith(" ") for line in text.splitlines() if "->" in line)
     assert len(set(arrows)) == 1                     # one column, however long the op's name
+
+
+def test_the_graph_can_be_printed_and_drawn_after_backward(tmp_path):
+    from autograd import draw_graph, print_graph
+    a, b = leaf(2, 3), leaf(3)
+    y = (a * b).tanh().sum()
+    y.backward()
+    assert "Tanh" in print_graph(y)
+    assert draw_graph(y, tmp_path / "graph.png").stat().st_size > 1000
