@@ -11,6 +11,7 @@ until the first one.
 """
 
 import argparse
+import bdb
 import pdb
 import runpy
 import sys
@@ -38,7 +39,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     debug = debugger(args.breakpoints)
     sys.argv = [args.module, *args.args]
-    debug.runcall(runpy.run_module, args.module, run_name="__main__", alter_sys=True)
+    debug.reset()
+    debug.botframe = sys._getframe()        # the bottom of every stack pdb steps through
+    debug.set_continue()                    # run until the first breakpoint
+    sys.settrace(debug.trace_dispatch)
+    try:
+        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+    except bdb.BdbQuit:
+        pass
+    finally:
+        sys.settrace(None)
 
 
 if __name__ == "__main__":

@@ -42,16 +42,9 @@ def main(argv=None):
     print(f"  loss = {loss.item():.6f}")
 
     print("\n== backward: from the loss to the leaves, one op's backward() at a time ==")
-    for node in reversed(graph_nodes(loss.grad_fn)):
-        original = type(node).backward
-
-        def traced(ctx, grad, original=original):
-            grads = original(ctx, grad)
-            grads = grads if isinstance(grads, tuple) else (grads,)
-            sent = ", ".join("-" if g is None else str(np.shape(g)) for g in grads)
-            print(f"  {ctx.name}.backward: receives dL/d(out) of shape {np.shape(grad)}, sends {sent}")
-            return grads
-        node.backward = traced.__get__(node)
+    for node in reversed(graph_nodes(loss.grad_fn)):       # the order run_backward calls them in
+        sends = ", ".join(str(t.shape) if needs else "-" for t, needs in zip(node.inputs, node.needs_input_grad))
+        print(f"  {node.name}.backward: receives dL/d(out) of shape {node.out_shape}, sends {sends}")
     loss.backward()
     print(f"\n  dL/dw =\n{np.array2string(w.grad, precision=4)}\n  dL/db = {np.array2string(b.grad, precision=4)}")
 

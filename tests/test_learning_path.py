@@ -32,3 +32,12 @@ def test_each_breakpoint_stops_in_the_function_it_names(env, pdb_args, module, a
     frames = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", stack, re.M)
     assert frames, f"the program never stopped:\n{stack[-2000:]}\n{result.stderr[-2000:]}"
     assert frames[0] == function.split(".")[-1], f"stopped in {frames[0]}, expected {function}:\n{stack[-1500:]}"
+
+
+def test_demos_debug_steps_from_the_engine_into_an_ops_backward(tmp_path):
+    commands = "n\nn\nn\nn\nn\nn\ns\np ctx\nq\n"      # from the graph search to the first node.backward call
+    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", "autograd/engine.py:45", "demos.tour",
+                             "--out", str(tmp_path)], cwd=ROOT, input=commands, capture_output=True, text=True,
+                            timeout=300)
+    assert "> " + os.path.join(ROOT, "autograd", "engine.py") + "(45)run_backward()" in result.stdout
+    assert "ops/reduce.py(45)backward()" in result.stdout and "<Mean node, output shape ()>" in result.stdout
