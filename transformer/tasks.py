@@ -46,7 +46,8 @@ def make_batch(task, batch_size, min_len, max_len, num_symbols, rng):
     for i, n in enumerate(lengths):
         src[i, :n] = symbols[i, :n]
         answers.append(answer(task, symbols[i, :n]))
-    tgt = np.full((batch_size, max(len(a) for a in answers) + 2), PAD, dtype=np.int64)
+    width = max(max_len, max(len(a) for a in answers)) + 2      # BOS + answer + EOS, at least as wide as sources
+    tgt = np.full((batch_size, width), PAD, dtype=np.int64)
     for i, a in enumerate(answers):
         tgt[i, 0] = BOS
         tgt[i, 1:len(a) + 1] = a
