@@ -141,6 +141,50 @@ def collect_pictures(runs):
                 "tour_graph.png": f"{runs}/tour/graph.png"}
 
 
+def _kernel_case(case):
+    """bench_kernels' case name as the README writes it: 'square 128 float32' -> 'square 128, float32'."""
+    name, dtype = case.rsplit(" ", 1)
+    return f"{name.replace('64x(', '64 x (')}, {dtype}"
+
+
+README_MATMUL_CASES = [f"square {n} float32" for n in (128, 256, 512, 1024)] + [
+    "linear (640x64)@(64x256) float32", "linear (640x64)@(64x64) float32", "attention 64x(32x16)@(16x32) float32",
+    "attention 64x(32x32)@(32x16) float32", "square 256 float64", "linear (640x64)@(64x256) float64"]
+
+
+def collect_kernels(runs):
+    results = load(f"{runs}/bench/kernels.json")
+    claims = {}
+    by_case = {row["case"]: row for row in results["matmul"]}
+    for case in README_MATMUL_CASES:
+        row = by_case[case]
+        claims[f"matmul {case}"] = (f"| {_kernel_case(case)} | {row['numba_gflops']:.1f} | {row['numpy_gflops']:.1f} | "
+                                    f"{row['ratio_vs_numpy']:.2f}x | {row['torch_gflops']:.1f} |")
+    for row in results["rowwise"]:
+        name, rest = row["case"].split(" ", 1)
+        shape = rest.rsplit(" ", 1)[0].replace(" ", "")
+        label = f"{name.replace('_backward', ' backward').replace('_', '-')} {shape}"
+        claims[f"rowwise {label}"] = (f"| {label} | {row['numba_us']:.0f} | {row['numpy_us']:.0f} | "
+                                      f"{row['ratio_vs_numpy']:.2f}x | {row['torch_us']:.0f} | {row['ratio_vs_torch']:.2f}x |")
+    cold, warm = results["compile"]["cold_s"], results["compile"]["warm_s"]
+    claims["compile"] = (f"Compiling all float32 kernels with an empty cache takes {cold['total']:.1f} s ({cold['matmul']:.1f} s "
+                         f"of it the matmul's\nlarge generated micro-kernel). With the cache warm, import plus the first "
+                         f"call of every\nkernel takes {warm['total']:.1f} s.")
+    return claims, {}
+
+
+def collect_steps(runs):
+    claims = {}
+    for threads in (1, 2):
+        r = load(f"{runs}/bench/train-{threads}.json")
+        claims[f"transformer {threads}"] = (f"| {threads} | {r['ours_ms']:.1f} | {r['pytorch_ms']:.1f} | "
+                                            f"{r['ratio_vs_pytorch']:.2f}x |")
+        g = load(f"{runs}/bench/gpt-{threads}.json")
+        claims[f"gpt {threads}"] = (f"| {threads} | {g['ours_median_ms']:.1f} | {g['pytorch_median_ms']:.1f} | "
+                                    f"{g['ratio_vs_pytorch']:.2f}x | {g['ours_tokens_per_s']:,.0f} |")
+    return claims, {}
+
+
 GROUPS = {
     "train": (train_commands, collect_train),
     "bottleneck": (lambda runs: [["demos.bottleneck", "--out", f"{runs}/bottleneck"]], collect_bottleneck),
@@ -153,6 +197,10 @@ GROUPS = {
     "scan": (lambda runs: [["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
              + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
                 for kind in ("rope", "alibi", "relative")], collect_scan),
+    "kernels": (lambda runs: [["demos.bench_kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
+    "steps": (lambda runs: [["demos.bench_train", "--threads", t, "--json", f"{runs}/bench/train-{t}.json"] for t in "12"]
+              + [["demos.bench_train", "--model", "gpt", "--threads", t, "--json", f"{runs}/bench/gpt-{t}.json"]
+                 for t in "12"], collect_steps),
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
                                ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
                                ["demos.tour", "--out", f"{runs}/tour"]], collect_pictures),
