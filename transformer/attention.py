@@ -10,18 +10,50 @@ softmax does not saturate into a one-hot choice (see demos/scaling.py).
 """
 
 import functools
+import math
+import os
 
 import numpy as np
 
 import nn
-from autograd import Tensor, cat
+from autograd import Tensor, cat, ops
+from autograd.kernels import reference
 from nn import functional as F
 from transformer.relative_position import is_position_aware
 from transformer.scores import scaled_dot_scores
 from transformer.validation import require_positive
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None, score=None):
+# The composed path is the default: on this project's machine the fused op (one thread, batch
+# 32, 4 heads, length 64, d_head 32, forward + backward) took 2.6x the composed path's time
+# (python -m demos.bench_attention), so it is opt-in until its kernels are faster.
+FUSED = os.environ.get("AUTOGRAD_ATTENTION", "composed") == "fused"
+
+
+def use_fused_attention(fused=True):
+    """Choose how attention without dropout or a custom score runs: composed (matmul,
+    masked_fill, softmax, matmul: the nodes a learner steps through; the default) or fused
+    (one op, autograd/ops/attention.py).  The environment variable AUTOGRAD_ATTENTION=fused
+    sets the same before import.  Returns the previous setting."""
+    global FUSED
+    previous, FUSED = FUSED, bool(fused)
+    return previous
+
+
+def _checked_mask(mask, scores_shape):
+    mask = np.asarray(mask.data if isinstance(mask, Tensor) else mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"attention mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    try:
+        np.broadcast_shapes(mask.shape, scores_shape)
+    except ValueError:
+        raise ValueError(f"attention mask of shape {mask.shape} does not broadcast to the scores' shape "
+                         f"{scores_shape} (batch, heads, q_len, k_len)") from None
+    return mask
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None, score=None,
+                                 need_weights=True):
     """Returns (output, weights).
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v);  mask: boolean, True = may
@@ -29,26 +61,33 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     weights (and zero gradient) instead of NaN.  Dropout is applied to the weights.
     `score(q, k)` replaces q k^T / sqrt(d_k) when given (see transformer/scores.py; then
     q and k may differ in size).
+
+    With need_weights=False, no dropout in effect and no custom score, and the fused op
+    chosen (use_fused_attention), the fused op runs and the weights returned are None.
     """
     d_k = q.shape[-1]
     if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
                          "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
+    scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)     # (..., T_q, T_k)
+    mask = None if mask is None else _checked_mask(mask, scores_shape)
+    if FUSED and not need_weights and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
+        return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
     scores = (score or scaled_dot_scores)(q, k)                      # (..., T_q, T_k)
     if mask is not None:
-        mask = np.asarray(mask.data if isinstance(mask, Tensor) else mask)
-        if mask.dtype != np.bool_:
-            raise TypeError(f"attention mask must be boolean (True = may attend), got dtype {mask.dtype}")
-        try:
-            np.broadcast_shapes(mask.shape, scores.shape)
-        except ValueError:
-            raise ValueError(f"attention mask of shape {mask.shape} does not broadcast to the scores' shape "
-                             f"{scores.shape} (batch, heads, q_len, k_len)") from None
         scores = scores.masked_fill(~mask, -np.inf)
     weights = scores.softmax(-1)                                    # (..., T_q, T_k)
     if dropout_p:
         weights = F.dropout(weights, dropout_p, training, generator)
     return weights @ v, weights                                      # (..., T_q, d_v)
+
+
+def attention_weights(q, k, mask=None):
+    """softmax(q k^T / sqrt(d_k), masked) as a plain array, computed afresh (for plots)."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) / math.sqrt(q.shape[-1])      # (..., T_q, T_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    return reference.softmax(scores)
 
 
 class MultiHeadAttention(nn.Module):
@@ -58,7 +97,7 @@ class MultiHeadAttention(nn.Module):
 
     `score` (a module from transformer/scores.py, sized for d_head) replaces the scaled dot
     product.  forward returns the output only (PyTorch's returns (output, weights)); the last
-    attention weights are kept, detached, in `self.attn_weights` (B, H, T_q, T_k) for plotting.
+    attention weights are available, detached, as `self.attn_weights` (B, H, T_q, T_k) for plotting.
     """
 
     def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None):
@@ -73,7 +112,16 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, d_model, bias)
         self.v_proj = nn.Linear(d_model, d_model, bias)
         self.out_proj = nn.Linear(d_model, d_model, bias)
-        self.attn_weights = None
+        self._weights = self._weights_from = None     # see attn_weights
+
+    @property
+    def attn_weights(self):
+        """The last forward's attention weights (B, H, T_q, T_k), detached, for plotting.  The
+        fused op keeps no weights, so after it they are recomputed, on first access, from
+        that forward's queries, keys and mask."""
+        if self._weights is None and self._weights_from is not None:
+            self._weights = attention_weights(*self._weights_from)
+        return self._weights
 
     def _split_heads(self, x):
         batch, length, _ = x.shape                                   # (B, T, d_model)
@@ -107,8 +155,10 @@ class MultiHeadAttention(nn.Module):
         score = self.score
         if is_position_aware(score):
             score = functools.partial(self.score, q_offset=past)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score)
-        self.attn_weights = weights.data                             # (B, H, T_q, T_k), no graph
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score,
+                                                    need_weights=False)
+        self._weights = None if weights is None else weights.data                    # (B, H, T_q, T_k), no graph
+        self._weights_from = None if weights is not None else (q.data, k.data, None if mask is None else np.asarray(mask))
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)   # (B, T_q, d_model)
         return self.out_proj(out)
 

@@ -92,4 +92,14 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
 
 
+def attention_forward(q, k, v, mask, scale):
+    """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays; returns (out, row log-sum-exp)."""
+    return _current.attention_forward(q, k, v, mask, scale)
+
+
+def attention_backward(q, k, v, mask, scale, out, lse, dout):
+    """Gradients (dq, dk, dv) of attention_forward, recomputing the weights from lse."""
+    return _current.attention_backward(q, k, v, mask, scale, out, lse, dout)
+
+
 use_backend(os.environ.get("AUTOGRAD_KERNELS", "numba"))

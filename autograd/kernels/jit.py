@@ -28,6 +28,7 @@ from numba import njit, prange
 from numba.extending import intrinsic, register_jitable
 
 from autograd.kernels import gemm
+from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
 FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, error_model="numpy")   # numpy: x / 0 is inf, no check
@@ -542,3 +543,7 @@ def warmup():
                 forward(flat, np.empty_like(flat), tanh_form)
                 backward(flat, flat, np.empty_like(flat), tanh_form)
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
+        q = np.zeros((1, 2, 3), dtype)
+        for mask in (None, np.ones((1, 2, 2), bool)):
+            out, lse = attention_forward(q, q, q, mask, 1.0)
+            attention_backward(q, q, q, mask, 1.0, out, lse, out)

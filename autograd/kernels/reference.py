@@ -131,3 +131,39 @@ def _gelu_cdf(x, approximate):
     if approximate == "none":
         return 0.5 * (1 + _erf(x / math.sqrt(2)).astype(x.dtype))
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def attention_forward(q, k, v, mask, scale):
+    """Fused attention's twin: q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (N, T_q,
+    T_k) boolean (True = may attend) or None -> (out (N, T_q, d_v), lse (N, T_q)), with
+    out = softmax(q k^T scale) v and lse the rows' log-sum-exp (-inf, and out 0, for a
+    fully masked row)."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale                 # (N, T_q, T_k)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    m = np.max(scores, axis=-1, keepdims=True) if scores.shape[-1] else np.full(scores.shape[:-1] + (1,), -np.inf)
+    shift = np.where(np.isneginf(m), 0, m)
+    e = np.exp(scores - shift)
+    total = e.sum(axis=-1, keepdims=True)
+    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    with np.errstate(divide="ignore"):
+        lse = (shift + np.log(total))[..., 0]
+    return np.matmul(weights, v), lse.astype(q.dtype)
+
+
+def attention_weights(q, k, mask, scale, lse):
+    """The attention weights exp(q k^T scale - lse), 0 where masked or the row is fully masked."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    with np.errstate(invalid="ignore"):
+        weights = np.exp(scores - lse[..., None])
+    weights[np.isneginf(lse)] = 0
+    return weights if mask is None else np.where(mask, weights, 0)
+
+
+def attention_backward(q, k, v, mask, scale, out, lse, dout):
+    """Gradients (dq, dk, dv) of attention_forward, recomputing the weights from lse."""
+    p = attention_weights(q, k, mask, scale, lse)                          # (N, T_q, T_k)
+    dv = np.matmul(np.swapaxes(p, -1, -2), dout)
+    dp = np.matmul(dout, np.swapaxes(v, -1, -2))
+    ds = p * (dp - (dout * out).sum(-1, keepdims=True)) * scale
+    return np.matmul(ds, k).astype(q.dtype), np.matmul(np.swapaxes(ds, -1, -2), q).astype(q.dtype), dv.astype(q.dtype)

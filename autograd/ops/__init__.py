@@ -9,3 +9,4 @@ from autograd.ops.matmul import MatMul  # noqa: F401
 from autograd.ops.softmax import Softmax, LogSoftmax, LogSumExp  # noqa: F401
 from autograd.ops.norm import LayerNormFn  # noqa: F401
 from autograd.ops.linear import LinearFn  # noqa: F401
+from autograd.ops.attention import ScaledDotProductAttention  # noqa: F401

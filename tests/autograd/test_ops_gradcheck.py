@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 
 from autograd import cat, gradcheck, stack, where
-from autograd.ops import LayerNormFn, LinearFn
+from autograd.ops import LayerNormFn, LinearFn, ScaledDotProductAttention
 from tests.helpers import const, leaf
+
+ATTENTION_MASK = np.tril(np.ones((4, 4), bool)) & np.array([True, True, True, False])   # causal, last key padding
+ATTENTION_MASK = np.stack([ATTENTION_MASK, ATTENTION_MASK & np.array([[False] * 4] + [[True] * 4] * 3)])  # row 0 of batch 1: no keys
 
 # op name -> list of (description, fn, inputs)
 CASES = {
@@ -66,6 +69,12 @@ CASES = {
                    ("dim=1", lambda a: a.log_softmax(1), [leaf(2, 4, 3)])],
     "LogSumExp": [("dim=-1", lambda a: a.logsumexp(-1), [leaf(3, 5)]),
                   ("dim=0 keepdim", lambda a: a.logsumexp(0, keepdim=True), [leaf(4, 3)])],
+    "ScaledDotProductAttention": [
+        ("batch (2,3), T_q 3, T_k 5, d 4, d_v 2", lambda q, k, v: ScaledDotProductAttention.apply(q, k, v, scale=0.5),
+         [leaf(2, 3, 3, 4), leaf(2, 3, 5, 4), leaf(2, 3, 5, 2)]),
+        ("causal and padding mask, one fully masked row",
+         lambda q, k, v: ScaledDotProductAttention.apply(q, k, v, mask=ATTENTION_MASK, scale=0.7),
+         [leaf(2, 4, 3), leaf(2, 4, 3), leaf(2, 4, 5)])],
     "LinearFn": [("(2,3,4) with bias", lambda x, w, b: LinearFn.apply(x, w, b), [leaf(2, 3, 4), leaf(5, 4), leaf(5)]),
                ("(3,4) no bias", lambda x, w: LinearFn.apply(x, w), [leaf(3, 4), leaf(2, 4)])],
     "LayerNormFn": [("over last dim", lambda x, w, b: LayerNormFn.apply(x, w, b, eps=1e-5),

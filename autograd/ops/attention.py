@@ -1,0 +1,39 @@
+"""Fused scaled dot-product attention: one op for softmax(q k^T * scale, masked) v."""
+
+import math
+
+import numpy as np
+
+from autograd import kernels
+from autograd.function import Function
+
+
+class ScaledDotProductAttention(Function):
+    """out = softmax(q k^T * scale, where mask) v, with q (..., T_q, d), k (..., T_k, d),
+    v (..., T_k, d_v) and a boolean mask (True = may attend) broadcastable to (..., T_q, T_k).
+
+    The composed form (matmul, masked_fill, softmax, matmul: transformer/attention.py) makes
+    four nodes and keeps the (..., T_q, T_k) weights for backward; this one node streams over
+    the keys with an online softmax and keeps only the output and each row's log-sum-exp,
+    from which backward recomputes the weights (autograd/kernels/attention.py has the math).
+    A query with every key masked gets zeros, as in the composed form."""
+
+    def forward(ctx, q, k, v, mask=None, scale=1.0):
+        batch = q.shape[:-2]
+        if k.shape[:-2] != batch or v.shape[:-2] != batch or k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+            raise ValueError(f"fused attention needs q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v) with one "
+                             f"batch shape; got q {q.shape}, k {k.shape}, v {v.shape}")
+        n = math.prod(batch)
+        (t_q, d), (t_k, d_v) = q.shape[-2:], v.shape[-2:]
+        flat = (q.reshape(n, t_q, d), k.reshape(n, t_k, d), v.reshape(n, t_k, d_v))   # (N, T, d) each
+        if mask is not None:
+            mask = np.broadcast_to(mask, batch + (t_q, t_k)).reshape(n, t_q, t_k)      # (N, T_q, T_k)
+        out, lse = kernels.attention_forward(*flat, mask, scale)                       # (N, T_q, d_v), (N, T_q)
+        ctx.save_for_backward(*flat, out, lse)
+        ctx.mask, ctx.scale, ctx.shapes = mask, scale, (q.shape, k.shape, v.shape)
+        return out.reshape(batch + (t_q, d_v))
+
+    def backward(ctx, grad):
+        q, k, v, out, lse = ctx.saved_tensors
+        grads = kernels.attention_backward(q, k, v, ctx.mask, ctx.scale, out, lse, grad.reshape(out.shape))
+        return tuple(g.reshape(shape) for g, shape in zip(grads, ctx.shapes))

@@ -1,0 +1,77 @@
+"""Fused attention against the composed path, forward + backward, one thread by default.
+
+    python -m demos.bench_attention [--threads 1] [--batch 32] [--heads 4] [--length 64] [--d-head 32]
+
+Times scaled_dot_product_attention (causal mask) forward and backward with the fused op
+and with the composed ops (matmul, masked_fill, softmax, matmul), interleaved in rounds in
+one process, and prints the medians and their ratio.
+"""
+
+import argparse
+import json
+import time
+
+from demos._threads import use_threads
+
+
+def median_ms(fn, repeats):
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2] * 1e3
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--length", type=int, default=64)
+    parser.add_argument("--d-head", type=int, default=32)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+    use_threads(args.threads)
+    import numpy as np
+
+    from autograd import Tensor, kernels
+    from transformer.attention import scaled_dot_product_attention, use_fused_attention
+    from transformer.masks import causal_mask
+    kernels.warmup()
+    rng = np.random.default_rng(0)
+    shape = (args.batch, args.heads, args.length, args.d_head)
+    q, k, v = (Tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True) for _ in range(3))
+    grad = rng.standard_normal(shape).astype(np.float32)
+    mask = causal_mask(args.length)
+
+    def step(fused):
+        def run():
+            use_fused_attention(fused)
+            out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=False)
+            out.backward(grad)
+        return run
+
+    rounds = {"fused": [], "composed": []}
+    for _ in range(args.rounds):
+        for name, fused in (("fused", True), ("composed", False)):
+            rounds[name].append(median_ms(step(fused), args.repeats))
+    use_fused_attention(True)
+    result = {name: float(np.median(ms)) for name, ms in rounds.items()}
+    result.update(ratio=result["fused"] / result["composed"], shape=list(shape), threads=args.threads)
+    print(f"attention forward + backward, (B, H, T, d_head) = {shape}, causal mask, {args.threads} thread(s):")
+    print(f"  fused    {result['fused']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['fused'])})")
+    print(f"  composed {result['composed']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['composed'])})")
+    print(f"  fused / composed = {result['ratio']:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    return result
+
+
+if __name__ == "__main__":
+    main()

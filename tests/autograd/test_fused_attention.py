@@ -1,0 +1,112 @@
+"""The fused attention op: its Numba kernels against their numpy twins, and the op against
+the composed path (matmul, masked_fill, softmax, matmul) it replaces."""
+
+import numpy as np
+import pytest
+
+from autograd import Tensor, manual_seed
+from autograd.kernels import attention as fused, reference
+from transformer.attention import MultiHeadAttention, use_fused_attention
+from transformer.masks import causal_mask
+from tests.transformer.helpers import to_float64
+
+TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
+
+
+def operands(dtype, n=3, t_q=5, t_k=130, d=6, d_v=7, seed=0):
+    """Odd sizes, T_k beyond one key block, a random mask with one fully masked row."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal(shape).astype(dtype) for shape in ((n, t_q, d), (n, t_k, d), (n, t_k, d_v)))
+    mask = rng.random((n, t_q, t_k)) < 0.6
+    mask[min(1, n - 1), min(2, t_q - 1)] = False
+    return q, k, v, mask
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_mask", [True, False])
+def test_kernels_match_their_numpy_twins(dtype, with_mask):
+    q, k, v, mask = operands(dtype)
+    mask = mask if with_mask else None
+    out, lse = fused.attention_forward(q, k, v, mask, 0.4)
+    want_out, want_lse = reference.attention_forward(q, k, v, mask, 0.4)
+    tol = TOLERANCE[dtype]
+    np.testing.assert_allclose(out, want_out, atol=tol, rtol=tol)
+    np.testing.assert_allclose(lse, want_lse, atol=tol, rtol=tol)
+    dout = np.random.default_rng(1).standard_normal(out.shape).astype(dtype)
+    for got, want in zip(fused.attention_backward(q, k, v, mask, 0.4, out, lse, dout),
+                         reference.attention_backward(q, k, v, mask, 0.4, want_out, want_lse, dout)):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, atol=10 * tol, rtol=10 * tol)
+    if with_mask:
+        assert lse[1, 2] == -np.inf and (out[1, 2] == 0).all()          # the fully masked query
+
+
+def test_kernels_take_non_contiguous_size_one_and_empty_inputs():
+    q, k, v, mask = operands(np.float64, n=2, t_q=1, t_k=1, d=3, d_v=1)
+    out, lse = fused.attention_forward(q, k, v, None, 1.0)
+    np.testing.assert_allclose(out, v)                                   # one key: weight 1
+    big = np.random.default_rng(2).standard_normal((2, 6, 4))
+    q_t = np.swapaxes(big, 1, 2)                                         # (2, 4, 6), not contiguous
+    np.testing.assert_allclose(fused.attention_forward(q_t, q_t, q_t, None, 0.3)[0],
+                               reference.attention_forward(q_t, q_t, q_t, None, 0.3)[0], atol=1e-12)
+    empty = np.zeros((2, 0, 3))
+    out, lse = fused.attention_forward(empty, np.zeros((2, 4, 3)), np.zeros((2, 4, 5)), None, 1.0)
+    assert out.shape == (2, 0, 5) and lse.shape == (2, 0)
+
+
+def test_nan_propagates_like_the_composed_softmax():
+    q, k, v, _ = operands(np.float64, n=1, t_q=2, t_k=4, d=3, d_v=2)
+    k[0, 1, 0] = np.nan
+    out, _ = fused.attention_forward(q, k, v, None, 1.0)
+    assert np.isnan(out).all()
+
+
+def pair_of_layers(dtype, dropout=0.0):
+    manual_seed(3)
+    layer = MultiHeadAttention(8, 2, dropout=dropout)
+    return to_float64(layer) if dtype == np.float64 else layer
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_equals_composed_with_causal_padding_and_fully_masked_rows(dtype):
+    layer = pair_of_layers(dtype)
+    rng = np.random.default_rng(4)
+    x_data = rng.standard_normal((2, 5, 8)).astype(dtype)
+    padding = np.array([[True] * 5, [True, True, True, False, False]])[:, None, None, :]    # (B, 1, 1, T)
+    mask = causal_mask(5) & padding
+    mask = mask & np.array([True, True, True, True, False])[:, None]                        # query 4: no keys
+    grad = rng.standard_normal((2, 5, 8)).astype(dtype)
+    results = {}
+    for fused_mode in (True, False):
+        previous = use_fused_attention(fused_mode)
+        try:
+            x = Tensor(x_data, requires_grad=True)
+            for p in layer.parameters():
+                p.grad = None
+            out = layer(x, x, x, mask)
+            out.backward(grad)
+            results[fused_mode] = (out.data, x.grad, [p.grad for p in layer.parameters()], layer.attn_weights)
+        finally:
+            use_fused_attention(previous)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    (out_f, dx_f, dp_f, w_f), (out_c, dx_c, dp_c, w_c) = results[True], results[False]
+    np.testing.assert_allclose(out_f, out_c, atol=tol, rtol=tol)
+    np.testing.assert_allclose(dx_f, dx_c, atol=tol, rtol=tol)
+    for a, b in zip(dp_f, dp_c):
+        np.testing.assert_allclose(a, b, atol=tol, rtol=tol)
+    np.testing.assert_allclose(w_f, w_c, atol=tol)                       # the heatmaps' weights, both ways
+    assert (w_f[:, :, 4] == 0).all() and np.allclose(w_f[:, :, :4].sum(-1), 1)
+
+
+def test_attention_dropout_uses_the_composed_path():
+    layer = pair_of_layers(np.float64, dropout=0.5)
+    x = Tensor(np.ones((1, 3, 8)))
+    previous = use_fused_attention(True)
+    try:
+        layer(x, x, x)
+        assert layer._weights is not None and layer._weights_from is None   # weights came from the composed graph
+        layer.eval()
+        layer(x, x, x)
+        assert layer._weights is None and layer._weights_from is not None   # no dropout in eval: fused
+    finally:
+        use_fused_attention(previous)
