@@ -144,9 +144,9 @@ def write_table(out):
             if not runs:
                 continue
             mean = np.mean([r["test_exact_match"] for r in runs])
-            per_seed = ", ".join(f"{r['test_exact_match']:.1%} (seed {r['seed']})" for r in runs)
+            per_seed = ", ".join(f"{r['test_exact_match']:.2%} (seed {r['seed']})" for r in runs)
             seconds = ", ".join(f"{r['seconds']:.0f}" for r in runs)
-            lines.append(f"| {split} | {model} | {mean:.1%} | {per_seed} | {seconds} | {PUBLISHED[split]} |")
+            lines.append(f"| {split} | {model} | {mean:.2%} | {per_seed} | {seconds} | {PUBLISHED[split]} |")
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

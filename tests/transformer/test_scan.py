@@ -94,8 +94,8 @@ def test_demo_table_and_chart_from_results(tmp_path):
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     scan_demo.write_table(str(tmp_path))
     table = (tmp_path / "results.md").read_text().splitlines()
-    assert table[2].startswith("| simple | transformer | 99.4% | 99.5% (seed 0), 99.3% (seed 1) | 100, 101 |")
-    assert any(line.startswith("| length | transformer-rope | 20.0%") for line in table)
+    assert table[2].startswith("| simple | transformer | 99.40% | 99.50% (seed 0), 99.30% (seed 1) | 100, 101 |")
+    assert any(line.startswith("| length | transformer-rope | 20.00%") for line in table)
     assert table.index(next(l for l in table if "| jump | rnn |" in l)) > 2      # splits in the paper's order
     scan_demo.grid_chart(str(tmp_path), str(tmp_path / "scan.png"))
     assert (tmp_path / "scan.png").stat().st_size > 10_000
