@@ -33,6 +33,7 @@ MODELS = ("transformer", "rnn-attention", "rnn")
 PUBLISHED = {"simple": "99.8% (overall-best network)",
              "length": "13.8% (overall-best); 20.8% (best: GRU with attention)",
              "jump": "0.08% (overall-best); 1.2% (best: GRU with attention)"}
+OVERALL_BEST = {"simple": 0.998, "length": 0.138, "jump": 0.0008}      # the same, as fractions, for the chart
 # Chosen on the simple split's *training* commands (exact match on a sample of them), never on a test split.
 STEPS = {"transformer": 3000, "rnn-attention": 1500, "rnn": 2000}
 LR = {"transformer": 2e-3, "rnn-attention": 1e-3, "rnn": 1e-3}
@@ -164,6 +165,9 @@ def grid_chart(out, path):
                 x = j + (i - (len(models) - 1) / 2) * width
                 ax.bar(x, np.mean(values), width, color=f"C{i}", label=model if j == 0 else None)
                 ax.plot([x] * len(values), values, "k.", ms=4)
+    for j, split in enumerate(scan.SPLITS):
+        ax.plot([j - 0.45, j + 0.45], [OVERALL_BEST[split]] * 2, "k--", lw=1,
+                label="Lake & Baroni 2018, overall-best network" if j == 0 else None)
     ax.set_xticks(range(len(scan.SPLITS)), [f"{s} split" for s in scan.SPLITS])
     ax.set(ylabel="test exact match", ylim=(0, 1.02), title="SCAN: our models (bars: mean over seeds, dots: seeds)")
     ax.legend()
