@@ -109,3 +109,10 @@ def test_a_rerun_replaces_its_cell_in_the_table(tmp_path):
     first = {"split": "jump", "model": "rnn", "seed": 0, "test_exact_match": 0.1, "seconds": 1.0}
     (tmp_path / "results.jsonl").write_text(json.dumps(first) + "\n" + json.dumps({**first, "test_exact_match": 0.2}) + "\n")
     assert [r["test_exact_match"] for r in scan_demo.read_results(str(tmp_path))] == [0.2]
+
+
+def test_the_grid_runs_each_cell_as_its_own_demo_command():
+    from demos import scan as scan_demo
+    command = scan_demo.cell_command("jump", "rnn", 2, "runs/x", ["--steps=5"])
+    assert command[1:] == ["-m", "demos.scan", "--split", "jump", "--model", "rnn", "--seed", "2", "--out", "runs/x",
+                           "--steps=5"]
