@@ -3,25 +3,27 @@
 The arithmetic is simple; what makes a matmul fast is where the operands sit when the
 multiply-adds run.  The work is cut three times:
 
-1. K is cut into blocks of KC (the packed panels below then fit in the L1/L2 caches
-   whatever K is; the partial products of the blocks are added into C).
+1. K is cut into blocks of KC (the packed panels below then fit in the caches whatever K
+   is; the partial products of the blocks are added into C).
 2. For each K block, B (KC x N) is *packed*: copied into panels of NR columns, each stored
-   k-major (row kk of the panel is NR consecutive numbers).  A (M x KC) is packed into
-   micro-panels of MR rows, also k-major.  Packing reads a transposed or strided operand
-   once, in whatever order is cheap for it, so afterwards every operand streams
-   contiguously: a transposed view costs the same as a contiguous array.
-3. The micro-kernel computes one MR x NR tile of C over the K block: for each kk it loads
-   NR numbers of B, broadcasts MR numbers of A, and does MR x NR multiply-adds into
-   MR x NR accumulators that stay in registers the whole time (6 x 32 float32 = 24 AVX
-   registers of 8).  That register block is what runs at the CPU's peak.
+   k-major (row kk of the panel is NR consecutive numbers).  A is packed too, MC rows at a
+   time, into strips of MR rows.  Packing reads a transposed or strided operand once, in
+   whatever order is cheap for it; afterwards every operand streams contiguously, so a
+   transposed view costs about the same as a contiguous array.
+3. Loops in Goto's order: for each B panel (KC x NR), for each A strip (MR x KC) of the
+   packed A block, the micro-kernel computes one MR x NR tile of C.  It keeps MR x NR
+   accumulators in registers the whole time (4 x 64 float32 = 16 AVX-512 registers of 16
+   numbers); for each kk it loads NR numbers of B, broadcasts MR numbers of A and does
+   MR x NR multiply-adds.  That register block is what runs at the CPU's peak.
 
 Numba has no vector types, so the micro-kernel is written as straight-line scalar code
 (one local variable per accumulator) and LLVM's SLP vectorizer packs it into vector
 registers.  Numba leaves that vectorizer off by default; these kernels are compiled with
 it on (`_with_slp`), and with only the 'contract' fast-math flag (fused multiply-add): with
-'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.  The
-micro-kernel's source is generated for each (MR, NR) (`micro_kernel_source` shows it);
-with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
+'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.  LLVM uses
+512-bit registers only because autograd/kernels/cpu.py asks it to.  The micro-kernel's
+source is generated for each (MR, NR) (`micro_kernel_source` shows it); with
+NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
 """
 
 import contextlib
@@ -32,10 +34,10 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import register_jitable
 
-MR = 6                                  # rows of the register tile
-NR = {np.float32: 32, np.float64: 16}   # columns: 4 AVX registers per row in either dtype
-KC = 256                                # K block: a B panel is KC x NR (32 KiB), an A block MC x KC
-MC = 16 * MR                            # rows of A packed together (96 x 256 x 4 bytes = 96 KiB, in L2)
+MR = 4                                  # rows of the register tile
+NR = {np.float32: 64, np.float64: 32}   # columns: 4 AVX-512 registers per row in either dtype
+KC = 256                                # K block: a B panel is KC x NR (64 KiB), an A block MC x KC
+MC = 16 * MR                            # rows of A packed together (64 x 256 x 4 bytes = 64 KiB, in L2)
 FASTMATH = {"contract"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, nogil=True, error_model="numpy")
 
@@ -77,6 +79,20 @@ def _compile_micro_kernel(mr, nr, dtype):
     return register_jitable(**options)(namespace[f"micro_kernel_{mr}x{nr}"])
 
 
+@register_jitable
+def aligned_empty(shape, dtype):
+    """np.empty(shape, dtype) starting on a 64-byte (cache-line) boundary.  numpy only
+    promises 16 bytes; a packed panel that starts mid-line makes half of the micro-kernel's
+    vector loads straddle two cache lines, and the matmul runs up to 2x slower in a process
+    whose heap happens to hand out such addresses."""
+    size = 1
+    for extent in shape:
+        size *= extent
+    flat = np.empty(size + 64, dtype)
+    offset = ((-flat.ctypes.data) % 64) // flat.itemsize
+    return flat[offset:offset + size].reshape(shape)
+
+
 def _make_gemm(dtype, parallel):
     """The batched GEMM driver for one dtype, serial or parallel (see matmul)."""
     nr = NR[dtype]
@@ -102,35 +118,43 @@ def _make_gemm(dtype, parallel):
                         packed[p, kk, j] = b[k0 + kk, j0 + j]
 
     @register_jitable(**JIT)
-    def a_panel(a, top, height, k0, kc, scratch):
-        """Rows top..top+height of A over the K block, k-major (kk, r), for the micro-kernel:
-        a transposed view when A has a unit stride (no copy: the kernel reads it as it
-        is), else (a strided operand, or fewer than MR rows) a zero-padded copy."""
-        unit = a.itemsize
-        if height == MR and (a.strides[1] == unit or a.strides[0] == unit):
-            return a[top:top + MR, k0:k0 + kc].T
-        for r in range(MR):
-            for kk in range(kc):
-                scratch[kk, r] = a[top + r, k0 + kk] if r < height else 0
-        return scratch[:kc]
+    def pack_a(a, i0, rows, k0, kc, packed):
+        """A[i0:i0+rows, k0:k0+kc] into strips packed[q, r, kk] = A[i0 + q MR + r, k0 + kk],
+        zero padded below the last row: each strip is what one micro-kernel call reads."""
+        strips = -(-rows // MR)
+        if a.strides[1] <= a.strides[0]:                          # rows contiguous: along them
+            for i in range(rows):
+                for kk in range(kc):
+                    packed[i // MR, i % MR, kk] = a[i0 + i, k0 + kk]
+        else:                                                     # a transposed view: MR at a time
+            for q in range(rows // MR):
+                for kk in range(kc):
+                    for r in range(MR):
+                        packed[q, r, kk] = a[i0 + q * MR + r, k0 + kk]
+            for i in range(rows // MR * MR, rows):
+                for kk in range(kc):
+                    packed[i // MR, i % MR, kk] = a[i0 + i, k0 + kk]
+        for i in range(rows, strips * MR):
+            packed[i // MR, i % MR, :kc] = 0
 
     @register_jitable(**JIT)
-    def block(a, packed_b, c, i0, rows, k0, kc, first, scratch, tile):
-        """c[i0:i0+rows] (+)= a[i0:i0+rows, k0:k0+kc] @ (the K block of B packed in packed_b)."""
+    def block(packed_a, packed_b, c, i0, rows, kc, first, tile):
+        """c[i0:i0+rows] (+)= (the A block packed in packed_a) @ (the B block packed in packed_b).
+        Goto's loop order: one B panel (kc x NR) meets every A strip in turn."""
         n = c.shape[1]
-        for q in range((rows + MR - 1) // MR):
-            top = i0 + q * MR
-            height = min(MR, rows - q * MR)
-            panel = a_panel(a, top, height, k0, kc, scratch)
-            for p in range(packed_b.shape[0]):
-                micro_kernel(panel, packed_b[p], kc, tile)
-                j0 = p * nr
-                for r in range(height):
+        strips = (rows + MR - 1) // MR
+        for p in range(packed_b.shape[0]):
+            j0 = p * nr
+            width = min(nr, n - j0)
+            for q in range(strips):
+                micro_kernel(packed_a[q, :, :kc].T, packed_b[p], kc, tile)
+                top = i0 + q * MR
+                for r in range(min(MR, rows - q * MR)):
                     if first:
-                        for j in range(min(nr, n - j0)):
+                        for j in range(width):
                             c[top + r, j0 + j] = tile[r, j]
                     else:
-                        for j in range(min(nr, n - j0)):
+                        for j in range(width):
                             c[top + r, j0 + j] += tile[r, j]
 
     def gemm(a, b, a_of, b_of, c, chunks):
@@ -151,14 +175,14 @@ def _make_gemm(dtype, parallel):
         work = t_count * row_blocks
         b_count = b.shape[0] * b2
         shared = b_count < work
-        packed_all = np.empty((b_count if shared else 0, k_blocks, n_panels, KC, nr), c.dtype)
+        packed_all = aligned_empty((b_count if shared else 0, k_blocks, n_panels, KC, nr), c.dtype)
         for s in prange(packed_all.shape[0] * k_blocks):
             which, kb = s // k_blocks, s % k_blocks
             pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), packed_all[which, kb])
         for chunk in prange(chunks):
-            own = np.empty((0 if shared else k_blocks, n_panels, KC, nr), c.dtype)
-            scratch = np.empty((KC, MR), c.dtype)                 # an A panel that must be copied
-            tile = np.empty((MR, nr), c.dtype)
+            own = aligned_empty((0 if shared else k_blocks, n_panels, KC, nr), c.dtype)
+            packed_a = aligned_empty((MC // MR, MR, KC), c.dtype)
+            tile = aligned_empty((MR, nr), c.dtype)
             packed_for = -1                                       # which B `own` holds
             for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
                 t, blk = item // row_blocks, item % row_blocks
@@ -168,9 +192,11 @@ def _make_gemm(dtype, parallel):
                         pack_b(b[packed_for // b2, packed_for % b2], kb * KC, min(KC, k - kb * KC), own[kb])
                 packed_b = packed_all[b_of[t]] if shared else own
                 i0 = blk * MC
+                rows = min(MC, m - i0)
                 for kb in range(k_blocks):
-                    block(a[a_of[t] // a2, a_of[t] % a2], packed_b[kb], c[t], i0, min(MC, m - i0),
-                          kb * KC, min(KC, k - kb * KC), kb == 0, scratch, tile)
+                    kc = min(KC, k - kb * KC)
+                    pack_a(a[a_of[t] // a2, a_of[t] % a2], i0, rows, kb * KC, kc, packed_a)
+                    block(packed_a, packed_b[kb], c[t], i0, rows, kc, kb == 0, tile)
 
     t = numba.from_dtype(np.dtype(dtype))
     operand = numba.types.Array(t, 4, "A", readonly=True)
