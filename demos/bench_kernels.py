@@ -1,8 +1,11 @@
 """Benchmark the Numba kernels against numpy (and PyTorch CPU, when installed) in one process.
 
-    python -m demos.bench_kernels [--threads 1] [--json out.json] [--quick]
+    python -m demos.bench_kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L]
 
-Prints medians of repeated runs: matmul GFLOP/s against numpy's BLAS; softmax and
+Prints medians of repeated runs: matmul GFLOP/s against numpy's BLAS; every matmul shape
+one training step of the benchmark Transformer makes at each size of demos.bench_train
+(operand layouts included: C row-major, T a transposed view, S strided rows), ours
+against numpy on the very operands the step passed, interleaved; softmax and
 log-softmax forward and backward in microseconds against the numpy twins (and PyTorch);
 compile time of each kernel with an empty cache, and start-up with the cache warm.
 Thread counts are fixed before numpy is imported, so BLAS, Numba and PyTorch all use
@@ -25,6 +28,7 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")
+    parser.add_argument("--sizes", nargs="*", default=["S", "M", "L"], help="training-step sizes for the GEMM-shape table")
     return parser.parse_args(argv)
 
 
@@ -77,6 +81,31 @@ def bench_matmul(np, jit, repeats, torch):
         extra = f"  torch {row['torch_gflops']:6.1f}" if torch is not None else ""
         print(f"  {name:<38} numba {row['numba_gflops']:6.1f}  numpy {row['numpy_gflops']:6.1f} GFLOP/s"
               f"  ratio {row['ratio_vs_numpy']:.2f}x{extra}", flush=True)
+    return rows
+
+
+def bench_step_shapes(np, jit, sizes, rounds):
+    """Every distinct matmul of one training step at each size: ours against numpy."""
+    from demos import bench_train, gemm_calls
+    rows = []
+    for size in sizes:
+        calls = gemm_calls.record_matmuls(bench_train.ours(size))
+        total_ours = total_numpy = 0.0
+        for call in sorted(calls, key=lambda c: -c["flops"] * c["count"]):
+            a, b = call["a"], call["b"]
+            t_ours, t_numpy, ratio = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: np.matmul(a, b), rounds)
+            row = {"size": size, "case": gemm_calls.describe(call), "count": call["count"],
+                   "numba_gflops": call["flops"] / t_ours / 1e9, "numpy_gflops": call["flops"] / t_numpy / 1e9,
+                   "ratio_vs_numpy": 1 / ratio}
+            total_ours += call["count"] * t_ours
+            total_numpy += call["count"] * t_numpy
+            rows.append(row)
+            print(f"  {size} {row['case']:<44} x{row['count']:<3} numba {row['numba_gflops']:6.1f}  numpy "
+                  f"{row['numpy_gflops']:6.1f} GFLOP/s  ratio {row['ratio_vs_numpy']:.2f}x", flush=True)
+        rows.append({"size": size, "case": "all of one step", "numba_ms": total_ours * 1e3, "numpy_ms": total_numpy * 1e3,
+                     "ratio_vs_numpy": total_numpy / total_ours})
+        print(f"  {size} all matmuls of one step: numba {total_ours * 1e3:.1f} ms, numpy {total_numpy * 1e3:.1f} ms, "
+              f"ratio {total_numpy / total_ours:.2f}x", flush=True)
     return rows
 
 
@@ -167,6 +196,9 @@ def main(argv=None):
     jit.warmup()
     print("matmul (GFLOP/s, higher is better):")
     results = {"machine": machine, "matmul": bench_matmul(np, jit, repeats, torch)}
+    if args.sizes:
+        print("every matmul of one training step (time-rate against numpy on the same operands; higher is better):")
+        results["step_shapes"] = bench_step_shapes(np, jit, args.sizes, 11 if args.quick else 31)
     print("row-wise kernels (microseconds, lower is better):")
     results["rowwise"] = bench_rowwise(np, jit, reference, repeats, torch)
     if not args.quick:

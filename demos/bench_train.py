@@ -1,10 +1,13 @@
 """Milliseconds per training step (forward, backward, optimizer), ours against PyTorch.
 
-    python -m demos.bench_train [--threads 1] [--steps 60] [--profile] [--json out.json]
+    python -m demos.bench_train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
     python -m demos.bench_train --model gpt [--threads 1] [--recipe]
 
---model transformer (the default): post-norm, d_model 64, 4 heads, d_ff 128, 2 encoder + 2
-decoder layers, batch 64, length 10, dropout 0, Adam.
+--model transformer (the default): the encoder-decoder on the reverse task, post-norm,
+dropout 0, Adam, at one of three sizes (d_model, heads, d_ff, layers per side, batch, length):
+S (the reference) 64, 4, 128, 2, 64, 10;  M 128, 4, 512, 3, 32, 32;  L 256, 8, 1024, 4, 32, 64.
+It also counts the step's matmul FLOPs and prints the time numpy's BLAS would need for them
+at its large-matrix rate (measured in the same run): the "BLAS limit" of the step.
 --model gpt: nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12,
 exact GELU, no biases, tied embeddings), AdamW with clipping, both engines starting from
 the same weights; it also prints the largest logit difference between them.  --recipe
@@ -28,6 +31,7 @@ def parse_args(argv=None):
     parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
     parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
+    parser.add_argument("--size", choices=sorted(SIZES), default="S", help="--model transformer: the model's size")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--profile", action="store_true")
@@ -35,23 +39,28 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-REFERENCE = dict(d_model=64, num_heads=4, d_ff=128, num_encoder_layers=2, num_decoder_layers=2, dropout=0.0)
-BATCH, LENGTH, SYMBOLS = 64, 10, 10
+SIZES = {   # name: (model, batch, length)
+    "S": (dict(d_model=64, num_heads=4, d_ff=128, num_encoder_layers=2, num_decoder_layers=2), 64, 10),
+    "M": (dict(d_model=128, num_heads=4, d_ff=512, num_encoder_layers=3, num_decoder_layers=3), 32, 32),
+    "L": (dict(d_model=256, num_heads=8, d_ff=1024, num_encoder_layers=4, num_decoder_layers=4), 32, 64),
+}
+SYMBOLS = 10
 
 
-def ours(steps):
-    """Median seconds per training step of our Transformer, and a step function."""
+def ours(size):
+    """One training step of our Transformer at `size`, as a function (its loss as a float)."""
     from autograd import manual_seed
     from nn import functional as F
     from nn.optim import Adam
     from transformer import tasks
     from transformer.model import Transformer, TransformerConfig
 
+    config, batch_size, length = SIZES[size]
     manual_seed(0)
     vocab = tasks.vocab_size(SYMBOLS)
-    model = Transformer(TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=LENGTH + 2, **REFERENCE))
+    model = Transformer(TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=length + 2, dropout=0.0, **config))
     optimizer = Adam(model.parameters(), lr=1e-3)
-    batch = tasks.heldout_set("reverse", BATCH, LENGTH, SYMBOLS, seed=0)
+    batch = tasks.heldout_set("reverse", batch_size, length, SYMBOLS, seed=0)
 
     def step():
         logits = model(batch.src, batch.tgt_in)
@@ -60,11 +69,11 @@ def ours(steps):
         loss.backward()
         optimizer.step()
         return loss.item()
-    return _median(step, steps), step
+    return step
 
 
-def pytorch(steps):
-    """The same model, data and optimizer in PyTorch; None if PyTorch is not installed."""
+def pytorch(size):
+    """The same model, data and optimizer in PyTorch, as a step function; None without PyTorch."""
     try:
         import torch
     except ImportError:
@@ -72,23 +81,24 @@ def pytorch(steps):
     import numpy as np
     from transformer import tasks
 
+    config, batch_size, length = SIZES[size]
     torch.manual_seed(0)
     vocab = tasks.vocab_size(SYMBOLS)
-    d = REFERENCE["d_model"]
+    d = config["d_model"]
 
     class TorchModel(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.src_embed = torch.nn.Embedding(vocab, d)
             self.tgt_embed = torch.nn.Embedding(vocab, d)
-            self.core = torch.nn.Transformer(d, REFERENCE["num_heads"], REFERENCE["num_encoder_layers"],
-                                             REFERENCE["num_decoder_layers"], REFERENCE["d_ff"], dropout=0.0,
+            self.core = torch.nn.Transformer(d, config["num_heads"], config["num_encoder_layers"],
+                                             config["num_decoder_layers"], config["d_ff"], dropout=0.0,
                                              batch_first=True)
             self.out = torch.nn.Linear(d, vocab)
-            self.register_buffer("pe", torch.zeros(LENGTH + 2, d))
+            self.register_buffer("pe", torch.zeros(length + 2, d))
 
         def forward(self, src, tgt_in):
-            causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1])
+            causal = torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool).triu(1)   # True: masked
             h = self.core(self.src_embed(src) * d ** 0.5 + self.pe[: src.shape[1]],
                           self.tgt_embed(tgt_in) * d ** 0.5 + self.pe[: tgt_in.shape[1]],
                           tgt_mask=causal, src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt_in == 0,
@@ -97,7 +107,7 @@ def pytorch(steps):
 
     model = TorchModel()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    batch = tasks.heldout_set("reverse", BATCH, LENGTH, SYMBOLS, seed=0)
+    batch = tasks.heldout_set("reverse", batch_size, length, SYMBOLS, seed=0)
     src, tgt_in, tgt_out = (torch.from_numpy(np.asarray(a)) for a in (batch.src, batch.tgt_in, batch.tgt_out))
 
     def step():
@@ -107,12 +117,23 @@ def pytorch(steps):
         loss.backward()
         optimizer.step()
         return loss.item()
-    return _median(step, steps)
+    return step
+
+
+def interleaved_medians(steps_by_engine, steps, rounds=3):
+    """Median seconds per step of each engine, rounds of each engine interleaved (so that a
+    change in the machine's load falls on all of them); each round's median is kept."""
+    for step in steps_by_engine.values():
+        for _ in range(5):    # warm-up: compilation, caches, allocator
+            step()
+    by_round = {name: [] for name in steps_by_engine}
+    for _ in range(rounds):
+        for name, step in steps_by_engine.items():
+            by_round[name].append(_median(step, steps // rounds))
+    return {name: sorted(times)[len(times) // 2] for name, times in by_round.items()}, by_round
 
 
 def _median(step, steps):
-    for _ in range(5):   # warm-up: compilation, caches, allocator
-        step()
     times = []
     for _ in range(steps):
         start = time.perf_counter()
@@ -145,15 +166,31 @@ def main(argv=None):
         if torch is None:
             raise SystemExit("bench_train --model gpt compares with PyTorch: pip install -e '.[bench]'")
         return gpt(args)
-    ours_s, step = ours(args.steps)
-    result = {"threads": args.threads, "ours_ms": ours_s * 1e3}
-    print(f"reference model, batch {BATCH}, length {LENGTH}, {args.threads} thread(s), median of {args.steps} steps")
-    print(f"  ours (numba kernels): {ours_s * 1e3:7.2f} ms/step")
-    torch_s = pytorch(args.steps)
-    if torch_s is not None:
-        result["pytorch_ms"] = torch_s * 1e3
-        result["ratio_vs_pytorch"] = ours_s / torch_s
-        print(f"  PyTorch CPU:          {torch_s * 1e3:7.2f} ms/step   ours / PyTorch = {ours_s / torch_s:.2f}x")
+    from demos.gemm_calls import blas_rate, record_matmuls
+    step = ours(args.size)
+    engines = {"ours": step}
+    torch_step = pytorch(args.size)
+    if torch_step is not None:
+        engines["pytorch"] = torch_step
+    medians, rounds = interleaved_medians(engines, args.steps)
+    calls = record_matmuls(step)
+    gflop = sum(call["flops"] * call["count"] for call in calls) / 1e9
+    rate = blas_rate()
+    config, batch_size, length = SIZES[args.size]
+    result = {"size": args.size, "threads": args.threads, "ours_ms": medians["ours"] * 1e3,
+              "ours_rounds_ms": [t * 1e3 for t in rounds["ours"]], "matmul_gflop": gflop,
+              "blas_gflops": rate, "blas_limit_ms": gflop / rate * 1e3}
+    print(f"size {args.size} ({', '.join(f'{k} {v}' for k, v in config.items())}, batch {batch_size}, length "
+          f"{length}), {args.threads} thread(s), median of {args.steps} steps in 3 interleaved rounds")
+    print(f"  matmul work: {gflop:.2f} GFLOP per step; at numpy's large-matrix rate ({rate:.0f} GFLOP/s) "
+          f"that is {result['blas_limit_ms']:.1f} ms (the BLAS limit)")
+    print(f"  ours (numba kernels): {medians['ours'] * 1e3:7.2f} ms/step")
+    if "pytorch" in medians:
+        result["pytorch_ms"] = medians["pytorch"] * 1e3
+        result["pytorch_rounds_ms"] = [t * 1e3 for t in rounds["pytorch"]]
+        result["ratio_vs_pytorch"] = medians["ours"] / medians["pytorch"]
+        print(f"  PyTorch CPU:          {result['pytorch_ms']:7.2f} ms/step   ours / PyTorch = "
+              f"{result['ratio_vs_pytorch']:.2f}x")
     if args.profile:
         profile(step)
     if args.json:

@@ -61,6 +61,36 @@ def test_matmul_transposed_and_broadcast_batches(dtype):
     np.testing.assert_allclose(jit.matmul(a, w.T), reference.matmul(a, w.T), **tol(dtype))
 
 
+def _with_layout(x, layout):
+    """x's values in memory laid out as: C (row-major), T (a transposed view), S (rows
+    contiguous, further apart than a row), G (no unit stride at all)."""
+    if layout == "C":
+        return np.ascontiguousarray(x)
+    if layout == "T":
+        return np.ascontiguousarray(x.T).T
+    wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+    if layout == "S":
+        wide[:, :x.shape[1]] = x
+        return wide[:, :x.shape[1]]
+    wide[:, ::2] = x
+    return wide[:, ::2]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout_a", "CTSG")
+@pytest.mark.parametrize("layout_b", "CTG")
+@pytest.mark.parametrize("n", [50, 300])
+def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n):
+    """Every packing path: A rows contiguous, A transposed read in place (few B panels: n 50)
+    or packed (many: n 300), strided; several K blocks (k > KC) and row blocks, partial strips."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((70, 300)).astype(dtype)
+    b = rng.standard_normal((300, n)).astype(dtype)
+    out = jit.matmul(_with_layout(a, layout_a), _with_layout(b, layout_b))
+    np.testing.assert_allclose(out, reference.matmul(a, b), **(tol(dtype) if dtype == np.float32 else
+                                                              dict(rtol=1e-11, atol=1e-11)))
+
+
 @pytest.mark.parametrize("shape_a,shape_b", [((0, 3), (3, 4)), ((2, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 2, 3), (3, 4))])
 def test_matmul_empty_dims(shape_a, shape_b):
     a, b = np.ones(shape_a, np.float32), np.ones(shape_b, np.float32)
