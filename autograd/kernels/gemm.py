@@ -34,10 +34,12 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic, register_jitable
 
-MR = 4                                  # rows of the register tile
-NR = {np.float32: 64, np.float64: 32}   # columns: 4 AVX-512 registers per row in either dtype
-KC = 256                                # K block: a B panel is KC x NR (64 KiB), an A block MC x KC
-MC = 16 * MR                            # rows of A packed together (64 x 256 x 4 bytes = 64 KiB, in L2)
+# The register tiles, MR rows x NR columns by dtype.  "wide" keeps 4 AVX-512 registers per
+# row (16 accumulators); "narrow" is for products only 32 (float64: 16) columns wide, such
+# as attention's weights @ values with d_head 32, where a wide tile would be half padding.
+TILES = {"wide": (4, {np.float32: 64, np.float64: 32}), "narrow": (8, {np.float32: 32, np.float64: 16})}
+KC = 256                                # K block: a B panel is KC x NR (64 KiB wide)
+ROW_BLOCK_STRIPS = 16                   # A is packed MC = 16 MR rows at a time (64 KiB wide, in L2)
 IN_PLACE_PANELS = 4                     # see in_place in gemm()
 FASTMATH = {"contract"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, nogil=True, error_model="numpy")
@@ -132,9 +134,20 @@ row_run = _row_run_python if numba.config.DISABLE_JIT else _row_run_jit
 col_run = _col_run_python if numba.config.DISABLE_JIT else _col_run_jit
 
 
-def _make_gemm(dtype, parallel):
-    """The batched GEMM driver for one dtype, serial or parallel (see matmul)."""
-    nr = NR[dtype]
+def row_block(tile):
+    """MC, the rows of A packed together for `tile`."""
+    return ROW_BLOCK_STRIPS * TILES[tile][0]
+
+
+def narrow_enough(n, dtype):
+    """Whether an n-column product should use the narrow tile."""
+    return n <= TILES["narrow"][1][np.dtype(dtype).type]
+
+
+def _make_gemm(dtype, parallel, tile):
+    """The batched GEMM driver for one dtype, serial or parallel, with one register tile."""
+    MR, nr = TILES[tile][0], TILES[tile][1][dtype]
+    MC = row_block(tile)
     micro_kernel = _compile_micro_kernel(MR, nr, dtype)
 
     @register_jitable(**JIT)
@@ -270,7 +283,7 @@ def _make_gemm(dtype, parallel):
     operand = numba.types.Array(t, 4, "A", readonly=True)
     index = numba.types.Array(numba.int64, 1, "C", readonly=True)
     signature = numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64)
-    gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}]"  # distinct cache keys
+    gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}, {tile}]"  # cache keys
     with _with_slp():
         return njit(signature, parallel=parallel, **JIT)(gemm)
 
@@ -278,9 +291,10 @@ def _make_gemm(dtype, parallel):
 _kernels = {}
 
 
-def gemm_kernel(dtype, parallel):
-    """The compiled driver for dtype (float32 or float64), serial or parallel (made once)."""
-    key = (np.dtype(dtype).type, parallel)
+def gemm_kernel(dtype, parallel, tile="wide"):
+    """The compiled driver for dtype (float32 or float64), serial or parallel, with the
+    "wide" or "narrow" register tile (made once)."""
+    key = (np.dtype(dtype).type, parallel, tile)
     if key not in _kernels:
         _kernels[key] = _make_gemm(*key)
     return _kernels[key]

@@ -113,8 +113,10 @@ def matmul(a, b):
     a_of = _batch_index(a.shape[:-2], batch)
     b_of = _batch_index(b.shape[:-2], batch)
     parallel = _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
-    chunks = min(len(a_of) * -(-m // gemm.MC), 4 * numba.get_num_threads()) if parallel else 1
-    gemm.gemm_kernel(dtype, parallel)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n), chunks)
+    tile = "narrow" if gemm.narrow_enough(n, dtype) else "wide"
+    chunks = min(len(a_of) * -(-m // gemm.row_block(tile)), 4 * numba.get_num_threads()) if parallel else 1
+    gemm.gemm_kernel(dtype, parallel, tile)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n),
+                                            chunks)
     return out
 
 
@@ -532,7 +534,8 @@ def warmup():
             kernels["log_softmax"](x, np.empty_like(x))
             kernels["softmax_backward"](x, x, np.empty_like(x))
             kernels["log_softmax_backward"](x, x, np.empty_like(x))
-            gemm.gemm_kernel(dtype, parallel)   # compiled when made
+            for tile in gemm.TILES:
+                gemm.gemm_kernel(dtype, parallel, tile)   # compiled when made
         rows = np.zeros((2, 3), dtype)
         out, xhat, rstd = layer_norm(rows, rows[0], rows[0], 1e-5)
         layer_norm_backward(rows, xhat, rstd, rows[0])

@@ -79,10 +79,11 @@ def _with_layout(x, layout):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout_a", "CTSG")
 @pytest.mark.parametrize("layout_b", "CTG")
-@pytest.mark.parametrize("n", [50, 300])
+@pytest.mark.parametrize("n", [20, 50, 300])
 def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n):
     """Every packing path: A rows contiguous, A transposed read in place (few B panels: n 50)
-    or packed (many: n 300), strided; several K blocks (k > KC) and row blocks, partial strips."""
+    or packed (many: n 300), strided; several K blocks (k > KC) and row blocks, partial strips;
+    the narrow register tile (n 20) and the wide one."""
     rng = np.random.default_rng(n)
     a = rng.standard_normal((70, 300)).astype(dtype)
     b = rng.standard_normal((300, n)).astype(dtype)
