@@ -9,9 +9,7 @@ variable AUTOGRAD_KERNELS=numpy|numba before import (numba is the default), or
 
 import os
 
-from autograd.kernels import cpu, reference
-
-cpu.prefer_wide_vectors()      # before any kernel compiles: 512-bit vectors where the CPU has them
+from autograd.kernels import reference
 
 _backends = {"numpy": reference}
 _current = None      # the backend module every call below goes to

@@ -20,10 +20,19 @@ Numba has no vector types, so the micro-kernel is written as straight-line scala
 (one local variable per accumulator) and LLVM's SLP vectorizer packs it into vector
 registers.  Numba leaves that vectorizer off by default; these kernels are compiled with
 it on (`_with_slp`), and with only the 'contract' fast-math flag (fused multiply-add): with
-'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.  LLVM uses
-512-bit registers only because autograd/kernels/cpu.py asks it to.  The micro-kernel's
-source is generated for each (MR, NR) (`micro_kernel_source` shows it); with
-NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
+'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.
+
+LLVM tunes Skylake-server and Ice Lake CPUs to *prefer* 256-bit vectors although they have
+512-bit ones (early AVX-512 chips slowed their clock for 512-bit code).  The BLAS our matmul
+is measured against uses the 512-bit registers; with 256-bit ones this matmul reached about
+0.65x its speed on this project's Ice Lake machine, with 512-bit ones 0.85-1.0x.  So the
+functions of this file that vectorize call `prefer_wide_vectors()`, which marks the function
+being compiled with LLVM's "prefer-vector-width"="512" attribute (on CPUs without AVX-512
+LLVM ignores it).  Only these functions: a process-wide setting would change how every
+other kernel's sums are grouped, and with it every trained model's last bits.
+
+The micro-kernel's source is generated for each (MR, NR) (`micro_kernel_source` shows it);
+with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
 """
 
 import contextlib
@@ -62,6 +71,7 @@ def micro_kernel_source(mr, nr):
     acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
     lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
              f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
+    lines.append("    prefer_wide_vectors()")
     lines += [f"    {name} = ZERO" for row in acc for name in row]
     lines.append("    for kk in range(k):")
     lines += [f"        b{j} = b_panel[kk, {j}]" for j in range(nr)]
@@ -76,7 +86,7 @@ def _compile_micro_kernel(mr, nr, dtype):
     source = micro_kernel_source(mr, nr)
     filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
-    namespace = {"ZERO": np.dtype(dtype).type(0)}
+    namespace = {"ZERO": np.dtype(dtype).type(0), "prefer_wide_vectors": prefer_wide_vectors}
     exec(compile(source, filename, "exec"), namespace)
     options = {k: v for k, v in JIT.items() if k != "cache"}          # inlined into the (cached) driver
     return register_jitable(**options)(namespace[f"micro_kernel_{mr}x{nr}"])
@@ -105,6 +115,23 @@ def _element_pointer(typingctx, array, offset):
     def codegen(context, builder, signature, args):
         return builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]])
     return types.CPointer(array.dtype)(array, types.intp), codegen
+
+
+@intrinsic
+def _prefer_wide_vectors(typingctx):
+    """Mark the function being compiled with LLVM's "prefer-vector-width"="512" (see the
+    module docstring); it emits no instruction."""
+    def codegen(context, builder, signature, args):
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')   # a string attribute:
+        return context.get_dummy_value()                                      # llvmlite knows no such name
+    return types.none(), codegen
+
+
+def _prefer_wide_vectors_python():
+    """(No vectors without the JIT.)"""
+
+
+prefer_wide_vectors = _prefer_wide_vectors_python if numba.config.DISABLE_JIT else _prefer_wide_vectors
 
 
 def _row_run_python(x, i, j, n):
@@ -206,14 +233,6 @@ def _make_gemm(dtype, parallel, tile):
             packed[i // MR, i % MR, :kc] = 0
 
     @register_jitable(**JIT)
-    def a_strip(a, packed_a, i0, q, rows, k0, kc, in_place):
-        """Strip q of the A block as the micro-kernel reads it, (kc, MR): from packed_a, or
-        (in_place) from a transposed A itself, already k-major with MR neighbours per kk."""
-        if in_place and (q + 1) * MR <= rows:
-            return a[i0 + q * MR:i0 + (q + 1) * MR, k0:k0 + kc].T
-        return packed_a[q, :, :kc].T
-
-    @register_jitable(**JIT)
     def block(a, packed_a, packed_b, c, i0, rows, k0, kc, in_place, first, tile):
         """c[i0:i0+rows] (+)= A[i0:i0+rows, k0:k0+kc] (packed in packed_a) @ (the B block
         packed in packed_b).  Goto's loop order: one B panel (kc x NR) meets every A strip."""
@@ -223,7 +242,10 @@ def _make_gemm(dtype, parallel, tile):
             j0 = p * nr
             width = min(nr, n - j0)
             for q in range(strips):
-                micro_kernel(a_strip(a, packed_a, i0, q, rows, k0, kc, in_place), packed_b[p], kc, tile)
+                if in_place and (q + 1) * MR <= rows:             # A's own strip: already k-major
+                    micro_kernel(a[i0 + q * MR:i0 + (q + 1) * MR, k0:k0 + kc].T, packed_b[p], kc, tile)
+                else:
+                    micro_kernel(packed_a[q, :, :kc].T, packed_b[p], kc, tile)
                 top = i0 + q * MR
                 for r in range(min(MR, rows - q * MR)):
                     if first:
@@ -260,6 +282,7 @@ def _make_gemm(dtype, parallel, tile):
             which, kb = s // k_blocks, s % k_blocks
             pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), packed_all[which, kb])
         for chunk in prange(chunks):
+            prefer_wide_vectors()
             own = aligned_empty((0 if shared else k_blocks, n_panels, KC, nr), c.dtype)
             packed_a = aligned_empty((MC // MR, MR, KC), c.dtype)
             tile = aligned_empty((MR, nr), c.dtype)
