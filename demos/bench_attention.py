@@ -8,9 +8,9 @@ one process, and prints the medians and their ratio.
 """
 
 import argparse
-import json
 import time
 
+from demos._results import write_json
 from demos._threads import use_threads
 
 
@@ -68,8 +68,7 @@ def main(argv=None):
     print(f"  composed {result['composed']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['composed'])})")
     print(f"  fused / composed = {result['ratio']:.2f}x")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        write_json(args.json, result)
     return result
 
 

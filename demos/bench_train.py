@@ -20,9 +20,9 @@ spends its time.
 """
 
 import argparse
-import json
 import time
 
+from demos._results import write_json
 from demos._threads import use_threads
 
 
@@ -194,8 +194,7 @@ def main(argv=None):
     if args.profile:
         profile(step)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        write_json(args.json, result)
     return result
 
 
@@ -217,8 +216,7 @@ def gpt(args):
               f"PyTorch {runs['pytorch']['val_loss']:.4f} in {runs['pytorch']['seconds']:.0f} s "
               f"(difference {runs['val_loss_difference']:+.4f})")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
+        write_json(args.json, result)
     return result
 
 

@@ -166,19 +166,37 @@ def collect_kernels(runs):
         label = f"{name.replace('_backward', ' backward').replace('_', '-')} {shape}"
         claims[f"rowwise {label}"] = (f"| {label} | {row['numba_us']:.0f} | {row['numpy_us']:.0f} | "
                                       f"{row['ratio_vs_numpy']:.2f}x | {row['torch_us']:.0f} | {row['ratio_vs_torch']:.2f}x |")
+    shown = {}                                    # the README shows each size's 6 heaviest shapes
+    for row in results["step_shapes"]:
+        shown[row["size"]] = shown.get(row["size"], 0) + 1
+        if row["case"] == "all of one step":
+            claims[f"step shapes {row['size']} total"] = (f"| {row['size']} | all matmuls of one step | | "
+                                                          f"{row['numba_ms']:.1f} ms | {row['numpy_ms']:.1f} ms | "
+                                                          f"{row['ratio_vs_numpy']:.2f}x |")
+        elif shown[row["size"]] <= 6:
+            claims[f"step shapes {row['size']} {row['case']}"] = (
+                f"| {row['size']} | {row['case']} | {row['count']} | {row['numba_gflops']:.1f} | "
+                f"{row['numpy_gflops']:.1f} | {row['ratio_vs_numpy']:.2f}x |")
     cold, warm = results["compile"]["cold_s"], results["compile"]["warm_s"]
-    claims["compile"] = (f"Compiling all float32 kernels with an empty cache takes {cold['total']:.1f} s ({cold['matmul']:.1f} s "
-                         f"of it the matmul's\nlarge generated micro-kernel). With the cache warm, import plus the first "
-                         f"call of every\nkernel takes {warm['total']:.1f} s.")
+    tiles = "matmul (both register tiles)"
+    claims["compile"] = (f"Compiling all float32 kernels with an empty cache takes {cold['total']:.1f} s ({cold[tiles]:.1f} s "
+                         f"of it the matmul's\ntwo large generated micro-kernels). With the cache warm, import plus the "
+                         f"first call of every\nkernel takes {warm['total']:.1f} s.")
     return claims, {}
+
+
+STEP_SIZES = {"S": 60, "M": 30, "L": 12}      # size: steps timed (3 interleaved rounds)
 
 
 def collect_steps(runs):
     claims = {}
+    for size in STEP_SIZES:
+        for threads in (1, 2):
+            r = load(f"{runs}/bench/train-{size}-{threads}.json")
+            claims[f"transformer {size} {threads}"] = (
+                f"| {size} | {threads} | {r['matmul_gflop']:.2f} | {r['ours_ms']:.1f} | {r['pytorch_ms']:.1f} | "
+                f"{r['ratio_vs_pytorch']:.2f}x | {r['blas_limit_ms']:.1f} |")
     for threads in (1, 2):
-        r = load(f"{runs}/bench/train-{threads}.json")
-        claims[f"transformer {threads}"] = (f"| {threads} | {r['ours_ms']:.1f} | {r['pytorch_ms']:.1f} | "
-                                            f"{r['ratio_vs_pytorch']:.2f}x |")
         g = load(f"{runs}/bench/gpt-{threads}.json")
         claims[f"gpt {threads}"] = (f"| {threads} | {g['ours_median_ms']:.1f} | {g['pytorch_median_ms']:.1f} | "
                                     f"{g['ratio_vs_pytorch']:.2f}x | {g['ours_tokens_per_s']:,.0f} |")
@@ -198,7 +216,9 @@ GROUPS = {
              + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
                 for kind in ("rope", "alibi", "relative")], collect_scan),
     "kernels": (lambda runs: [["demos.bench_kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
-    "steps": (lambda runs: [["demos.bench_train", "--threads", t, "--json", f"{runs}/bench/train-{t}.json"] for t in "12"]
+    "steps": (lambda runs: [["demos.bench_train", "--size", size, "--steps", str(steps), "--threads", t,
+                             "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
+                            for t in "12"]
               + [["demos.bench_train", "--model", "gpt", "--threads", t, "--json", f"{runs}/bench/gpt-{t}.json"]
                  for t in "12"], collect_steps),
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],

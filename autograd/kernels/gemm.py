@@ -37,6 +37,7 @@ with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
 
 import contextlib
 import linecache
+import sys
 
 import numba
 import numpy as np
@@ -71,7 +72,7 @@ def micro_kernel_source(mr, nr):
     acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
     lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
              f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
-    lines.append("    prefer_wide_vectors()")
+    lines.append("    gemm.prefer_wide_vectors()")
     lines += [f"    {name} = ZERO" for row in acc for name in row]
     lines.append("    for kk in range(k):")
     lines += [f"        b{j} = b_panel[kk, {j}]" for j in range(nr)]
@@ -86,7 +87,9 @@ def _compile_micro_kernel(mr, nr, dtype):
     source = micro_kernel_source(mr, nr)
     filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
-    namespace = {"ZERO": np.dtype(dtype).type(0), "prefer_wide_vectors": prefer_wide_vectors}
+    # this module by reference, not the function: Numba's cache key pickles a generated
+    # function's globals, and a pickled intrinsic differs from process to process
+    namespace = {"ZERO": np.dtype(dtype).type(0), "gemm": sys.modules[__name__]}
     exec(compile(source, filename, "exec"), namespace)
     options = {k: v for k, v in JIT.items() if k != "cache"}          # inlined into the (cached) driver
     return register_jitable(**options)(namespace[f"micro_kernel_{mr}x{nr}"])
@@ -152,6 +155,24 @@ def _row_run_jit(x, i, j, n):
 def _col_run_jit(x, i, j, n):
     step = x.strides[1] // x.itemsize
     return numba.carray(_element_pointer(x, i + j * step), n)
+
+
+def _k_major_strip_python(a, top, k0, kc, mr):
+    return a[top:top + mr, k0:k0 + kc].T
+
+
+@register_jitable
+def _k_major_strip_jit(a, top, k0, kc, mr):
+    step = a.strides[1] // a.itemsize
+    return numba.carray(_element_pointer(a, top + k0 * step), (kc, step))[:, :mr]
+
+
+# A[top:top+mr, k0:k0+kc].T of an A whose columns are contiguous: the (kc, mr) strip the
+# micro-kernel reads, in place.  Built from a pointer so that it has the very type of a
+# strip of the packing buffer and one call site of the micro-kernel serves both (each call
+# site inlines a copy of it, 8 s of compilation; and a helper returning a view of either
+# the read-only A or the buffer was miscompiled).
+k_major_strip = _k_major_strip_python if numba.config.DISABLE_JIT else _k_major_strip_jit
 
 
 # x[i, j:j+n] and x[i:i+n, j] of a 2-D x whose rows (columns) are contiguous, typed as
@@ -243,9 +264,10 @@ def _make_gemm(dtype, parallel, tile):
             width = min(nr, n - j0)
             for q in range(strips):
                 if in_place and (q + 1) * MR <= rows:             # A's own strip: already k-major
-                    micro_kernel(a[i0 + q * MR:i0 + (q + 1) * MR, k0:k0 + kc].T, packed_b[p], kc, tile)
+                    strip = k_major_strip(a, i0 + q * MR, k0, kc, MR)
                 else:
-                    micro_kernel(packed_a[q, :, :kc].T, packed_b[p], kc, tile)
+                    strip = packed_a[q, :, :kc].T
+                micro_kernel(strip, packed_b[p], kc, tile)
                 top = i0 + q * MR
                 for r in range(min(MR, rows - q * MR)):
                     if first:
