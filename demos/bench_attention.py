@@ -60,7 +60,7 @@ def main(argv=None):
     for _ in range(args.rounds):
         for name, fused in (("fused", True), ("composed", False)):
             rounds[name].append(median_ms(step(fused), args.repeats))
-    use_fused_attention(True)
+    use_fused_attention(False)     # the default again
     result = {name: float(np.median(ms)) for name, ms in rounds.items()}
     result.update(ratio=result["fused"] / result["composed"], shape=list(shape), threads=args.threads)
     print(f"attention forward + backward, (B, H, T, d_head) = {shape}, causal mask, {args.threads} thread(s):")

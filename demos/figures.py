@@ -203,6 +203,12 @@ def collect_steps(runs):
     return claims, {}
 
 
+def collect_attention(runs):
+    r = load(f"{runs}/bench/attention.json")
+    return {"fused vs composed": (f"measured the fused op at {r['ratio']:.2f}x the composed path's time "
+                                  f"({r['fused']:.1f} ms against {r['composed']:.1f} ms)")}, {}
+
+
 GROUPS = {
     "train": (train_commands, collect_train),
     "bottleneck": (lambda runs: [["demos.bottleneck", "--out", f"{runs}/bottleneck"]], collect_bottleneck),
@@ -221,6 +227,8 @@ GROUPS = {
                             for t in "12"]
               + [["demos.bench_train", "--model", "gpt", "--threads", t, "--json", f"{runs}/bench/gpt-{t}.json"]
                  for t in "12"], collect_steps),
+    "attention": (lambda runs: [["demos.bench_attention", "--json", f"{runs}/bench/attention.json"]],
+                  collect_attention),
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
                                ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
                                ["demos.tour", "--out", f"{runs}/tour"]], collect_pictures),

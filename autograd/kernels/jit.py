@@ -112,9 +112,10 @@ def matmul(a, b):
         return out
     a_of = _batch_index(a.shape[:-2], batch)
     b_of = _batch_index(b.shape[:-2], batch)
-    parallel = _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
     tile = "narrow" if gemm.narrow_enough(n, dtype) else "wide"
-    chunks = min(len(a_of) * -(-m // gemm.row_block(tile)), 4 * numba.get_num_threads()) if parallel else 1
+    items = len(a_of) * -(-m // gemm.row_block(tile))     # (matrix, block of rows): what threads share
+    parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
+    chunks = min(items, 4 * numba.get_num_threads()) if parallel else 1
     gemm.gemm_kernel(dtype, parallel, tile)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n),
                                             chunks)
     return out
