@@ -6,7 +6,7 @@ plain Python you can step through (slowly).
 
 Three tricks make these fast, each explained where it is used:
 - matmul (autograd/kernels/gemm.py) blocks and packs both operands as BLAS libraries do,
-  and keeps a 6 x 32 tile of C in vector registers;
+  and keeps a 4 x 64 tile of C in AVX-512 registers (8 x 32 for narrow products);
 - `row_max` compares floats as integers (an order-preserving bit mapping), because
   LLVM vectorizes integer max reductions but not float ones here; `bits_to_float` turns
   the winning bits back into a float (a one-instruction LLVM bitcast);
