@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -63,6 +64,14 @@ def collect_train(runs):
         a = m["averaged"]
         claims[f"average-{task}"] = (f"| {task} | {m['steps']} | {a['steps'][0]}-{a['steps'][-1]} | "
                                      f"{pct(a['final_exact_match'])} | {pct(a['averaged_exact_match'])} |")
+    main = load(f"{runs}/reverse/metrics.json")          # the main demo's log excerpt in the README
+    for which, entry in (("first", main["history"]["eval"][0]), ("last", main["history"]["eval"][-1])):
+        losses = main["history"]["loss"][entry["step"] - 100:entry["step"]]
+        claims[f"log {which} step"] = f"step {entry['step']:5d}  loss {np.mean(losses):.4f}  "   # (lr: not recorded)
+        claims[f"log {which} accuracy"] = (f"exact {entry['exact_match']:.1%}  tokens {entry['token_accuracy']:.1%}  "
+                                           f"{entry['seconds']:5.1f}s")
+    claims["log result"] = (f"reached 99% exact match: {main['exact_match']:.1%} after {main['steps']} steps, "
+                            f"{main['seconds']:.1f} s")
     images = {"reverse_cross_attention.png": f"{runs}/reverse/attention_decoder_cross_attn.png",
               "reverse_loss.png": f"{runs}/reverse/loss.png"}
     return claims, images
@@ -117,9 +126,23 @@ def collect_families(runs):
 
 def collect_gpt(runs):
     m = load(f"{runs}/gpt/metrics.json")
+    wall = load(f"{runs}/wall_seconds.json")[f"demos.gpt --out {runs}/gpt"]
+    with open(os.path.join(ROOT, runs, "gpt", "sample.txt")) as f:
+        first_line = f.readline().rstrip("\n")
     claims = {"result": (f"validation loss of **{m['val_loss']:.3f} nats per character**\n(train {m['train_loss']:.3f}) "
-                         f"after {m['iterations']} iterations: {m['seconds']:.0f} s of training")}
+                         f"after {m['iterations']} iterations: {m['seconds']:.0f} s of training, "
+                         f"{int(wall // 60)} min {wall % 60:.0f} s of wall time from the"),
+              "sample": f"```\n{first_line}\n"}
     return claims, {"gpt_loss.png": f"{runs}/gpt/loss.png"}
+
+
+def collect_gpt_recipe(runs):
+    runs_ = load(f"{runs}/bench/gpt-recipe.json")["recipe"]
+    ours, torch = runs_["ours"], runs_["pytorch"]
+    gap = max(abs(a["val"] - b["val"]) for a, b in zip(ours["evals"], torch["evals"]))
+    return {"losses": (f"After {ours['evals'][-1]['iter']} iterations the validation losses were {ours['val_loss']:.8f} "
+                       f"(ours) and {torch['val_loss']:.8f}\n(PyTorch): {abs(runs_['val_loss_difference']):.0e} nats apart, "
+                       f"float32 rounding. At every evaluation the two agreed to {gap:.0e}.")}, {}
 
 
 def collect_scan(runs):
@@ -226,6 +249,8 @@ GROUPS = {
                                ["demos.decoder_only", "--out", f"{runs}/decoder_only"],
                                ["demos.vit", "--out", f"{runs}/vit"]], collect_families),
     "gpt": (lambda runs: [["demos.gpt", "--out", f"{runs}/gpt"]], collect_gpt),
+    "gpt_recipe": (lambda runs: [["demos.bench_train", "--model", "gpt", "--recipe", "--json",
+                                  f"{runs}/bench/gpt-recipe.json"]], collect_gpt_recipe),
     "scan": (lambda runs: [["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
              + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
                 for kind in ("rope", "alibi", "relative")], collect_scan),
@@ -244,6 +269,16 @@ GROUPS = {
 
 
 # ----- recording the claims and updating the README -----
+
+def record_wall_time(runs, command, seconds):
+    """Seconds a command took from the shell (start-up and compilation included), kept in
+    runs/wall_seconds.json for the claims that quote a wall time."""
+    path = os.path.join(ROOT, runs, "wall_seconds.json")
+    times = json.load(open(path)) if os.path.exists(path) else {}
+    times[command] = seconds
+    with open(path, "w") as f:
+        json.dump(times, f, indent=1, sort_keys=True)
+
 
 def update(group, claims, images, readme, record):
     """Replace each claim's recorded text by the new one in `readme`; returns (readme, problems)."""
@@ -277,7 +312,9 @@ def main(argv=None):
         if not args.collect:
             for command in commands(args.runs):
                 print("$ python -m " + " ".join(command), flush=True)
+                started = time.perf_counter()
                 subprocess.run([sys.executable, "-m", *command], cwd=ROOT, check=True)
+                record_wall_time(args.runs, " ".join(command), time.perf_counter() - started)
         claims, images = collect(args.runs)
         readme, problems = update(group, claims, images, readme, record)
         all_problems += problems
