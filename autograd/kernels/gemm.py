@@ -19,7 +19,7 @@ multiply-adds run.  The work is cut three times:
 Numba has no vector types, so the micro-kernel is written as straight-line scalar code
 (one local variable per accumulator) and LLVM's SLP vectorizer packs it into vector
 registers.  Numba leaves that vectorizer off by default; these kernels are compiled with
-it on (`_with_slp`), and with only the 'contract' fast-math flag (fused multiply-add): with
+it on (`slp_vectorizer`), and with only the 'contract' fast-math flag (fused multiply-add): with
 'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.
 
 LLVM tunes Skylake-server and Ice Lake CPUs to *prefer* 256-bit vectors although they have
@@ -44,10 +44,10 @@ import numpy as np
 from numba import njit, prange, types
 from numba.extending import intrinsic, register_jitable
 
-# The register tiles, MR rows x NR columns by dtype.  "wide" keeps 4 AVX-512 registers per
-# row (16 accumulators); "narrow" is for products only 32 (float64: 16) columns wide, such
-# as attention's weights @ values with d_head 32, where a wide tile would be half padding.
-TILES = {"wide": (4, {np.float32: 64, np.float64: 32}), "narrow": (8, {np.float32: 32, np.float64: 16})}
+# The register tile: MR rows x NR columns, four AVX-512 registers per row (16 accumulators).
+# Products at most 96 columns wide with k <= KC go to small_gemm.py instead.
+MR = 4
+NR = {np.float32: 64, np.float64: 32}
 KC = 256                                # K block: a B panel is KC x NR (64 KiB wide)
 ROW_BLOCK_STRIPS = 16                   # A is packed MC = 16 MR rows at a time (64 KiB wide, in L2)
 IN_PLACE_PANELS = 4                     # see in_place in gemm()
@@ -56,7 +56,7 @@ JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, nogil=True, error_m
 
 
 @contextlib.contextmanager
-def _with_slp():
+def slp_vectorizer():
     """Compile with LLVM's SLP (straight-line) vectorizer on, which the micro-kernel needs."""
     previous = numba.config.SLP_VECTORIZE
     numba.config.SLP_VECTORIZE = 1
@@ -83,7 +83,7 @@ def micro_kernel_source(mr, nr):
     return "\n".join(lines) + "\n"
 
 
-def _compile_micro_kernel(mr, nr, dtype):
+def compile_micro_kernel(mr, nr, dtype):
     source = micro_kernel_source(mr, nr)
     filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
@@ -110,7 +110,7 @@ def aligned_empty(shape, dtype):
 
 
 @intrinsic
-def _element_pointer(typingctx, array, offset):
+def element_pointer(typingctx, array, offset):
     """A typed pointer to the element `offset` elements past the array's first (LLVM `gep`)."""
     if not isinstance(array, types.Array):
         return None
@@ -148,13 +148,13 @@ def _col_run_python(x, i, j, n):
 @register_jitable
 def _row_run_jit(x, i, j, n):
     step = x.strides[0] // x.itemsize
-    return numba.carray(_element_pointer(x, i * step + j), n)
+    return numba.carray(element_pointer(x, i * step + j), n)
 
 
 @register_jitable
 def _col_run_jit(x, i, j, n):
     step = x.strides[1] // x.itemsize
-    return numba.carray(_element_pointer(x, i + j * step), n)
+    return numba.carray(element_pointer(x, i + j * step), n)
 
 
 def _k_major_strip_python(a, top, k0, kc, mr):
@@ -164,7 +164,7 @@ def _k_major_strip_python(a, top, k0, kc, mr):
 @register_jitable
 def _k_major_strip_jit(a, top, k0, kc, mr):
     step = a.strides[1] // a.itemsize
-    return numba.carray(_element_pointer(a, top + k0 * step), (kc, step))[:, :mr]
+    return numba.carray(element_pointer(a, top + k0 * step), (kc, step))[:, :mr]
 
 
 # A[top:top+mr, k0:k0+kc].T of an A whose columns are contiguous: the (kc, mr) strip the
@@ -182,21 +182,13 @@ row_run = _row_run_python if numba.config.DISABLE_JIT else _row_run_jit
 col_run = _col_run_python if numba.config.DISABLE_JIT else _col_run_jit
 
 
-def row_block(tile):
-    """MC, the rows of A packed together for `tile`."""
-    return ROW_BLOCK_STRIPS * TILES[tile][0]
+MC = ROW_BLOCK_STRIPS * MR             # rows of A packed together
 
 
-def narrow_enough(n, dtype):
-    """Whether an n-column product should use the narrow tile."""
-    return n <= TILES["narrow"][1][np.dtype(dtype).type]
-
-
-def _make_gemm(dtype, parallel, tile):
-    """The batched GEMM driver for one dtype, serial or parallel, with one register tile."""
-    MR, nr = TILES[tile][0], TILES[tile][1][dtype]
-    MC = row_block(tile)
-    micro_kernel = _compile_micro_kernel(MR, nr, dtype)
+def _make_gemm(dtype, parallel):
+    """The batched GEMM driver for one dtype, serial or parallel."""
+    nr = NR[dtype]
+    micro_kernel = compile_micro_kernel(MR, nr, dtype)
 
     @register_jitable(**JIT)
     def pack_b(b, k0, kc, packed):
@@ -328,18 +320,17 @@ def _make_gemm(dtype, parallel, tile):
     operand = numba.types.Array(t, 4, "A", readonly=True)
     index = numba.types.Array(numba.int64, 1, "C", readonly=True)
     signature = numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64)
-    gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}, {tile}]"  # cache keys
-    with _with_slp():
+    gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}]"  # cache keys
+    with slp_vectorizer():
         return njit(signature, parallel=parallel, **JIT)(gemm)
 
 
 _kernels = {}
 
 
-def gemm_kernel(dtype, parallel, tile="wide"):
-    """The compiled driver for dtype (float32 or float64), serial or parallel, with the
-    "wide" or "narrow" register tile (made once)."""
-    key = (np.dtype(dtype).type, parallel, tile)
+def gemm_kernel(dtype, parallel):
+    """The compiled driver for dtype (float32 or float64), serial or parallel (made once)."""
+    key = (np.dtype(dtype).char, parallel)
     if key not in _kernels:
-        _kernels[key] = _make_gemm(*key)
+        _kernels[key] = _make_gemm(np.dtype(dtype).type, parallel)
     return _kernels[key]

@@ -6,7 +6,8 @@ plain Python you can step through (slowly).
 
 Three tricks make these fast, each explained where it is used:
 - matmul (autograd/kernels/gemm.py) blocks and packs both operands as BLAS libraries do,
-  and keeps a 4 x 64 tile of C in AVX-512 registers (8 x 32 for narrow products);
+  and keeps a 4 x 64 tile of C in AVX-512 registers; small products, such as attention's
+  per-head ones, skip the packing (autograd/kernels/small_gemm.py);
 - `row_max` compares floats as integers (an order-preserving bit mapping), because
   LLVM vectorizes integer max reductions but not float ones here; `bits_to_float` turns
   the winning bits back into a float (a one-instruction LLVM bitcast);
@@ -27,7 +28,7 @@ import numpy as np
 from numba import njit, prange
 from numba.extending import intrinsic, register_jitable
 
-from autograd.kernels import gemm
+from autograd.kernels import gemm, small_gemm
 from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
 FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
@@ -95,7 +96,7 @@ def _batch_index(batch_shape, full_batch):
 def matmul(a, b):
     """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast, float32 or float64."""
     dtype = a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
-    if dtype not in (np.float32, np.float64) or a.ndim < 2 or b.ndim < 2:
+    if dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:          # float32, float64
         return np.matmul(a, b)
     m, k = a.shape[-2:]
     n = b.shape[-1]
@@ -112,20 +113,23 @@ def matmul(a, b):
         return out
     a_of = _batch_index(a.shape[:-2], batch)
     b_of = _batch_index(b.shape[:-2], batch)
-    tile = "narrow" if gemm.narrow_enough(n, dtype) else "wide"
-    items = len(a_of) * -(-m // gemm.row_block(tile))     # (matrix, block of rows): what threads share
+    small = small_gemm.small_enough(k, n)
+    # (matrix, block of rows): the work items threads share
+    items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
     chunks = min(items, 4 * numba.get_num_threads()) if parallel else 1
-    gemm.gemm_kernel(dtype, parallel, tile)(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n),
-                                            chunks)
+    kernel = (small_gemm.small_gemm_kernel(dtype, parallel, small_gemm.tile_for(n, dtype.itemsize)) if small
+              else gemm.gemm_kernel(dtype, parallel))
+    kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n), chunks)
     return out
 
 
 def _as_4d(x, dtype):
     """x viewed as (batch1, batch2, rows, cols) without copying when it has <= 4 dims."""
-    x = x.astype(dtype, copy=False)
+    if x.dtype != dtype:
+        x = x.astype(dtype)
     if x.ndim <= 4:
-        return x.reshape((1,) * (4 - x.ndim) + x.shape)
+        return x[(None,) * (4 - x.ndim)]
     return x.reshape((-1,) + x.shape[-3:])
 
 
@@ -535,8 +539,9 @@ def warmup():
             kernels["log_softmax"](x, np.empty_like(x))
             kernels["softmax_backward"](x, x, np.empty_like(x))
             kernels["log_softmax_backward"](x, x, np.empty_like(x))
-            for tile in gemm.TILES:
-                gemm.gemm_kernel(dtype, parallel, tile)   # compiled when made
+            gemm.gemm_kernel(dtype, parallel)             # compiled when made
+            for tile in small_gemm.TILES:
+                small_gemm.small_gemm_kernel(dtype, parallel, tile)
         rows = np.zeros((2, 3), dtype)
         out, xhat, rstd = layer_norm(rows, rows[0], rows[0], 1e-5)
         layer_norm_backward(rows, xhat, rstd, rows[0])

@@ -62,34 +62,66 @@ def test_matmul_transposed_and_broadcast_batches(dtype):
 
 
 def _with_layout(x, layout):
-    """x's values in memory laid out as: C (row-major), T (a transposed view), S (rows
-    contiguous, further apart than a row), G (no unit stride at all)."""
+    """x's values (its last two dims) in memory laid out as: C (row-major), T (a transposed
+    view), S (rows contiguous, further apart than a row), G (no unit stride at all)."""
     if layout == "C":
         return np.ascontiguousarray(x)
     if layout == "T":
-        return np.ascontiguousarray(x.T).T
-    wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+        return np.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
     if layout == "S":
-        wide[:, :x.shape[1]] = x
-        return wide[:, :x.shape[1]]
-    wide[:, ::2] = x
-    return wide[:, ::2]
+        wide[..., :x.shape[-1]] = x
+        return wide[..., :x.shape[-1]]
+    wide[..., ::2] = x
+    return wide[..., ::2]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout_a", "CTSG")
 @pytest.mark.parametrize("layout_b", "CTG")
-@pytest.mark.parametrize("n", [20, 50, 300])
+@pytest.mark.parametrize("n", [20, 150, 300])
 def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n):
-    """Every packing path: A rows contiguous, A transposed read in place (few B panels: n 50)
-    or packed (many: n 300), strided; several K blocks (k > KC) and row blocks, partial strips;
-    the narrow register tile (n 20) and the wide one."""
+    """Every packing path of the Goto driver (k > KC): A rows contiguous, A transposed read
+    in place (few B panels: n 20, 150) or packed (many: n 300), strided; several K blocks and
+    row blocks, partial strips."""
     rng = np.random.default_rng(n)
     a = rng.standard_normal((70, 300)).astype(dtype)
     b = rng.standard_normal((300, n)).astype(dtype)
     out = jit.matmul(_with_layout(a, layout_a), _with_layout(b, layout_b))
     np.testing.assert_allclose(out, reference.matmul(a, b), **(tol(dtype) if dtype == np.float32 else
                                                               dict(rtol=1e-11, atol=1e-11)))
+
+
+def _run_driver(kernel, a, b, chunks):
+    """kernel (a gemm driver) on one batch of 3-D operands, the way jit.matmul calls it."""
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+    index = np.arange(a.shape[0])
+    kernel(a[None], b[None], index, index if b.shape[0] == a.shape[0] else np.zeros_like(index), out, chunks)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout_a", "CTSG")
+@pytest.mark.parametrize("layout_b", "CTG")
+@pytest.mark.parametrize("m,k,n", [(3, 5, 7), (10, 16, 10), (16, 11, 33), (70, 40, 17), (130, 64, 96)])
+def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
+    """The small-matrix driver (k <= KC, n <= MAX_COLS): operands read in place or copied,
+    a matrix smaller than one tile, overlapping last strips and panels, several row blocks,
+    both tiles; batched, with B broadcast; serial and split in 3 parallel chunks.  It must
+    give the very bits of the Goto driver (the same sums in the same order)."""
+    from autograd.kernels import gemm, small_gemm
+    rng = np.random.default_rng(m + k + n)
+    a = _with_layout(rng.standard_normal((4, m, k)).astype(dtype), layout_a)
+    b = _with_layout(rng.standard_normal((4, k, n)).astype(dtype), layout_b)
+    assert small_gemm.small_enough(k, n)
+    out = jit.matmul(a, b)
+    np.testing.assert_allclose(out, np.matmul(a, b), **tol(dtype))
+    goto = _run_driver(gemm.gemm_kernel(dtype, False), a, b, 1)
+    tile = small_gemm.tile_for(n, np.dtype(dtype).itemsize)
+    np.testing.assert_array_equal(out, goto)
+    np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype, True, tile), a, b, 3), goto)
+    shared = _run_driver(small_gemm.small_gemm_kernel(dtype, False, tile), a, b[:1], 1)   # one B for every A
+    np.testing.assert_array_equal(shared, _run_driver(gemm.gemm_kernel(dtype, False), a, b[:1], 1))
 
 
 @pytest.mark.parametrize("shape_a,shape_b", [((0, 3), (3, 4)), ((2, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 2, 3), (3, 4))])

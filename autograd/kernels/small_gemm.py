@@ -1,0 +1,183 @@
+"""Batched GEMM for small matrices (attention's per-head products): no packing, no set-up.
+
+The Goto driver (gemm.py) pays, per matrix, for packing both operands into panels and
+copying each register tile out through a buffer: a fixed cost that a 512 x 512 product
+hides but that a 10 x 16 by 16 x 10 one (attention's scores at one head) cannot.  Here
+the micro-kernel reads the operands where they are:
+
+- a strip of MR rows of A is read in place whether A is row-major or a transposed view
+  (the micro-kernel loads single numbers of A, to broadcast them);
+- B's panel of NR columns is read in place when B's rows are contiguous (the micro-kernel
+  loads NR consecutive numbers of a row of B at a time); a transposed B, such as the keys
+  k^T of q @ k^T, is first copied into a row-major buffer (k x n numbers, 1/m of the work);
+- the MR x NR tile is stored straight into C.
+
+Edges cost no extra code: when m is not a multiple of MR, the last strip starts at row
+m - MR and overlaps the one before it, computing a few rows twice (to identical values);
+the last panel likewise starts at column n - NR.  Only a matrix smaller than one tile, or
+an operand with no contiguous dimension, goes through zero-padded buffers.
+
+Each entry of C is the same sum in the same order (kk = 0, 1, ..., k - 1, one fused
+multiply-add each) as in the Goto driver when k <= KC, so the two give identical bits and
+which of them runs never changes a result.
+"""
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from autograd.kernels import gemm
+
+MR = 8                                       # rows of the register tile
+# Its columns: two AVX-512 registers per row, or one for products at most that narrow
+# (attention's 10-16 column products at the smallest size; a 32-wide tile would be half padding).
+TILES = {"wide": {np.float32: 32, np.float64: 16}, "narrow": {np.float32: 16, np.float64: 8}}
+MAX_COLS = 96                                # products with n <= MAX_COLS and k <= KC take this path
+BLOCK_ROWS = 64                              # what threads share: (matrix, block of rows)
+
+
+def small_enough(k, n):
+    """Whether an (m x k) @ (k x n) product should take this path, whatever m: A's strips
+    are read in place and stay in L1 while the few panels of B (in L2) go past them, so
+    packing A would buy nothing."""
+    return k <= gemm.KC and n <= MAX_COLS
+
+
+def tile_for(n, itemsize):
+    """The register tile for an n-column product of numbers of `itemsize` bytes: narrow
+    when a row fits one 64-byte register."""
+    return "narrow" if n * itemsize <= 64 else "wide"
+
+
+@numba.extending.register_jitable
+def row_blocks(m):
+    """The blocks of rows work is shared out in; the last takes the remainder, so that each
+    block has at least MR rows (or is the whole matrix) and no two blocks overlap."""
+    return max(1, m // BLOCK_ROWS)
+
+
+# ----- views built from pointers, so that in-place operands and buffers have one type
+# (see gemm.k_major_strip); with NUMBA_DISABLE_JIT=1, the plain slices they stand for.
+
+@numba.extending.register_jitable
+def _a_strip_jit(a, top, k):
+    """A[top:top+MR, :k].T, (k, MR), of an A whose rows or columns are contiguous."""
+    if a.strides[1] == a.itemsize:
+        step = a.strides[0] // a.itemsize
+        return numba.carray(gemm.element_pointer(a, top * step), (MR, step))[:, :k].T
+    step = a.strides[1] // a.itemsize
+    return numba.carray(gemm.element_pointer(a, top), (k, step))[:, :MR]
+
+
+@numba.extending.register_jitable
+def _rows_from_jit(x, i, j, rows):
+    """x[i:i+rows, j:] of an x whose rows are contiguous, typed as a C-contiguous array
+    (reading past column x.shape[1] - j would run into the next row)."""
+    step = x.strides[0] // x.itemsize
+    return numba.carray(gemm.element_pointer(x, i * step + j), (rows, step))
+
+
+def _a_strip_python(a, top, k):
+    return a[top:top + MR, :k].T
+
+
+def _rows_from_python(x, i, j, rows):
+    return x[i:i + rows, j:]
+
+
+a_strip = _a_strip_python if numba.config.DISABLE_JIT else _a_strip_jit
+rows_from = _rows_from_python if numba.config.DISABLE_JIT else _rows_from_jit
+
+
+@numba.extending.register_jitable(**gemm.JIT)
+def copy_b(b, target):
+    """target[:, :n] = B (k x n), into the row-major buffer the micro-kernel reads."""
+    k, n = b.shape
+    if b.strides[1] == b.itemsize:                              # rows contiguous: along them
+        for kk in range(k):
+            source, row = gemm.row_run(b, kk, 0, n), target[kk]
+            for j in range(n):
+                row[j] = source[j]
+    elif b.strides[0] == b.itemsize:                            # a transposed B: down its columns
+        for j in range(n):
+            source = gemm.col_run(b, 0, j, k)
+            for kk in range(k):
+                target[kk, j] = source[kk]
+    else:
+        for kk in range(k):
+            for j in range(n):
+                target[kk, j] = b[kk, j]
+
+
+def _make_small_gemm(dtype, parallel, tile):
+    nr = TILES[tile][dtype]
+    micro_kernel = gemm.compile_micro_kernel(MR, nr, dtype)
+
+    def small_gemm(a, b, a_of, b_of, c, chunks):
+        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t; the arguments are gemm.gemm_kernel's.
+        Work items are (matrix, block of rows), split into `chunks` runs, one per thread task."""
+        t_count, m, n = c.shape
+        k = a.shape[3]
+        a2, b2 = a.shape[1], b.shape[1]
+        size = a.itemsize
+        blocks = row_blocks(m)
+        work = t_count * blocks
+        # which operands are read in place (else copied into a zero-padded buffer)
+        a_direct = m >= MR and ((a.strides[3] == size and a.strides[2] >= k * size)
+                                or (a.strides[2] == size and a.strides[3] >= m * size))
+        b_direct = n >= nr and b.strides[3] == size and b.strides[2] >= n * size
+        c_direct = m >= MR and n >= nr
+        cols = max(n, nr)
+        for chunk in prange(chunks):
+            gemm.prefer_wide_vectors()
+            a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
+            b_copy = gemm.aligned_empty((0 if b_direct else k, cols), c.dtype)
+            c_copy = gemm.aligned_empty((0 if c_direct else MR, nr), c.dtype)
+            a_copy[m:] = 0
+            b_copy[:, n:] = 0
+            copied_for = -1                                     # which B b_copy holds
+            for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
+                t, blk = item // blocks, item % blocks
+                low = blk * BLOCK_ROWS
+                high = m if blk == blocks - 1 else low + BLOCK_ROWS
+                a_t, b_t, c_t = a[a_of[t] // a2, a_of[t] % a2], b[b_of[t] // b2, b_of[t] % b2], c[t]
+                if not a_direct:
+                    for i in range(low, high):
+                        for kk in range(k):
+                            a_copy[i, kk] = a_t[i, kk]
+                if not b_direct and b_of[t] != copied_for:
+                    copied_for = b_of[t]
+                    copy_b(b_t, b_copy)
+                last = max(high, low + MR) - MR                 # where the last strip starts
+                for q in range(low, high, MR):
+                    top = min(q, last)                          # the last strip overlaps the one before
+                    strip = a_strip(a_t, top, k) if a_direct else a_strip(a_copy, top, k)
+                    for p in range(0, cols, nr):
+                        left = min(p, cols - nr)                # so does the last panel
+                        panel = rows_from(b_t, 0, left, k) if b_direct else rows_from(b_copy, 0, left, k)
+                        tile = rows_from(c_t, top, left, MR) if c_direct else rows_from(c_copy, 0, 0, MR)
+                        micro_kernel(strip, panel, k, tile)
+                        if not c_direct:
+                            for r in range(min(MR, m - top)):
+                                for j in range(min(nr, n - left)):
+                                    c_t[top + r, left + j] = c_copy[r, j]
+
+    t = numba.from_dtype(np.dtype(dtype))
+    operand = numba.types.Array(t, 4, "A", readonly=True)
+    index = numba.types.Array(numba.int64, 1, "C", readonly=True)
+    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64)
+    small_gemm.__qualname__ = f"small_gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}, {tile}]"
+    with gemm.slp_vectorizer():
+        return njit(signature, parallel=parallel, **gemm.JIT)(small_gemm)
+
+
+_kernels = {}
+
+
+def small_gemm_kernel(dtype, parallel, tile):
+    """The compiled small-matrix driver for dtype, serial or parallel, with the "wide" or
+    "narrow" tile (made once)."""
+    key = (np.dtype(dtype).char, parallel, tile)
+    if key not in _kernels:
+        _kernels[key] = _make_small_gemm(np.dtype(dtype).type, parallel, tile)
+    return _kernels[key]
