@@ -162,7 +162,9 @@ for name in ("softmax_backward", "log_softmax_backward"):
     t = time.perf_counter(); getattr(jit, name)(x, x); times[name] = time.perf_counter() - t
 t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 5), np.float32))
 jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 50), np.float32))
-times["matmul (both register tiles)"] = time.perf_counter() - t
+times["matmul, small-matrix driver (two tiles)"] = time.perf_counter() - t
+t = time.perf_counter(); jit.matmul(np.zeros((3, 300), np.float32), np.zeros((300, 5), np.float32))
+times["matmul, Goto driver"] = time.perf_counter() - t
 t = time.perf_counter(); jit.gelu(x, "none"); jit.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t
 t = time.perf_counter(); out, xhat, rstd = jit.layer_norm(x, x[0], x[0], 1e-5)
 jit.layer_norm_backward(x, xhat, rstd, x[0]); times["layer_norm and backward"] = time.perf_counter() - t
@@ -181,7 +183,7 @@ def bench_compile():
                                           capture_output=True, text=True).stdout) for _ in range(2)]
     cold, warm = runs
     for name in cold:
-        print(f"  {name:<24} cold {cold[name]:7.2f} s   warm cache {warm[name]:6.3f} s")
+        print(f"  {name:<40} cold {cold[name]:7.2f} s   warm cache {warm[name]:6.3f} s")
     return {"cold_s": cold, "warm_s": warm}
 
 

@@ -112,6 +112,12 @@ def copy_b(b, target):
 def _make_small_gemm(dtype, parallel, tile):
     nr = TILES[tile][dtype]
     micro_kernel = gemm.compile_micro_kernel(MR, nr, dtype)
+    # The wide tile finishes a product whose last panel has at most half its columns left
+    # (n 33 or 65: attention over T + 1 positions) with the narrow tile, instead of
+    # computing a whole overlapping wide panel (twice the work on 33 columns).
+    NARROW_EDGE = tile == "wide"
+    edge = TILES["narrow"][dtype]
+    edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype) if NARROW_EDGE else micro_kernel
 
     def small_gemm(a, b, a_of, b_of, c, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t; the arguments are gemm.gemm_kernel's.
@@ -153,7 +159,12 @@ def _make_small_gemm(dtype, parallel, tile):
                     top = min(q, last)                          # the last strip overlaps the one before
                     strip = a_strip(a_t, top, k) if a_direct else a_strip(a_copy, top, k)
                     for p in range(0, cols, nr):
-                        left = min(p, cols - nr)                # so does the last panel
+                        if NARROW_EDGE:
+                            if c_direct and cols - p <= edge:
+                                panel = rows_from(b_t, 0, n - edge, k) if b_direct else rows_from(b_copy, 0, n - edge, k)
+                                edge_kernel(strip, panel, k, rows_from(c_t, top, n - edge, MR))
+                                continue
+                        left = min(p, cols - nr)                # the last panel overlaps too
                         panel = rows_from(b_t, 0, left, k) if b_direct else rows_from(b_copy, 0, left, k)
                         tile = rows_from(c_t, top, left, MR) if c_direct else rows_from(c_copy, 0, 0, MR)
                         micro_kernel(strip, panel, k, tile)
