@@ -80,12 +80,14 @@ def _with_layout(x, layout):
 @pytest.mark.parametrize("layout_a", "CTSG")
 @pytest.mark.parametrize("layout_b", "CTG")
 @pytest.mark.parametrize("n", [20, 150, 300])
-def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n):
+@pytest.mark.parametrize("m", [70, 260])
+def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n, m):
     """Every packing path of the Goto driver (k > KC): A rows contiguous, A transposed read
-    in place (few B panels: n 20, 150) or packed (many: n 300), strided; several K blocks and
-    row blocks, partial strips."""
+    in place (few B panels: n 20, 150, and columns under 1 KiB apart: m 70) or packed (many
+    panels: n 300, or columns far apart: m 260), strided; several K blocks and row blocks,
+    partial strips."""
     rng = np.random.default_rng(n)
-    a = rng.standard_normal((70, 300)).astype(dtype)
+    a = rng.standard_normal((m, 300)).astype(dtype)
     b = rng.standard_normal((300, n)).astype(dtype)
     out = jit.matmul(_with_layout(a, layout_a), _with_layout(b, layout_b))
     np.testing.assert_allclose(out, reference.matmul(a, b), **(tol(dtype) if dtype == np.float32 else
