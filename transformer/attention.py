@@ -25,8 +25,9 @@ from transformer.validation import require_positive
 
 
 # The composed path is the default: on this project's machine the fused op (one thread, batch
-# 32, 4 heads, length 64, d_head 32, forward + backward) took 2.6x the composed path's time
-# (python -m demos.bench_attention), so it is opt-in until its kernels are faster.
+# 32, 4 heads, length 64, d_head 32, forward + backward) took about twice the composed path's
+# time (python -m demos.bench_attention; the README has the last figure), so it is opt-in
+# until its kernels are faster.
 FUSED = os.environ.get("AUTOGRAD_ATTENTION", "composed") == "fused"
 
 
