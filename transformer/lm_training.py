@@ -16,6 +16,7 @@ import numpy as np
 import nn
 from autograd import default_generator, no_grad
 from nn import functional as F
+from nn.allocator import keep_freed_memory
 from nn.optim import AdamW, clip_grad_norm_
 from nn.schedule import warmup_cosine
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
@@ -104,6 +105,7 @@ def train_lm(data, step, evaluate, cfg, log=print, start=None, should_stop=None,
     current step.  checkpoint(history) is called every cfg.save_every iterations.  Returns
     the history, whose "progress" entry (the generators' states) lets save_lm write a
     checkpoint that resumes."""
+    keep_freed_memory()                                 # steps reuse their memory (nn/allocator.py)
     batch_rng, eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
     history = {"iter": [], "loss": [], "lr": [], "evals": [], "seconds": 0.0}
     if start is not None:

@@ -92,6 +92,11 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
 
 
+def index_add_rows(out, ids, rows):
+    """out[ids[i]] += rows[i] in place, a repeated id accumulating (a row lookup's gradient)."""
+    return _current.index_add_rows(out, ids, rows)
+
+
 def attention_forward(q, k, v, mask, scale):
     """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays; returns (out, row log-sum-exp)."""
     return _current.attention_forward(q, k, v, mask, scale)

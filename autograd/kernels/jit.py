@@ -423,6 +423,29 @@ def gelu_backward(x, grad, approximate):
     return dx.reshape(x.shape)
 
 
+# ============================================================================ scatter-add
+
+@njit(**JIT)
+def _index_add_rows(out, ids, rows):
+    """out[ids[i]] += rows[i], i in order: one pass, no temporaries."""
+    for i in range(ids.shape[0]):
+        target, source = out[ids[i]], rows[i]
+        for j in range(source.shape[0]):
+            target[j] += source[j]
+
+
+def index_add_rows(out, ids, rows):
+    """Same signature and results as reference.index_add_rows (numpy's ufunc.at, which
+    this replaces, takes ~0.8 ms for a GPT batch's 768 token embeddings)."""
+    if _float_dtype(out) is None or out.ndim != 2 or not out.flags.c_contiguous:
+        from autograd.kernels import reference
+        return reference.index_add_rows(out, ids, rows)
+    ids = ids.reshape(-1).astype(np.intp, copy=False)
+    if ids.size and ids.min() < 0:                     # numpy's negative ids count from the end
+        ids = np.where(ids < 0, ids + out.shape[0], ids)
+    _index_add_rows(out, ids, np.ascontiguousarray(rows, out.dtype).reshape(ids.size, out.shape[1]))
+
+
 # ============================================================================ optimizer
 
 @njit(**JIT)
@@ -475,6 +498,7 @@ def warmup():
                 forward(flat, np.empty_like(flat), tanh_form)
                 backward(flat, flat, np.empty_like(flat), tanh_form)
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
+        index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])
         q = np.zeros((1, 2, 3), dtype)
         for mask in (None, np.ones((1, 2, 2), bool)):
             out, lse = attention_forward(q, q, q, mask, 1.0)

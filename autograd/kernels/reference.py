@@ -84,6 +84,12 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)
 
 
+def index_add_rows(out, ids, rows):
+    """out[ids[i]] += rows[i] for every i, in order, in place: a repeated id accumulates
+    (the gradient of a row lookup such as an embedding).  out (V, D), ids (N,), rows (N, D)."""
+    np.add.at(out, ids.reshape(-1), rows.reshape(-1, out.shape[1]))
+
+
 def layer_norm(x, weight, bias, eps):
     """Rows of x (N, D) normalised then scaled and shifted: returns (out, xhat, rstd) with
     xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (biased variance), out = xhat w + b."""

@@ -3,6 +3,7 @@ expand, indexing, concatenation and stacking.  Their backward moves the gradient
 
 import numpy as np
 
+from autograd import kernels
 from autograd.function import Function, normalize_dim
 
 
@@ -75,11 +76,19 @@ class Index(Function):
 
     def backward(ctx, grad):
         out = np.zeros(ctx.in_shape, dtype=grad.dtype)
-        if ctx.advanced:
+        if _is_row_lookup(ctx.key) and out.size:           # weight[ids]: an embedding
+            kernels.index_add_rows(out.reshape(ctx.in_shape[0], -1), ctx.key, grad)
+        elif ctx.advanced:
             np.add.at(out, ctx.key, grad)   # repeated indices add up
         else:
             out[ctx.key] = grad             # basic slicing picks each element at most once
         return out
+
+
+def _is_row_lookup(key):
+    """Whether key picks whole rows by an integer array (the case kernels.index_add_rows
+    scatters back)."""
+    return isinstance(key, np.ndarray) and np.issubdtype(key.dtype, np.integer)
 
 
 def _is_advanced(key):

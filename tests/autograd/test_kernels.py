@@ -281,6 +281,24 @@ def test_adam_step_refuses_a_non_contiguous_parameter():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ids", [[], [3], [0, 4, 0, 0, 2], [[1, -1], [-5, 4]], list(range(5)) * 40])
+def test_index_add_rows_matches_numpy(dtype, ids):
+    """Repeated ids accumulate in order (bit for bit as ufunc.at), negative ids count from
+    the end, rows may arrive non-contiguous or shaped like the ids."""
+    ids = np.array(ids, dtype=np.int64)
+    rng = np.random.default_rng(ids.size)
+    base = rng.standard_normal((5, 7)).astype(dtype)
+    rows = rng.standard_normal((7,) + ids.shape).astype(dtype)
+    rows = np.moveaxis(rows, 0, -1)                    # (..., 7), not contiguous
+    got, want = base.copy(), base.copy()
+    jit.index_add_rows(got, ids, rows)
+    reference.index_add_rows(want, ids, rows)
+    np.testing.assert_array_equal(got, want)
+    if ids.size:
+        assert not np.array_equal(got, base)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rows,width", [(1, 1), (7, 33), (65, 7), (3, 129)])
 def test_layer_norm_kernels_match_numpy(dtype, rows, width):
     rng = np.random.default_rng(rows * width)

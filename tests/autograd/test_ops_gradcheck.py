@@ -49,6 +49,7 @@ CASES = {
     "Expand": [("(3,1)->(2,3,4)", lambda a: a.expand(2, 3, 4), [leaf(3, 1)])],
     "Index": [("slice", lambda a: a[1:, ::2], [leaf(3, 5)]),
               ("repeated indices", lambda a: a[np.array([0, 2, 0, 0])], [leaf(3, 4)]),
+              ("(2, 3) ids into a (4, 2, 5) table", lambda a: a[np.array([[0, 3, -1], [1, 0, 0]])], [leaf(4, 2, 5)]),
               ("pairs of arrays", lambda a: a[np.array([0, 1, 1]), np.array([2, 2, 0])], [leaf(2, 3)]),
               ("boolean mask", lambda a: a[a.data > 0], [leaf(3, 4)])],
     "Cat": [("dim=1", lambda a, b: cat([a, b], dim=1), [leaf(2, 3), leaf(2, 1)])],
