@@ -40,8 +40,10 @@ def main(argv=None):
     import numpy as np
 
     from autograd import Tensor, kernels
+    from nn.allocator import keep_freed_memory
     from transformer.attention import scaled_dot_product_attention, use_fused_attention
     from transformer.masks import causal_mask
+    keep_freed_memory()                 # as in training: no page faults for each step's arrays
     kernels.warmup()
     rng = np.random.default_rng(0)
     shape = (args.batch, args.heads, args.length, args.d_head)
@@ -52,6 +54,8 @@ def main(argv=None):
     def step(fused):
         def run():
             use_fused_attention(fused)
+            for x in (q, k, v):
+                x.grad = None           # as an optimizer's zero_grad does
             out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=False)
             out.backward(grad)
         return run

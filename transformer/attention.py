@@ -24,10 +24,10 @@ from transformer.scores import scaled_dot_scores
 from transformer.validation import require_positive
 
 
-# The composed path is the default: on this project's machine the fused op (one thread, batch
-# 32, 4 heads, length 64, d_head 32, forward + backward) took about twice the composed path's
-# time (python -m demos.bench_attention; the README has the last figure), so it is opt-in
-# until its kernels are faster.
+# The composed path is the default: it is the one a learner steps through, and on this
+# project's machine the fused op (one thread, batch 32, 4 heads, length 64, d_head 32,
+# forward + backward) is only somewhat faster (python -m demos.bench_attention; the README
+# has the last figure), not enough to change every trained model's last bits for.
 FUSED = os.environ.get("AUTOGRAD_ATTENTION", "composed") == "fused"
 
 

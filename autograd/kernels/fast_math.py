@@ -1,7 +1,8 @@
-"""What the Numba kernels share: compile options, builds under distinct names, and two
+"""What the Numba kernels share: compile options, builds under distinct names, and three
 pieces of arithmetic LLVM can vectorize where the obvious code does not.
 
 - `bits_to_float` reinterprets an integer's bits as a float (one LLVM bitcast);
+- `make_row_max` finds a row's maximum through its integer bits, which vectorizes;
 - `make_exp_nonpositive` builds exp(d) for d <= 0 as a polynomial and a power of two, so a
   loop of exps vectorizes (libm's exp is a scalar call, ~20x slower per number here).
 
@@ -10,6 +11,7 @@ NOT 'nnan'/'ninf': masked attention scores are -inf and must stay -inf.
 """
 
 import math
+import sys
 
 import numba
 import numpy as np
@@ -56,6 +58,12 @@ def _bits_to_float_intrinsic(typingctx, bits):
 
 bits_to_float = _bits_to_float_python if numba.config.DISABLE_JIT else _bits_to_float_intrinsic
 
+# The kernels below call `fast_math.bits_to_float`, through this module, not the intrinsic
+# itself: Numba's cache key pickles the functions a kernel closes over together with the
+# globals they use, and an intrinsic pickles differently in every process (a fresh id), so
+# each process missed the cache and compiled again; a module pickles as its name.
+fast_math = sys.modules[__name__]
+
 
 def make_exp_nonpositive(dtype, keep_nan=True):
     """exp(d) for d <= 0 in `dtype`, as straight arithmetic that LLVM vectorizes (libm's
@@ -83,7 +91,7 @@ def make_exp_nonpositive(dtype, keep_nan=True):
     def exp_nonpositive(d):
         t = d if d > LOWEST else LOWEST
         k_int = it(t * LOG2E - HALF)               # round to nearest (t <= 0): truncate t/ln2 - 1/2
-        two_to_k = bits_to_float(it((k_int + BIAS) << MANTISSA))
+        two_to_k = fast_math.bits_to_float(it((k_int + BIAS) << MANTISSA))
         k = f(k_int)
         r = (t - k * LN2_HI) - k * LN2_LO
         p = TAYLOR[0]
@@ -93,3 +101,24 @@ def make_exp_nonpositive(dtype, keep_nan=True):
             return p * two_to_k if d >= LOWEST else (ZERO if d < LOWEST else d)
         return p * two_to_k if d >= LOWEST else ZERO
     return exp_nonpositive
+
+
+def make_row_max(dtype):
+    """row_max(bits): the max of a row of `dtype` numbers given as their integer bits
+    (row.view(int32 or int64)); -inf for an all -inf row.  Flipping the non-sign bits of
+    negative floats makes integer order equal float order, and LLVM vectorizes an integer
+    max reduction (it does not vectorize the float one).  The mapping is its own inverse."""
+    bits = 32 if dtype == np.float32 else 64
+    it = np.int32 if dtype == np.float32 else np.int64
+    SIGN_SHIFT = it(bits - 1)
+    SIGN_OFF = it(2 ** (bits - 1) - 1)               # all bits but the sign bit
+    MIN_KEY = it(-2 ** (bits - 1))
+
+    @register_jitable(**JIT)
+    def row_max(row_bits):
+        best = MIN_KEY
+        for j in range(row_bits.shape[0]):
+            key = row_bits[j] ^ ((row_bits[j] >> SIGN_SHIFT) & SIGN_OFF)
+            best = key if key > best else best
+        return fast_math.bits_to_float(it(best ^ ((best >> SIGN_SHIFT) & SIGN_OFF)))   # Numba computes ints in int64
+    return row_max

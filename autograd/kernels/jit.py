@@ -8,16 +8,16 @@ Three tricks make these fast, each explained where it is used:
 - matmul (autograd/kernels/gemm.py) blocks and packs both operands as BLAS libraries do,
   and keeps a 4 x 64 tile of C in AVX-512 registers; small products, such as attention's
   per-head ones, skip the packing (autograd/kernels/small_gemm.py);
-- `row_max` compares floats as integers (an order-preserving bit mapping), because
-  LLVM vectorizes integer max reductions but not float ones here; `bits_to_float` turns
-  the winning bits back into a float (a one-instruction LLVM bitcast);
-- `_exp_row` computes exp with a range reduction and a Taylor polynomial instead of calling
+- `row_max` compares floats as integers (an order-preserving bit mapping), because LLVM
+  vectorizes integer max reductions but not float ones here; `bits_to_float` turns the
+  winning bits back into a float (a one-instruction LLVM bitcast);
+- `exp_row` computes exp with a range reduction and a Taylor polynomial instead of calling
   libm's scalar exp, so the loop vectorizes.
 
 Helpers called by a kernel are `register_jitable` (compiled into their caller): a nested
 dispatcher object would make the cache key differ in every process.
 
-The compile options, `bits_to_float` and the vectorizable exp live in fast_math.py.
+The compile options, `row_max`, `bits_to_float` and the vectorizable exp live in fast_math.py.
 """
 
 import math
@@ -28,7 +28,7 @@ from numba import njit, prange
 from numba.extending import register_jitable
 
 from autograd.kernels import gemm, small_gemm
-from autograd.kernels.fast_math import JIT, bits_to_float, make_exp_nonpositive, variant
+from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max, variant
 from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
 PARALLEL_MIN_FLOPS = 1 << 22   # below this (about a 128^3 matmul), threads cost more than they save
@@ -101,27 +101,11 @@ def _make_rowwise(dtype, parallel):
     dtype.  Every constant is of that dtype: a float64 literal in a float32 kernel would
     silently turn the whole computation into float64."""
     f = np.dtype(dtype).type
-    uint_bits = 32 if dtype == np.float32 else 64
     itype = np.int32 if dtype == np.float32 else np.int64
-    it = itype
-    SIGN_SHIFT = it(uint_bits - 1)
-    SIGN_OFF = it(2 ** (uint_bits - 1) - 1)          # all bits but the sign bit
-    MIN_KEY = it(-2 ** (uint_bits - 1))
     ZERO, ONE = f(0.0), f(1.0)
     NEG_INF = f(-np.inf)
     exp_nonpositive = make_exp_nonpositive(dtype)
-
-    @register_jitable(**JIT)
-    def row_max(bits):
-        """max of a row given as its integer bits (-inf for an all -inf row).  Flipping the
-        non-sign bits of negative floats makes integer order equal float order, and LLVM
-        vectorizes an integer max reduction (it does not vectorize this float one).  The
-        mapping is its own inverse."""
-        best = MIN_KEY
-        for j in range(bits.shape[0]):
-            key = bits[j] ^ ((bits[j] >> SIGN_SHIFT) & SIGN_OFF)
-            best = key if key > best else best
-        return bits_to_float(it(best ^ ((best >> SIGN_SHIFT) & SIGN_OFF)))   # Numba computes ints in int64
+    row_max = make_row_max(dtype)
 
     @register_jitable(**JIT)
     def exp_row(row, shift, out):
@@ -476,7 +460,9 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
 
 def warmup():
     """Compile (or load from the cache) every kernel for float32 and float64, serial and
-    parallel, so that the first training step does not pay for compilation."""
+    parallel, so that the first training step does not pay for compilation.  Not the fused
+    attention kernels: that op is opt-in (transformer.attention.use_fused_attention), and
+    they compile on first use (about 20 s per dtype, once: then Numba's cache has them)."""
     for dtype in (np.float32, np.float64):
         for parallel in (False, True):
             kernels = _rowwise_set(dtype, parallel)
@@ -499,7 +485,3 @@ def warmup():
                 backward(flat, flat, np.empty_like(flat), tanh_form)
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
         index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])
-        q = np.zeros((1, 2, 3), dtype)
-        for mask in (None, np.ones((1, 2, 2), bool)):
-            out, lse = attention_forward(q, q, q, mask, 1.0)
-            attention_backward(q, q, q, mask, 1.0, out, lse, out)

@@ -24,8 +24,9 @@ def operands(dtype, n=3, t_q=5, t_k=130, d=6, d_v=7, seed=0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("with_mask", [True, False])
-def test_kernels_match_their_numpy_twins(dtype, with_mask):
-    q, k, v, mask = operands(dtype)
+@pytest.mark.parametrize("t_q,t_k", [(5, 130), (70, 33)])      # several key blocks; several query blocks
+def test_kernels_match_their_numpy_twins(dtype, with_mask, t_q, t_k):
+    q, k, v, mask = operands(dtype, t_q=t_q, t_k=t_k)
     mask = mask if with_mask else None
     out, lse = fused.attention_forward(q, k, v, mask, 0.4)
     want_out, want_lse = reference.attention_forward(q, k, v, mask, 0.4)
