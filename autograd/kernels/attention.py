@@ -20,10 +20,16 @@ with D_i = dout_i . out_i and G = P * (dout V^T - D)  (the gradient of the score
 
     dV_blk += P^T dout,   dK_blk += G^T (scale Q),   dQ += scale G K_blk
 
+A block's scores are kept transposed, S^T (keys x queries): the softmax's statistics per
+query (running max, sum, shift) are then vectors across a row of S^T, and every step of
+the softmax is an elementwise loop over 32 contiguous queries, which vectorizes; along a
+row of S they would be short horizontal reductions, one per query and block.  The
+register tile reads either layout of its left operand, so P V and G K take S^T as it is.
+
 Only the keys a block of queries may see are visited: a causal mask skips the blocks above
 the diagonal (the composed path computes them and masks them).  All operands are first
 copied into zero-padded buffers whose dims are multiples of the register tile, so that the
-products need no edge cases; padded keys count as masked.
+products need no edge cases; padded keys and queries count as masked.
 
 A query whose keys are all masked gets output 0, lse -inf and zero gradient (as the composed
 softmax gives).  Threads split the N = batch x heads matrices, so no two write the same row.
@@ -36,10 +42,10 @@ from numba import prange
 from numba.extending import register_jitable
 
 from autograd.kernels import gemm, small_gemm
-from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max
+from autograd.kernels.fast_math import JIT, make_exp_nonpositive
 
 MR = small_gemm.MR            # rows of the register tile (8)
-QUERY_BLOCK = 32              # queries per block (a multiple of MR)
+QUERY_BLOCK = 32              # queries per block (a multiple of the tile's width)
 KEY_BLOCK = 64                # keys per block of the online softmax (a multiple of the tile's width)
 
 
@@ -49,13 +55,12 @@ def round_up(x, multiple):
 
 
 @register_jitable
-def describe_rows(mask, has_mask, t_k, first, last, holes):
+def describe_rows(mask, has_mask, t_k, first, last):
     """For each query i, the keys [first[i], last[i]) from its first visible one to its
-    last (an empty range if it sees none), and whether masked keys lie in between
-    (holes[i]; a causal or padding mask has none).  Without a mask: all keys, no holes."""
+    last (an empty range if it sees none); without a mask, all keys."""
     for i in range(first.shape[0]):
         if not has_mask:
-            first[i], last[i], holes[i] = 0, t_k, False
+            first[i], last[i] = 0, t_k
             continue
         row = mask[i]
         low = 0
@@ -64,17 +69,14 @@ def describe_rows(mask, has_mask, t_k, first, last, holes):
         high = t_k
         while high > low and not row[high - 1]:
             high -= 1
-        seen = 0
-        for j in range(low, high):
-            seen += row[j]
-        first[i], last[i], holes[i] = low, high, seen < high - low
+        first[i], last[i] = low, high
 
 
 @register_jitable
 def visible_keys(first, last, rows, width_step, t_k_padded):
     """[low, high) of the keys that queries `rows` (a range) may attend to (low == high:
     none), widened to a multiple of width_step inside the padded keys: the masked keys this
-    adds get weight 0 (`hide_masked`)."""
+    adds get weight 0 (`mark_visible`)."""
     low, high = t_k_padded, 0
     for i in rows:
         if last[i] > first[i]:
@@ -96,11 +98,21 @@ def copy_padded(x, target, factor):
 
 
 @register_jitable
-def copy_transposed_padded(x, target):
-    """target[c, j] = x[j, c]."""
+def mark_visible(mask, has_mask, t_q, t_k, visible):
+    """visible[j, i] = whether query i may see key j: the mask transposed, False for the
+    padded keys and queries (visible's extra rows and columns)."""
+    for j in range(visible.shape[0]):
+        for i in range(visible.shape[1]):
+            visible[j, i] = i < t_q and j < t_k and (not has_mask or mask[i, j])
+
+
+@register_jitable
+def copy_transposed_padded(x, target, factor):
+    """target[c, j] = factor * x[j, c]."""
     for j in range(x.shape[0]):
+        source = x[j]
         for c in range(x.shape[1]):
-            target[c, j] = x[j, c]
+            target[c, j] = factor * source[c]
 
 
 def _make_attention(dtype):
@@ -108,11 +120,12 @@ def _make_attention(dtype):
     float64 -inf in a float32 kernel would turn its arithmetic into float64)."""
     f = np.dtype(dtype).type
     ZERO, ONE, NEG_INF = f(0), f(1), f(-np.inf)
-    itype = np.int32 if dtype == np.float32 else np.int64
     exp_nonpositive = make_exp_nonpositive(dtype)
-    row_max = make_row_max(dtype)
     NR = small_gemm.TILES["wide"][dtype]            # columns of the register tile
-    micro_kernel = gemm.compile_micro_kernel(MR, NR, dtype)
+    # The micro-kernel prefers 512-bit vectors (gemm.prefer_wide_vectors) and is not inlined
+    # into the kernels, which do not: their loops over 32 numbers would be shorter than
+    # LLVM's unrolled 512-bit loop body (4 x 16) and run entirely in its scalar remainder.
+    micro_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False)
 
     @register_jitable
     def product(a, a_row, a_transposed, rows, b, b_row, b_col, cols, k, c):
@@ -129,83 +142,110 @@ def _make_attention(dtype):
                              small_gemm.rows_from(c, top, left, MR))
 
     @register_jitable
-    def hide_masked(scores, mask_row, first, last, holes, j0):
-        """scores[j] = -inf where the query may not see key j0 + j (masked, or padding):
-        outside its [first, last) by two fills, inside it key by key only if it has holes."""
-        width = scores.shape[0]
-        low, high = min(max(first - j0, 0), width), min(max(last - j0, 0), width)
-        scores[:low] = NEG_INF
-        scores[high:] = NEG_INF
-        if holes:
-            inside, allowed = scores[low:high], mask_row[j0 + low:j0 + high]
-            for j in range(high - low):
-                inside[j] = inside[j] if allowed[j] else NEG_INF
+    def mask_and_max(st, visible, j0, i0, width, rows, block_max):
+        """Masked scores to -inf in S^T (width keys x rows queries), and each query's
+        maximum over them into block_max (NaN if it meets a NaN, as softmax's max)."""
+        block_max[:rows] = NEG_INF
+        for j in range(width):
+            row, seen = st[j, :rows], visible[j0 + j, i0:i0 + rows]
+            for r in range(rows):
+                x = row[r] if seen[r] else NEG_INF
+                row[r] = x
+                block_max[r] = x if (x > block_max[r] or x != x) else block_max[r]
+
+    @register_jitable(**JIT)
+    def exp_and_sum(st, width, rows, shift, l):
+        """S^T to P^T = exp(S^T - shift) (0 where masked), summed per query into l."""
+        for j in range(width):
+            row = st[j, :rows]
+            for r in range(rows):
+                row[r] = exp_nonpositive(row[r] - shift[r])
+                l[r] += row[r]
+
+    @register_jitable(**JIT)
+    def add_rows(acc, top, part, count):
+        """acc[top:top+count] += part[:count], both with rows of the same length: one loop
+        over the contiguous block."""
+        width = part.shape[1]
+        target, source = acc.reshape(-1)[top * width:(top + count) * width], part.reshape(-1)[:count * width]
+        for x in range(count * width):
+            target[x] += source[x]
+
+    @register_jitable
+    def operand(x, buffer, in_place):
+        """x itself when its dims are multiples of the tile's already (in_place), else x
+        copied into the zero-padded buffer."""
+        if in_place:
+            return x
+        copy_padded(x, buffer, ONE)
+        return buffer
+
+    @register_jitable(**JIT)
+    def weights_and_grads(pt, gt, visible, j0, i0, width, rows, lse, d):
+        """P^T and G^T from S^T and (dout V^T)^T (width keys x rows queries):
+        p = exp(s - lse) (0 where masked), g = p (g - D)."""
+        lse, d = lse[i0:i0 + rows], d[i0:i0 + rows]
+        for j in range(width):       # rows as 1-D views: indexed in 2-D, LLVM left the loop scalar
+            weights, grads, seen = pt[j, :rows], gt[j, :rows], visible[j0 + j, i0:i0 + rows]
+            for r in range(rows):
+                w = exp_nonpositive(weights[r] - lse[r])
+                w = w if seen[r] else ZERO
+                weights[r] = w
+                grads[r] = w * (grads[r] - d[r])
 
     def attention_forward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse):
         n_mats, t_q, d = q.shape
         t_k, d_v = k.shape[1], v.shape[2]
-        t_q_padded, t_k_padded = round_up(t_q, MR), round_up(t_k, NR)
+        t_q_padded, t_k_padded = round_up(t_q, NR), round_up(t_k, NR)
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
+        in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
+        copies = 0 if in_place else 1                                     # padded copies needed?
         for chunk in prange(chunks):
-            gemm.prefer_wide_vectors()
-            q_s = gemm.aligned_empty((t_q_padded, d_padded), q.dtype)      # scale * q, zero padded
-            k_t = gemm.aligned_empty((d_padded, t_k_padded), q.dtype)      # k transposed: S's B operand
-            v_p = gemm.aligned_empty((t_k_padded, d_v_padded), q.dtype)
-            s = gemm.aligned_empty((QUERY_BLOCK, KEY_BLOCK), q.dtype)      # scores, then weights
+            q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T: S^T's B operand
+            k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
+            v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
+            st = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # S^T, then P^T
             o = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)     # running output
             o_blk = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)
-            m = np.empty(QUERY_BLOCK, q.dtype)
-            l = np.empty(QUERY_BLOCK, q.dtype)
-            correction = np.empty(QUERY_BLOCK, q.dtype)
+            visible = np.empty((t_k_padded, t_q_padded), np.bool_)
+            stats = np.empty((5, QUERY_BLOCK), q.dtype)
+            m, l, correction, shift, block_max = stats[0], stats[1], stats[2], stats[3], stats[4]
             first, last = np.empty(t_q, np.int64), np.empty(t_q, np.int64)
-            holes = np.empty(t_q, np.bool_)
-            described = -1                                        # whose mask first/last/holes describe
-            q_s[:] = ZERO
-            k_t[:] = ZERO
+            described = -1                                        # whose mask `visible` holds
+            q_t[:] = ZERO
+            k_p[:] = ZERO
             v_p[:] = ZERO
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                copy_padded(q[n], q_s, scale)
-                copy_transposed_padded(k[n], k_t)
-                copy_padded(v[n], v_p, ONE)
+                copy_transposed_padded(q[n], q_t, scale)
+                k_n, v_n = operand(k[n], k_p, in_place), operand(v[n], v_p, in_place)
                 masks = mask[mask_of[n]]
                 if mask_of[n] != described:
-                    describe_rows(masks, has_mask, t_k, first, last, holes)
+                    describe_rows(masks, has_mask, t_k, first, last)
+                    mark_visible(masks, has_mask, t_q, t_k, visible)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
-                    rows = min(QUERY_BLOCK, t_q_padded - i0)              # a multiple of MR
-                    real = min(rows, t_q - i0)                            # rows beyond t_q are padding
+                    rows = min(QUERY_BLOCK, t_q_padded - i0)              # a multiple of NR
+                    real = min(rows, t_q - i0)                            # columns beyond t_q are padding
                     low, high = visible_keys(first, last, range(i0, i0 + real), NR, t_k_padded)
                     m[:] = NEG_INF
                     l[:] = ZERO
                     o[:] = ZERO
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)                 # a multiple of NR
-                        product(q_s, i0, False, rows, k_t, 0, j0, width, d, s)     # (rows, width)
-                        for r in range(rows):
-                            scores = s[r, :width]
-                            correction[r] = ONE
-                            if r >= real:                                 # a padded query: weight 0
-                                scores[:] = ZERO
-                                continue
-                            i = i0 + r
-                            hide_masked(scores, masks[i if has_mask else 0], first[i], last[i], holes[i], j0)
-                            block_max = row_max(scores.view(itype))
-                            new_max = m[r] if m[r] >= block_max else block_max   # NaN stays NaN
-                            if new_max == NEG_INF:                        # no visible key yet
-                                scores[:] = ZERO
-                                continue
-                            correction[r] = exp_nonpositive(m[r] - new_max)
-                            total = ZERO
-                            for j in range(width):
-                                scores[j] = exp_nonpositive(scores[j] - new_max)   # 0 where masked
-                                total += scores[j]
-                            l[r] = l[r] * correction[r] + total
-                            m[r] = new_max
-                        product(s, 0, False, rows, v_p, j0, 0, d_v_padded, width, o_blk)   # P V_blk
+                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, st)    # S^T (width, rows)
+                        mask_and_max(st, visible, j0, i0, width, rows, block_max)
+                        for r in range(rows):                             # the running statistics
+                            new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
+                            correction[r] = ONE if new == NEG_INF else exp_nonpositive(m[r] - new)
+                            shift[r] = ZERO if new == NEG_INF else new    # no visible key yet: weights 0
+                            m[r] = new
+                            l[r] *= correction[r]
+                        exp_and_sum(st, width, rows, shift, l)
+                        product(st, 0, True, rows, v_n, j0, 0, d_v_padded, width, o_blk)   # P V_blk
                         for r in range(real):
-                            out_row, new, factor = o[r], o_blk[r], correction[r]
+                            factor = correction[r]
                             for c in range(d_v_padded):
-                                out_row[c] = out_row[c] * factor + new[c]
+                                o[r, c] = o[r, c] * factor + o_blk[r, c]
                     for r in range(real):
                         if l[r] == ZERO:                                  # a fully masked query
                             out[n, i0 + r, :] = ZERO
@@ -218,96 +258,82 @@ def _make_attention(dtype):
     def attention_backward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse, dout, dq, dk, dv):
         n_mats, t_q, d = q.shape
         t_k, d_v = k.shape[1], v.shape[2]
-        t_q_padded, t_k_padded = round_up(t_q, MR), round_up(t_k, NR)
+        t_q_padded, t_k_padded = round_up(t_q, NR), round_up(t_k, NR)
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
+        in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
+        copies = 0 if in_place else 1
         for chunk in prange(chunks):
-            gemm.prefer_wide_vectors()
-            q_s = gemm.aligned_empty((t_q_padded, d_padded), q.dtype)      # scale * q
-            k_p = gemm.aligned_empty((t_k_padded, d_padded), q.dtype)      # k: dQ's B operand
-            k_t = gemm.aligned_empty((d_padded, t_k_padded), q.dtype)      # k^T: S's
-            v_t = gemm.aligned_empty((d_v_padded, t_k_padded), q.dtype)    # v^T: dout v^T's
-            do = gemm.aligned_empty((t_q_padded, d_v_padded), q.dtype)     # dout
-            p = gemm.aligned_empty((QUERY_BLOCK, KEY_BLOCK), q.dtype)      # the weights
-            g = gemm.aligned_empty((QUERY_BLOCK, KEY_BLOCK), q.dtype)      # dout v^T, then G
+            q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T
+            q_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
+            k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
+            v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
+            do_p = gemm.aligned_empty((copies * t_q_padded, d_v_padded), q.dtype)   # dout
+            do_t = gemm.aligned_empty((d_v_padded, t_q_padded), q.dtype)   # dout^T
+            pt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # P^T
+            gt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # (dout V^T)^T, then G^T
             dq_blk = gemm.aligned_empty((QUERY_BLOCK, d_padded), q.dtype)
             dk_acc = gemm.aligned_empty((t_k_padded, d_padded), q.dtype)
             dv_acc = gemm.aligned_empty((t_k_padded, d_v_padded), q.dtype)
-            part = gemm.aligned_empty((max(QUERY_BLOCK, KEY_BLOCK), max(d_padded, d_v_padded)), q.dtype)
-            d_rows = np.empty(QUERY_BLOCK, q.dtype)                       # D_i = dout_i . out_i
+            part_v = gemm.aligned_empty((max(QUERY_BLOCK, KEY_BLOCK), d_v_padded), q.dtype)   # a product's
+            part_k = gemm.aligned_empty((max(QUERY_BLOCK, KEY_BLOCK), d_padded), q.dtype)     # result, to add
+            visible = np.empty((t_k_padded, t_q_padded), np.bool_)
+            row_lse = np.zeros(t_q_padded, q.dtype)                       # lse, 0 for a fully masked query
+            d_rows = np.zeros(t_q_padded, q.dtype)                        # D_i = dout_i . out_i
             first, last = np.empty(t_q, np.int64), np.empty(t_q, np.int64)
-            holes = np.empty(t_q, np.bool_)
             described = -1
-            for buffer in (q_s, k_p, k_t, v_t, do):
+            for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
                 buffer[:] = ZERO
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                copy_padded(q[n], q_s, scale)
-                copy_padded(k[n], k_p, ONE)
-                copy_transposed_padded(k[n], k_t)
-                copy_transposed_padded(v[n], v_t)
-                copy_padded(dout[n], do, ONE)
+                copy_transposed_padded(q[n], q_t, scale)
+                copy_transposed_padded(dout[n], do_t, ONE)
+                q_n, k_n = operand(q[n], q_p, in_place), operand(k[n], k_p, in_place)
+                v_n, do_n = operand(v[n], v_p, in_place), operand(dout[n], do_p, in_place)
+                for i in range(t_q):
+                    row_lse[i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
+                    total = ZERO
+                    for c in range(d_v):
+                        total += dout[n, i, c] * out[n, i, c]
+                    d_rows[i] = total
                 dk_acc[:] = ZERO
                 dv_acc[:] = ZERO
                 masks = mask[mask_of[n]]
                 if mask_of[n] != described:
-                    describe_rows(masks, has_mask, t_k, first, last, holes)
+                    describe_rows(masks, has_mask, t_k, first, last)
+                    mark_visible(masks, has_mask, t_q, t_k, visible)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = min(QUERY_BLOCK, t_q_padded - i0)
                     real = min(rows, t_q - i0)
                     low, high = visible_keys(first, last, range(i0, i0 + real), NR, t_k_padded)
                     dq_blk[:] = ZERO
-                    for r in range(real):
-                        total = ZERO
-                        for c in range(d_v):
-                            total += dout[n, i0 + r, c] * out[n, i0 + r, c]
-                        d_rows[r] = total
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)
-                        product(q_s, i0, False, rows, k_t, 0, j0, width, d, p)     # S
-                        product(do, i0, False, rows, v_t, 0, j0, width, d_v, g)    # dout V^T
-                        for r in range(rows):
-                            weights, grads = p[r, :width], g[r, :width]
-                            if r >= real or lse[n, i0 + r] == NEG_INF:   # padded or fully masked
-                                weights[:] = ZERO
-                                grads[:] = ZERO
-                                continue
-                            i = i0 + r
-                            hide_masked(weights, masks[i if has_mask else 0], first[i], last[i], holes[i], j0)
-                            row_lse, d_r = lse[n, i0 + r], d_rows[r]
-                            for j in range(width):
-                                weights[j] = exp_nonpositive(weights[j] - row_lse)   # 0 where masked
-                                grads[j] = weights[j] * (grads[j] - d_r)
-                        product(p, 0, True, width, do, i0, 0, d_v_padded, rows, part)   # P^T dout
-                        for jj in range(width):
-                            target, new = dv_acc[j0 + jj], part[jj]
-                            for c in range(d_v_padded):
-                                target[c] += new[c]
-                        product(g, 0, True, width, q_s, i0, 0, d_padded, rows, part)    # G^T (scale Q)
-                        for jj in range(width):
-                            target, new = dk_acc[j0 + jj], part[jj]
-                            for c in range(d_padded):
-                                target[c] += new[c]
-                        product(g, 0, False, rows, k_p, j0, 0, d_padded, width, part)   # G K_blk
-                        for r in range(rows):
-                            target, new = dq_blk[r], part[r]
-                            for c in range(d_padded):
-                                target[c] += new[c]
+                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, pt)        # S^T
+                        product(v_n, j0, False, width, do_t, 0, i0, rows, d_v, gt)     # (dout V^T)^T
+                        weights_and_grads(pt, gt, visible, j0, i0, width, rows, row_lse, d_rows)
+                        product(pt, 0, False, width, do_n, i0, 0, d_v_padded, rows, part_v)   # P^T dout
+                        add_rows(dv_acc, j0, part_v, width)
+                        product(gt, 0, False, width, q_n, i0, 0, d_padded, rows, part_k)     # G^T Q
+                        add_rows(dk_acc, j0, part_k, width)
+                        product(gt, 0, True, rows, k_n, j0, 0, d_padded, width, part_k)      # G K_blk
+                        add_rows(dq_blk, 0, part_k, rows)
                     for r in range(real):
                         for c in range(d):
                             dq[n, i0 + r, c] = scale * dq_blk[r, c]
                 for j in range(t_k):
                     for c in range(d):
-                        dk[n, j, c] = dk_acc[j, c]
+                        dk[n, j, c] = scale * dk_acc[j, c]
                     for c in range(d_v):
                         dv[n, j, c] = dv_acc[j, c]
 
     t = numba.from_dtype(np.dtype(dtype))
-    given = numba.types.Array(t, 3, "C", readonly=True)
+    given = numba.types.Array(t, 3, "C")        # writable: read in place, they unify with the buffers
     result = numba.types.Array(t, 3, "C")
     mask_args = (numba.types.Array(numba.boolean, 3, "C", readonly=True),
                  numba.types.Array(numba.int64, 1, "C", readonly=True), numba.boolean, t, numba.int64)
     signatures = (numba.void(given, given, given, *mask_args, result, numba.types.Array(t, 2, "C")),
-                  numba.void(given, given, given, *mask_args, given, numba.types.Array(t, 2, "C", readonly=True),
+                  numba.void(given, given, given, *mask_args, numba.types.Array(t, 3, "C", readonly=True),
+                             numba.types.Array(t, 2, "C", readonly=True),
                              given, result, result, result))
     kernels = []
     for kernel, signature in zip((attention_forward, attention_backward), signatures):
@@ -345,10 +371,17 @@ def _chunks(n):
     return min(n, 4 * numba.get_num_threads()) if numba.get_num_threads() > 1 else 1
 
 
+def _operands(dtype, *arrays):
+    """The arrays C-contiguous and writable (the kernels' one signature; they are read in
+    place, not written)."""
+    arrays = [np.ascontiguousarray(x, dtype) for x in arrays]
+    return [x if x.flags.writeable else x.copy() for x in arrays]
+
+
 def attention_forward(q, k, v, mask, scale):
     """q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (N, T_q, T_k) bool or None ->
     (out (N, T_q, d_v), lse (N, T_q)).  Same as reference.attention_forward."""
-    q, k, v = (np.ascontiguousarray(x) for x in (q, k, v))        # one compiled signature
+    q, k, v = _operands(q.dtype, q, k, v)
     out = np.empty(q.shape[:2] + (v.shape[2],), q.dtype)
     lse = np.full(q.shape[:2], -np.inf, q.dtype)
     if out.size and k.shape[1]:
@@ -361,10 +394,14 @@ def attention_forward(q, k, v, mask, scale):
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
     """Gradients (dq, dk, dv) of attention_forward's output; same as reference.attention_backward."""
-    q, k, v, out, dout = (np.ascontiguousarray(x, q.dtype) for x in (q, k, v, out, dout))
-    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    q, k, v, dout = _operands(q.dtype, q, k, v, dout)
+    out = np.ascontiguousarray(out, q.dtype)
+    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)        # the kernel writes every entry
     if q.size and k.shape[1]:
         backward = _kernels_for(q.dtype.type)[1]
         backward(q, k, v, *_mask_matrices(mask, len(q)), mask is not None, q.dtype.type(scale), _chunks(len(q)),
                  out, lse, dout, dq, dk, dv)
+    else:
+        for g in (dq, dk, dv):
+            g[...] = 0
     return dq, dk, dv

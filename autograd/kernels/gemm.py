@@ -67,13 +67,16 @@ def slp_vectorizer():
         numba.config.SLP_VECTORIZE = previous
 
 
-def micro_kernel_source(mr, nr):
+def micro_kernel_source(mr, nr, inline=True):
     """Python source of the mr x nr micro-kernel:  tile = a_panel^T @ b_panel  over k rows,
-    with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator."""
+    with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator.
+    inline=False keeps it a function of its own (see `never_inline`)."""
     acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
     lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
              f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
     lines.append("    gemm.prefer_wide_vectors()")
+    if not inline:
+        lines.append("    gemm.never_inline()")
     lines += [f"    {name} = ZERO" for row in acc for name in row]
     lines.append("    for kk in range(k):")
     lines += [f"        b{j} = b_panel[kk, {j}]" for j in range(nr)]
@@ -84,9 +87,9 @@ def micro_kernel_source(mr, nr):
     return "\n".join(lines) + "\n"
 
 
-def compile_micro_kernel(mr, nr, dtype):
-    source = micro_kernel_source(mr, nr)
-    filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}>"
+def compile_micro_kernel(mr, nr, dtype, inline=True):
+    source = micro_kernel_source(mr, nr, inline)
+    filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}{'' if inline else ', not inlined'}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
     # this module by reference, not the function: Numba's cache key pickles a generated
     # function's globals, and a pickled intrinsic differs from process to process
@@ -136,6 +139,24 @@ def _prefer_wide_vectors_python():
 
 
 prefer_wide_vectors = _prefer_wide_vectors_python if numba.config.DISABLE_JIT else _prefer_wide_vectors
+
+
+@intrinsic
+def _never_inline(typingctx):
+    """Mark the function being compiled `noinline`: it keeps its own "prefer-vector-width"
+    when its caller has none (inlined, it would be compiled as part of the caller, whose
+    short loops run better on 256-bit vectors; see attention.product)."""
+    def codegen(context, builder, signature, args):
+        builder.function.attributes.add("noinline")
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+def _never_inline_python():
+    """(Nothing to inline without the JIT.)"""
+
+
+never_inline = _never_inline_python if numba.config.DISABLE_JIT else _never_inline
 
 
 def _row_run_python(x, i, j, n):

@@ -234,6 +234,25 @@ def test_backend_switch():
         kernels.use_backend(previous)
 
 
+def test_a_second_process_loads_the_row_kernels_from_numbas_cache(tmp_path):
+    """The fast exp and row max close over an intrinsic; reached directly, it pickled
+    differently in every process, Numba's cache key with it, and every start compiled again."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from autograd.kernels import jit
+        kernel = jit._rowwise_set(np.float32, False)["softmax"]
+        x = np.zeros((2, 3), np.float32)
+        kernel(x, np.empty_like(x))
+        print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
+            for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[0].stderr + runs[1].stderr
+    assert [run.stdout.split() for run in runs] == [["0", "1"], ["1", "0"]]     # (hits, misses)
+
+
 def test_kernels_run_as_plain_python_with_jit_disabled():
     script = textwrap.dedent("""
         import numpy as np
