@@ -49,6 +49,22 @@ QUERY_BLOCK = 32              # queries per block (a multiple of the tile's widt
 KEY_BLOCK = 64                # keys per block of the online softmax (a multiple of the tile's width)
 
 
+def _block_python(a, row, col, rows, cols):
+    return a[row:row + rows, col:col + cols]
+
+
+@register_jitable
+def _block_jit(a, row, col, rows, cols):
+    step = a.strides[0] // a.itemsize
+    return numba.carray(gemm.element_pointer(a, row * step + col), (rows, step))[:, :cols]
+
+
+# a[row:row+rows, col:col+cols] of a C-contiguous a, built from a pointer (as gemm.row_run):
+# a view of `a` itself would cost two atomic reference-count updates, per register tile
+# and per row of scores (about 8% of the backward's time).
+block = _block_python if numba.config.DISABLE_JIT else _block_jit
+
+
 @register_jitable
 def round_up(x, multiple):
     return (x + multiple - 1) // multiple * multiple
@@ -134,9 +150,9 @@ def _make_attention(dtype):
         B (k x cols) is b[b_row:b_row+k, b_col:b_col+cols]; b's and c's rows are contiguous."""
         for top in range(0, rows, MR):
             if a_transposed:
-                strip = a[a_row:a_row + k, top:top + MR]
+                strip = block(a, a_row, top, k, MR)
             else:
-                strip = a[a_row + top:a_row + top + MR, :k].T
+                strip = block(a, a_row + top, 0, MR, k).T
             for left in range(0, cols, NR):
                 micro_kernel(strip, small_gemm.rows_from(b, b_row, b_col + left, k), k,
                              small_gemm.rows_from(c, top, left, MR))
@@ -147,7 +163,7 @@ def _make_attention(dtype):
         maximum over them into block_max (NaN if it meets a NaN, as softmax's max)."""
         block_max[:rows] = NEG_INF
         for j in range(width):
-            row, seen = st[j, :rows], visible[j0 + j, i0:i0 + rows]
+            row, seen = gemm.row_run(st, j, 0, rows), gemm.row_run(visible, j0 + j, i0, rows)
             for r in range(rows):
                 x = row[r] if seen[r] else NEG_INF
                 row[r] = x
@@ -157,7 +173,7 @@ def _make_attention(dtype):
     def exp_and_sum(st, width, rows, shift, l):
         """S^T to P^T = exp(S^T - shift) (0 where masked), summed per query into l."""
         for j in range(width):
-            row = st[j, :rows]
+            row = gemm.row_run(st, j, 0, rows)
             for r in range(rows):
                 row[r] = exp_nonpositive(row[r] - shift[r])
                 l[r] += row[r]
@@ -186,7 +202,8 @@ def _make_attention(dtype):
         p = exp(s - lse) (0 where masked), g = p (g - D)."""
         lse, d = lse[i0:i0 + rows], d[i0:i0 + rows]
         for j in range(width):       # rows as 1-D views: indexed in 2-D, LLVM left the loop scalar
-            weights, grads, seen = pt[j, :rows], gt[j, :rows], visible[j0 + j, i0:i0 + rows]
+            weights, grads = gemm.row_run(pt, j, 0, rows), gemm.row_run(gt, j, 0, rows)
+            seen = gemm.row_run(visible, j0 + j, i0, rows)
             for r in range(rows):
                 w = exp_nonpositive(weights[r] - lse[r])
                 w = w if seen[r] else ZERO
