@@ -98,7 +98,8 @@ def index_add_rows(out, ids, rows):
 
 
 def attention_forward(q, k, v, mask, scale):
-    """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays; returns (out, row log-sum-exp)."""
+    """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays and a mask (..., T_q, T_k)
+    whose leading dims hold the N matrices; returns (out, row log-sum-exp)."""
     return _current.attention_forward(q, k, v, mask, scale)
 
 

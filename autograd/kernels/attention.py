@@ -374,13 +374,17 @@ _NO_MASK = np.ones((1, 1, 1), dtype=np.bool_)
 
 def _mask_matrices(mask, n):
     """(the distinct (T_q, T_k) masks as one C-contiguous (M, T_q, T_k) array, for each of
-    the n matrices the index of its mask).  One causal mask broadcast over batch and heads
-    stays one matrix instead of being copied n times."""
+    the n matrices the index of its mask), from a mask (..., T_q, T_k) whose leading dims
+    hold the n matrices.  A dim the mask is broadcast along (stride 0) is not copied: one
+    causal mask stays one matrix, a padding mask of shape (B, 1, T, T) broadcast over the
+    heads stays B matrices, and the kernels describe each once, not once per head."""
     if mask is None:
         return _NO_MASK, np.zeros(n, np.int64)
-    if mask.strides[0] == 0:
-        return np.ascontiguousarray(mask[:1]), np.zeros(n, np.int64)
-    return np.ascontiguousarray(mask), np.arange(n)
+    lead = mask.shape[:-2]
+    distinct = mask[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in mask.strides[:-2])]
+    index = np.arange(distinct[..., 0, 0].size).reshape(distinct.shape[:-2])
+    index = np.ascontiguousarray(np.broadcast_to(index, lead), np.int64).reshape(-1)
+    return np.ascontiguousarray(distinct).reshape((-1,) + mask.shape[-2:]), index
 
 
 def _chunks(n):
@@ -396,8 +400,9 @@ def _operands(dtype, *arrays):
 
 
 def attention_forward(q, k, v, mask, scale):
-    """q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (N, T_q, T_k) bool or None ->
-    (out (N, T_q, d_v), lse (N, T_q)).  Same as reference.attention_forward."""
+    """q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (..., T_q, T_k) bool with the N
+    matrices in its leading dims, or None -> (out (N, T_q, d_v), lse (N, T_q)).  Same as
+    reference.attention_forward."""
     q, k, v = _operands(q.dtype, q, k, v)
     out = np.empty(q.shape[:2] + (v.shape[2],), q.dtype)
     lse = np.full(q.shape[:2], -np.inf, q.dtype)

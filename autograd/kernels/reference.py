@@ -139,11 +139,18 @@ def _gelu_cdf(x, approximate):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+def _flat_mask(mask):
+    """A mask of shape (..., T_q, T_k) whose leading dims hold the N matrices, as (N, T_q, T_k)."""
+    return None if mask is None else np.reshape(mask, (-1,) + mask.shape[-2:])
+
+
 def attention_forward(q, k, v, mask, scale):
-    """Fused attention's twin: q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (N, T_q,
-    T_k) boolean (True = may attend) or None -> (out (N, T_q, d_v), lse (N, T_q)), with
-    out = softmax(q k^T scale) v and lse the rows' log-sum-exp (-inf, and out 0, for a
-    fully masked row)."""
+    """Fused attention's twin: q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask boolean
+    (True = may attend) of shape (..., T_q, T_k) with N matrices in its leading dims (any
+    strides: a mask broadcast over heads is not copied per head) or None ->
+    (out (N, T_q, d_v), lse (N, T_q)), with out = softmax(q k^T scale) v and lse the rows'
+    log-sum-exp (-inf, and out 0, for a fully masked row)."""
+    mask = _flat_mask(mask)
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale                 # (N, T_q, T_k)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
@@ -159,6 +166,7 @@ def attention_forward(q, k, v, mask, scale):
 
 def attention_weights(q, k, mask, scale, lse):
     """The attention weights exp(q k^T scale - lse), 0 where masked or the row is fully masked."""
+    mask = _flat_mask(mask)
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
     with np.errstate(invalid="ignore"):
         weights = np.exp(scores - lse[..., None])

@@ -27,7 +27,7 @@ class ScaledDotProductAttention(Function):
         (t_q, d), (t_k, d_v) = q.shape[-2:], v.shape[-2:]
         flat = (q.reshape(n, t_q, d), k.reshape(n, t_k, d), v.reshape(n, t_k, d_v))   # (N, T, d) each
         if mask is not None:
-            mask = np.broadcast_to(mask, batch + (t_q, t_k)).reshape(n, t_q, t_k)      # (N, T_q, T_k)
+            mask = np.broadcast_to(mask, batch + (t_q, t_k))     # (..., T_q, T_k): a view, not N copies
         out, lse = kernels.attention_forward(*flat, mask, scale)                       # (N, T_q, d_v), (N, T_q)
         ctx.save_for_backward(*flat, out, lse)
         ctx.mask, ctx.scale, ctx.shapes = mask, scale, (q.shape, k.shape, v.shape)

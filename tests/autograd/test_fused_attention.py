@@ -44,6 +44,23 @@ def test_kernels_match_their_numpy_twins(dtype, with_mask, t_q, t_k, d):
         assert lse[1, 2] == -np.inf and (out[1, 2] == 0).all()          # the fully masked query
 
 
+def test_a_mask_broadcast_over_heads_is_kept_once_per_batch_element():
+    """(B, 1, T_q, T_k) padding masks broadcast over H heads: B distinct matrices, not B x H,
+    and the same results as the mask copied out to (B H, T_q, T_k)."""
+    q, k, v, _ = operands(np.float64, n=6, t_q=5, t_k=9)                 # N = B x H = 3 x 2
+    per_batch = np.random.default_rng(5).random((3, 1, 5, 9)) < 0.7
+    mask = np.broadcast_to(per_batch, (3, 2, 5, 9))
+    matrices, index = fused._mask_matrices(mask, 6)
+    assert matrices.shape == (3, 5, 9) and index.tolist() == [0, 0, 1, 1, 2, 2]
+    copied = np.ascontiguousarray(mask).reshape(6, 5, 9)
+    out, lse = fused.attention_forward(q, k, v, mask, 0.5)
+    want_out, want_lse = reference.attention_forward(q, k, v, copied, 0.5)
+    np.testing.assert_allclose(out, want_out, atol=1e-12)
+    for got, want in zip(fused.attention_backward(q, k, v, mask, 0.5, out, lse, out),
+                         reference.attention_backward(q, k, v, copied, 0.5, want_out, want_lse, want_out)):
+        np.testing.assert_allclose(got, want, atol=1e-11)
+
+
 def test_kernels_take_non_contiguous_size_one_and_empty_inputs():
     q, k, v, mask = operands(np.float64, n=2, t_q=1, t_k=1, d=3, d_v=1)
     out, lse = fused.attention_forward(q, k, v, None, 1.0)
