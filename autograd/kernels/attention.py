@@ -49,22 +49,6 @@ QUERY_BLOCK = 32              # queries per block (a multiple of the tile's widt
 KEY_BLOCK = 64                # keys per block of the online softmax (a multiple of the tile's width)
 
 
-def _block_python(a, row, col, rows, cols):
-    return a[row:row + rows, col:col + cols]
-
-
-@register_jitable
-def _block_jit(a, row, col, rows, cols):
-    step = a.strides[0] // a.itemsize
-    return numba.carray(gemm.element_pointer(a, row * step + col), (rows, step))[:, :cols]
-
-
-# a[row:row+rows, col:col+cols] of a C-contiguous a, built from a pointer (as gemm.row_run):
-# a view of `a` itself would cost two atomic reference-count updates, per register tile
-# and per row of scores (about 8% of the backward's time).
-block = _block_python if numba.config.DISABLE_JIT else _block_jit
-
-
 @register_jitable
 def round_up(x, multiple):
     return (x + multiple - 1) // multiple * multiple
@@ -150,12 +134,12 @@ def _make_attention(dtype):
         B (k x cols) is b[b_row:b_row+k, b_col:b_col+cols]; b's and c's rows are contiguous."""
         for top in range(0, rows, MR):
             if a_transposed:
-                strip = block(a, a_row, top, k, MR)
+                strip = gemm.submatrix(a, a_row, top, k, MR)
             else:
-                strip = block(a, a_row + top, 0, MR, k).T
+                strip = gemm.submatrix(a, a_row + top, 0, MR, k).T
             for left in range(0, cols, NR):
-                micro_kernel(strip, small_gemm.rows_from(b, b_row, b_col + left, k), k,
-                             small_gemm.rows_from(c, top, left, MR))
+                micro_kernel(strip, gemm.rows_from(b, b_row, b_col + left, k), k,
+                             gemm.rows_from(c, top, left, MR))
 
     @register_jitable
     def mask_and_max(st, visible, j0, i0, width, rows, block_max):

@@ -6,15 +6,19 @@ multiply-adds run.  The work is cut three times:
 1. K is cut into blocks of KC (the packed panels below then fit in the caches whatever K
    is; the partial products of the blocks are added into C).
 2. For each K block, B (KC x N) is *packed*: copied into panels of NR columns, each stored
-   k-major (row kk of the panel is NR consecutive numbers).  A is packed too, MC rows at a
-   time, into strips of MR rows.  Packing reads a transposed or strided operand once, in
-   whatever order is cheap for it; afterwards every operand streams contiguously, so a
-   transposed view costs about the same as a contiguous array.
+   k-major (row kk of the panel is NR consecutive numbers).  A is taken MC rows at a time,
+   in strips of MR rows; a strip is read where it is when A's rows (or, for a transposed
+   A, its columns) are contiguous, else packed k-major (row kk of the strip is MR
+   consecutive numbers).  Packing reads a transposed or strided operand once, in whatever
+   order is cheap for it; afterwards every operand streams, so a transposed view costs
+   about the same as a contiguous array.
 3. Loops in Goto's order: for each B panel (KC x NR), for each A strip (MR x KC) of the
-   packed A block, the micro-kernel computes one MR x NR tile of C.  It keeps MR x NR
+   A block, the micro-kernel computes one MR x NR tile of C.  It keeps MR x NR
    accumulators in registers the whole time (4 x 64 float32 = 16 AVX-512 registers of 16
    numbers); for each kk it loads NR numbers of B, broadcasts MR numbers of A and does
-   MR x NR multiply-adds.  That register block is what runs at the CPU's peak.
+   MR x NR multiply-adds.  That register block is what runs at the CPU's peak.  It then
+   stores the tile straight into C (adds it, for the second K block on); only a tile on
+   C's edge goes through a buffer.
 
 Numba has no vector types, so the micro-kernel is written as straight-line scalar code
 (one local variable per accumulator) and LLVM's SLP vectorizer packs it into vector
@@ -49,6 +53,11 @@ from numba.extending import intrinsic, register_jitable
 MR = 4
 NR = {np.float32: 64, np.float64: 32}
 KC = 256                                # K block: a B panel is KC x NR (64 KiB wide)
+# Rows of the packing buffer between one A strip (kc x MR) and the next: one cache line more
+# than KC.  At exactly KC the strips would start 4 KiB apart, and packing a transposed A,
+# which writes MR numbers into each strip in turn, would send all its writes to one set of
+# L1 (and pay 4K-aliasing stalls besides).
+A_STRIP_ROWS = KC + 4
 ROW_BLOCK_STRIPS = 16                   # A is packed MC = 16 MR rows at a time (64 KiB wide, in L2)
 IN_PLACE_PANELS = 4                     # see in_place in gemm()
 IN_PLACE_MAX_STRIDE = 1024              # bytes; ditto
@@ -68,12 +77,13 @@ def slp_vectorizer():
 
 
 def micro_kernel_source(mr, nr, inline=True):
-    """Python source of the mr x nr micro-kernel:  tile = a_panel^T @ b_panel  over k rows,
+    """Python source of the mr x nr micro-kernel:  tile (+)= a_panel^T @ b_panel  over k rows,
     with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator.
     inline=False keeps it a function of its own (see `never_inline`)."""
     acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
-    lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
-             f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
+    lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile, accumulate=False):",
+             f'    """tile[r, j] (+)= sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators);',
+             '    accumulate: add the sums to what tile holds (the next block of K), else store them."""']
     lines.append("    gemm.prefer_wide_vectors()")
     if not inline:
         lines.append("    gemm.never_inline()")
@@ -83,7 +93,10 @@ def micro_kernel_source(mr, nr, inline=True):
     for r in range(mr):
         lines.append(f"        a = a_panel[kk, {r}]")
         lines += [f"        {acc[r][j]} += a * b{j}" for j in range(nr)]
-    lines += [f"    tile[{r}, {j}] = {acc[r][j]}" for r in range(mr) for j in range(nr)]
+    lines.append("    if accumulate:")
+    lines += [f"        tile[{r}, {j}] += {acc[r][j]}" for r in range(mr) for j in range(nr)]
+    lines.append("    else:")
+    lines += [f"        tile[{r}, {j}] = {acc[r][j]}" for r in range(mr) for j in range(nr)]
     return "\n".join(lines) + "\n"
 
 
@@ -179,6 +192,37 @@ def _col_run_jit(x, i, j, n):
     return numba.carray(element_pointer(x, i + j * step), n)
 
 
+def _submatrix_python(a, row, col, rows, cols):
+    return a[row:row + rows, col:col + cols]
+
+
+@register_jitable
+def _submatrix_jit(a, row, col, rows, cols):
+    step = a.strides[0] // a.itemsize
+    return numba.carray(element_pointer(a, row * step + col), (rows, step))[:, :cols]
+
+
+@register_jitable
+def _rows_from_jit(x, i, j, rows):
+    """x[i:i+rows, j:] of an x whose rows are contiguous, typed as a C-contiguous array
+    (reading past column x.shape[1] - j would run into the next row)."""
+    step = x.strides[0] // x.itemsize
+    return numba.carray(element_pointer(x, i * step + j), (rows, step))
+
+
+def _rows_from_python(x, i, j, rows):
+    return x[i:i + rows, j:]
+
+
+# a[row:row+rows, col:col+cols] and a[row:row+rows, col:] of an a whose rows are contiguous,
+# built from a pointer (as row_run): a view of `a` itself costs two atomic reference-count
+# updates (`lock inc`, `lock dec`), and taken per register tile they were 12% of a
+# (768, 128) @ (128, 512).  rows_from's view is typed C-contiguous, so that the micro-kernel
+# knows its rows are (a view typed with runtime strides, it loads B's rows by gathers).
+submatrix = _submatrix_python if numba.config.DISABLE_JIT else _submatrix_jit
+rows_from = _rows_from_python if numba.config.DISABLE_JIT else _rows_from_jit
+
+
 def _k_major_strip_python(a, top, k0, kc, mr):
     return a[top:top + mr, k0:k0 + kc].T
 
@@ -214,76 +258,81 @@ def _make_gemm(dtype, parallel):
 
     @register_jitable(**JIT)
     def pack_b(b, k0, kc, packed):
-        """B[k0:k0+kc, :] into panels packed[p, kk, j] = B[k0 + kk, p nr + j], zero padded
+        """B[k0:k0+kc, :] into panels of nr columns stacked k-major, panel p in the rows
+        p KC .. p KC + kc of packed:  packed[p KC + kk, j] = B[k0 + kk, p nr + j], zero padded
         (whatever np.empty left there could be a denormal, whose arithmetic is slow)."""
         n = b.shape[1]
-        for p in range(packed.shape[0]):
-            j0 = p * nr
+        for p in range(packed.shape[0] // KC):
+            j0, top = p * nr, p * KC
             width = min(nr, n - j0)
             if width < nr:
-                packed[p, :kc, width:] = 0
+                packed[top:top + kc, width:] = 0
             if b.strides[1] == b.itemsize:                        # rows contiguous: copy along them
                 for kk in range(kc):
-                    source, target = row_run(b, k0 + kk, j0, width), packed[p, kk]
+                    source, target = row_run(b, k0 + kk, j0, width), row_run(packed, top + kk, 0, width)
                     for j in range(width):
                         target[j] = source[j]
             elif b.strides[0] == b.itemsize:                      # a transposed view: down its columns
                 for j in range(width):
                     source = col_run(b, k0, j0 + j, kc)
                     for kk in range(kc):
-                        packed[p, kk, j] = source[kk]
+                        packed[top + kk, j] = source[kk]
             else:
                 for kk in range(kc):
                     for j in range(width):
-                        packed[p, kk, j] = b[k0 + kk, j0 + j]
+                        packed[top + kk, j] = b[k0 + kk, j0 + j]
 
     @register_jitable(**JIT)
     def pack_a(a, i0, rows, k0, kc, in_place, packed):
-        """A[i0:i0+rows, k0:k0+kc] into strips packed[q, r, kk] = A[i0 + q MR + r, k0 + kk],
-        zero padded below the last row: each strip is what one micro-kernel call reads."""
-        strips = -(-rows // MR)
-        if a.strides[1] == a.itemsize:                            # rows contiguous: along them
-            for i in range(rows):
-                source, target = row_run(a, i0 + i, k0, kc), packed[i // MR, i % MR]
-                for kk in range(kc):
-                    target[kk] = source[kk]
-        elif in_place:                                            # a transposed view, read in place
-            for i in range(rows // MR * MR, rows):                #   but for a last, partial strip
-                for kk in range(kc):
-                    packed[i // MR, i % MR, kk] = a[i0 + i, k0 + kk]
-        elif a.strides[0] == a.itemsize:                          # a transposed view: MR down a column
-            for q in range(rows // MR):
-                for kk in range(kc):
-                    source = col_run(a, i0 + q * MR, k0 + kk, MR)
-                    for r in range(MR):
-                        packed[q, r, kk] = source[r]
-            for i in range(rows // MR * MR, rows):
-                for kk in range(kc):
-                    packed[i // MR, i % MR, kk] = a[i0 + i, k0 + kk]
+        """A[i0:i0+rows, k0:k0+kc] into k-major strips of MR rows, strip q in the rows
+        q S .. q S + kc of packed (S = A_STRIP_ROWS):  packed[q S + kk, r] = A[i0 + q MR + r, k0 + kk], zero
+        padded below A's last row.  Each strip is what one micro-kernel call reads.  With
+        in_place, A's whole strips are read where they are and only a last, partial one is
+        packed."""
+        whole = rows // MR
+        first = whole * MR if in_place else 0
+        if a.strides[0] == a.itemsize:                            # a transposed view: along its columns
+            for kk in range(kc):
+                source = col_run(a, i0, k0 + kk, rows)
+                for q in range(first // MR, whole):             # MR = 4 numbers: loaded together,
+                    x0, x1, x2, x3 = source[q * MR], source[q * MR + 1], source[q * MR + 2], source[q * MR + 3]
+                    target = row_run(packed, q * A_STRIP_ROWS + kk, 0, MR)    # stored together
+                    target[0], target[1], target[2], target[3] = x0, x1, x2, x3
+                for i in range(whole * MR, rows):
+                    packed[whole * A_STRIP_ROWS + kk, i - whole * MR] = source[i]
         else:
-            for i in range(rows):
+            for i in range(first, rows):
                 for kk in range(kc):
-                    packed[i // MR, i % MR, kk] = a[i0 + i, k0 + kk]
-        for i in range(rows, strips * MR):
-            packed[i // MR, i % MR, :kc] = 0
+                    packed[i // MR * A_STRIP_ROWS + kk, i % MR] = a[i0 + i, k0 + kk]
+        for i in range(rows, -(-rows // MR) * MR):
+            packed[i // MR * A_STRIP_ROWS:i // MR * A_STRIP_ROWS + kc, i % MR] = 0
 
     @register_jitable(**JIT)
     def block(a, packed_a, packed_b, c, i0, rows, k0, kc, in_place, first, tile):
         """c[i0:i0+rows] (+)= A[i0:i0+rows, k0:k0+kc] (packed in packed_a) @ (the B block
-        packed in packed_b).  Goto's loop order: one B panel (kc x NR) meets every A strip."""
+        packed in packed_b).  Goto's loop order: one B panel (kc x NR) meets every A strip.
+        A whole register tile goes straight into C; one on C's edge through `tile`."""
         n = c.shape[1]
         strips = (rows + MR - 1) // MR
-        for p in range(packed_b.shape[0]):
+        for p in range(packed_b.shape[0] // KC):
             j0 = p * nr
             width = min(nr, n - j0)
+            panel = rows_from(packed_b, p * KC, 0, kc)
             for q in range(strips):
-                if in_place and (q + 1) * MR <= rows:             # A's own strip: already k-major
-                    strip = k_major_strip(a, i0 + q * MR, k0, kc, MR)
-                else:
-                    strip = packed_a[q, :, :kc].T
-                micro_kernel(strip, packed_b[p], kc, tile)
                 top = i0 + q * MR
-                for r in range(min(MR, rows - q * MR)):
+                height = min(MR, rows - q * MR)
+                if in_place and height == MR and a.strides[1] == a.itemsize:   # A's own rows
+                    strip = submatrix(a, top, k0, MR, kc).T
+                elif in_place and height == MR:                   # a transposed A's own columns
+                    strip = k_major_strip(a, top, k0, kc, MR)
+                else:
+                    strip = submatrix(packed_a, q * A_STRIP_ROWS, 0, kc, MR)
+                whole = height == MR and width == nr
+                target = rows_from(c, top, j0, MR) if whole else rows_from(tile, 0, 0, MR)
+                micro_kernel(strip, panel, kc, target, whole and not first)
+                if whole:
+                    continue
+                for r in range(height):
                     if first:
                         for j in range(width):
                             c[top + r, j0 + j] = tile[r, j]
@@ -309,22 +358,24 @@ def _make_gemm(dtype, parallel):
         work = t_count * row_blocks
         b_count = b.shape[0] * b2
         shared = b_count < work
-        # A transposed A (a weight gradient's g.T) is already k-major: its strips are read in
-        # place when few B panels read each (packing would cost more than it saves); with
+        # A's strips are read in place when its rows are contiguous: the MR rows stream side
+        # by side (packed k-major instead, a (768, 128) @ (128, 512) took 1.3x as long).
+        # A transposed A (a weight gradient's g.T) is already k-major: its strips are read
+        # in place when few B panels read each (packing would cost more than it saves); with
         # many, the strided reads repeat and a packed copy wins.
         # Each kk of a strip read in place is a cache line of its own, `a.strides[3]` bytes
         # from the last; from 1 KiB apart they crowd a few of L1's sets (4 KiB: all one set),
         # and packing wins (a (1024, 2048) g.T: 0.70x numpy in place, 0.88x packed).
-        in_place = (a.strides[2] == a.itemsize and n_panels <= IN_PLACE_PANELS
-                    and a.strides[3] < IN_PLACE_MAX_STRIDE)
-        packed_all = aligned_empty((b_count if shared else 0, k_blocks, n_panels, KC, nr), c.dtype)
+        in_place = a.strides[3] == a.itemsize or (a.strides[2] == a.itemsize and n_panels <= IN_PLACE_PANELS
+                                                   and a.strides[3] < IN_PLACE_MAX_STRIDE)
+        packed_all = aligned_empty((b_count if shared else 0, k_blocks, n_panels * KC, nr), c.dtype)
         for s in prange(packed_all.shape[0] * k_blocks):
             which, kb = s // k_blocks, s % k_blocks
             pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), packed_all[which, kb])
         for chunk in prange(chunks):
             prefer_wide_vectors()
-            own = aligned_empty((0 if shared else k_blocks, n_panels, KC, nr), c.dtype)
-            packed_a = aligned_empty((MC // MR, MR, KC), c.dtype)
+            own = aligned_empty((0 if shared else k_blocks, n_panels * KC, nr), c.dtype)
+            packed_a = aligned_empty((MC // MR * A_STRIP_ROWS, MR), c.dtype)
             tile = aligned_empty((MR, nr), c.dtype)
             packed_for = -1                                       # which B `own` holds
             for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):

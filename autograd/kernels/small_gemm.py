@@ -1,8 +1,8 @@
 """Batched GEMM for small matrices (attention's per-head products): no packing, no set-up.
 
-The Goto driver (gemm.py) pays, per matrix, for packing both operands into panels and
-copying each register tile out through a buffer: a fixed cost that a 512 x 512 product
-hides but that a 10 x 16 by 16 x 10 one (attention's scores at one head) cannot.  Here
+The Goto driver (gemm.py) pays, per matrix, for packing B into panels, setting up its
+buffers and blocking K: a fixed cost that a 512 x 512 product hides but that a 10 x 16 by
+16 x 10 one (attention's scores at one head) cannot.  Here
 the micro-kernel reads the operands where they are:
 
 - a strip of MR rows of A is read in place whether A is row-major or a transposed view
@@ -69,24 +69,11 @@ def _a_strip_jit(a, top, k):
     return numba.carray(gemm.element_pointer(a, top), (k, step))[:, :MR]
 
 
-@numba.extending.register_jitable
-def _rows_from_jit(x, i, j, rows):
-    """x[i:i+rows, j:] of an x whose rows are contiguous, typed as a C-contiguous array
-    (reading past column x.shape[1] - j would run into the next row)."""
-    step = x.strides[0] // x.itemsize
-    return numba.carray(gemm.element_pointer(x, i * step + j), (rows, step))
-
-
 def _a_strip_python(a, top, k):
     return a[top:top + MR, :k].T
 
 
-def _rows_from_python(x, i, j, rows):
-    return x[i:i + rows, j:]
-
-
 a_strip = _a_strip_python if numba.config.DISABLE_JIT else _a_strip_jit
-rows_from = _rows_from_python if numba.config.DISABLE_JIT else _rows_from_jit
 
 
 @numba.extending.register_jitable(**gemm.JIT)
@@ -161,12 +148,12 @@ def _make_small_gemm(dtype, parallel, tile):
                     for p in range(0, cols, nr):
                         if NARROW_EDGE:
                             if c_direct and cols - p <= edge:
-                                panel = rows_from(b_t, 0, n - edge, k) if b_direct else rows_from(b_copy, 0, n - edge, k)
-                                edge_kernel(strip, panel, k, rows_from(c_t, top, n - edge, MR))
+                                panel = gemm.rows_from(b_t, 0, n - edge, k) if b_direct else gemm.rows_from(b_copy, 0, n - edge, k)
+                                edge_kernel(strip, panel, k, gemm.rows_from(c_t, top, n - edge, MR))
                                 continue
                         left = min(p, cols - nr)                # the last panel overlaps too
-                        panel = rows_from(b_t, 0, left, k) if b_direct else rows_from(b_copy, 0, left, k)
-                        tile = rows_from(c_t, top, left, MR) if c_direct else rows_from(c_copy, 0, 0, MR)
+                        panel = gemm.rows_from(b_t, 0, left, k) if b_direct else gemm.rows_from(b_copy, 0, left, k)
+                        tile = gemm.rows_from(c_t, top, left, MR) if c_direct else gemm.rows_from(c_copy, 0, 0, MR)
                         micro_kernel(strip, panel, k, tile)
                         if not c_direct:
                             for r in range(min(MR, m - top)):
