@@ -43,9 +43,11 @@ import contextlib
 import linecache
 import sys
 
+import llvmlite.ir
 import numba
 import numpy as np
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
 # The register tile: MR rows x NR columns, four AVX-512 registers per row (16 accumulators).
@@ -58,6 +60,7 @@ KC = 256                                # K block: a B panel is KC x NR (64 KiB 
 # which writes MR numbers into each strip in turn, would send all its writes to one set of
 # L1 (and pay 4K-aliasing stalls besides).
 A_STRIP_ROWS = KC + 4
+PREFETCH_COLUMNS = 8                    # packing a transposed A asks for its columns this far ahead
 ROW_BLOCK_STRIPS = 16                   # A is packed MC = 16 MR rows at a time (64 KiB wide, in L2)
 IN_PLACE_PANELS = 4                     # see in_place in gemm()
 IN_PLACE_MAX_STRIDE = 1024              # bytes; ditto
@@ -135,6 +138,31 @@ def element_pointer(typingctx, array, offset):
     def codegen(context, builder, signature, args):
         return builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]])
     return types.CPointer(array.dtype)(array, types.intp), codegen
+
+
+@intrinsic
+def _prefetch_jit(typingctx, array, offset):
+    """Ask the CPU to start loading the cache line of the element `offset` elements past the
+    array's first (LLVM's `prefetch`, for reading, into all cache levels); no instruction
+    waits for it."""
+    if not isinstance(array, types.Array):
+        return None
+
+    def codegen(context, builder, signature, args):
+        pointer = builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]])
+        i32 = llvmlite.ir.IntType(32)
+        kind = llvmlite.ir.FunctionType(llvmlite.ir.VoidType(), [pointer.type, i32, i32, i32])
+        function = cgutils.get_or_insert_function(builder.module, kind, "llvm.prefetch.p0")
+        builder.call(function, [pointer, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+    return types.none(array, types.intp), codegen
+
+
+def _prefetch_python(array, offset):
+    """(Nothing to prefetch without the JIT.)"""
+
+
+prefetch = _prefetch_python if numba.config.DISABLE_JIT else _prefetch_jit
 
 
 @intrinsic
@@ -292,12 +320,15 @@ def _make_gemm(dtype, parallel):
         whole = rows // MR
         first = whole * MR if in_place else 0
         if a.strides[0] == a.itemsize:                            # a transposed view: along its columns
+            ahead = a.strides[1] // a.itemsize * PREFETCH_COLUMNS
             for kk in range(kc):
                 source = col_run(a, i0, k0 + kk, rows)
+                for line in range(0, rows, 64 // a.itemsize):
+                    prefetch(source, ahead + line)
                 for q in range(first // MR, whole):             # MR = 4 numbers: loaded together,
                     x0, x1, x2, x3 = source[q * MR], source[q * MR + 1], source[q * MR + 2], source[q * MR + 3]
-                    target = row_run(packed, q * A_STRIP_ROWS + kk, 0, MR)    # stored together
-                    target[0], target[1], target[2], target[3] = x0, x1, x2, x3
+                    row = q * A_STRIP_ROWS + kk                     # stored together
+                    packed[row, 0], packed[row, 1], packed[row, 2], packed[row, 3] = x0, x1, x2, x3
                 for i in range(whole * MR, rows):
                     packed[whole * A_STRIP_ROWS + kk, i - whole * MR] = source[i]
         else:

@@ -82,10 +82,11 @@ def _with_layout(x, layout):
 @pytest.mark.parametrize("n", [20, 150, 300])
 @pytest.mark.parametrize("m", [70, 260])
 def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n, m):
-    """Every packing path of the Goto driver (k > KC): A rows contiguous, A transposed read
-    in place (few B panels: n 20, 150, and columns under 1 KiB apart: m 70) or packed (many
-    panels: n 300, or columns far apart: m 260), strided; several K blocks and row blocks,
-    partial strips."""
+    """Every packing path of the Goto driver (k > KC): A rows contiguous or S (read in
+    place), A transposed read in place (few B panels: n 20, 150, and columns under 1 KiB
+    apart: m 70) or packed k-major with prefetching (many panels: n 300, or columns far
+    apart: m 260), strided; several K blocks and row blocks, partial strips, register
+    tiles stored straight into C and edge tiles through the buffer."""
     rng = np.random.default_rng(n)
     a = rng.standard_normal((m, 300)).astype(dtype)
     b = rng.standard_normal((300, n)).astype(dtype)
