@@ -285,30 +285,29 @@ def _make_gemm(dtype, parallel):
     micro_kernel = compile_micro_kernel(MR, nr, dtype)
 
     @register_jitable(**JIT)
-    def pack_b(b, k0, kc, packed):
-        """B[k0:k0+kc, :] into panels of nr columns stacked k-major, panel p in the rows
-        p KC .. p KC + kc of packed:  packed[p KC + kk, j] = B[k0 + kk, p nr + j], zero padded
-        (whatever np.empty left there could be a denormal, whose arithmetic is slow)."""
+    def pack_b(b, k0, kc, p, packed):
+        """Panel p of B[k0:k0+kc, :] (its columns p nr .. p nr + nr - 1), k-major, into the
+        rows p KC .. p KC + kc of packed:  packed[p KC + kk, j] = B[k0 + kk, p nr + j], zero
+        padded (whatever np.empty left there could be a denormal, whose arithmetic is slow)."""
         n = b.shape[1]
-        for p in range(packed.shape[0] // KC):
-            j0, top = p * nr, p * KC
-            width = min(nr, n - j0)
-            if width < nr:
-                packed[top:top + kc, width:] = 0
-            if b.strides[1] == b.itemsize:                        # rows contiguous: copy along them
-                for kk in range(kc):
-                    source, target = row_run(b, k0 + kk, j0, width), row_run(packed, top + kk, 0, width)
-                    for j in range(width):
-                        target[j] = source[j]
-            elif b.strides[0] == b.itemsize:                      # a transposed view: down its columns
+        j0, top = p * nr, p * KC
+        width = min(nr, n - j0)
+        if width < nr:
+            packed[top:top + kc, width:] = 0
+        if b.strides[1] == b.itemsize:                            # rows contiguous: copy along them
+            for kk in range(kc):
+                source, target = row_run(b, k0 + kk, j0, width), row_run(packed, top + kk, 0, width)
                 for j in range(width):
-                    source = col_run(b, k0, j0 + j, kc)
-                    for kk in range(kc):
-                        packed[top + kk, j] = source[kk]
-            else:
+                    target[j] = source[j]
+        elif b.strides[0] == b.itemsize:                          # a transposed view: down its columns
+            for j in range(width):
+                source = col_run(b, k0, j0 + j, kc)
                 for kk in range(kc):
-                    for j in range(width):
-                        packed[top + kk, j] = b[k0 + kk, j0 + j]
+                    packed[top + kk, j] = source[kk]
+        else:
+            for kk in range(kc):
+                for j in range(width):
+                    packed[top + kk, j] = b[k0 + kk, j0 + j]
 
     @register_jitable(**JIT)
     def pack_a(a, i0, rows, k0, kc, in_place, packed):
@@ -400,9 +399,9 @@ def _make_gemm(dtype, parallel):
         in_place = a.strides[3] == a.itemsize or (a.strides[2] == a.itemsize and n_panels <= IN_PLACE_PANELS
                                                    and a.strides[3] < IN_PLACE_MAX_STRIDE)
         packed_all = aligned_empty((b_count if shared else 0, k_blocks, n_panels * KC, nr), c.dtype)
-        for s in prange(packed_all.shape[0] * k_blocks):
-            which, kb = s // k_blocks, s % k_blocks
-            pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), packed_all[which, kb])
+        for s in prange(packed_all.shape[0] * k_blocks * n_panels):     # one task a panel
+            which, kb, p = s // (k_blocks * n_panels), s // n_panels % k_blocks, s % n_panels
+            pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), p, packed_all[which, kb])
         for chunk in prange(chunks):
             prefer_wide_vectors()
             own = aligned_empty((0 if shared else k_blocks, n_panels * KC, nr), c.dtype)
@@ -414,7 +413,8 @@ def _make_gemm(dtype, parallel):
                 if not shared and b_of[t] != packed_for:
                     packed_for = b_of[t]
                     for kb in range(k_blocks):
-                        pack_b(b[packed_for // b2, packed_for % b2], kb * KC, min(KC, k - kb * KC), own[kb])
+                        for p in range(n_panels):
+                            pack_b(b[packed_for // b2, packed_for % b2], kb * KC, min(KC, k - kb * KC), p, own[kb])
                 packed_b = packed_all[b_of[t]] if shared else own
                 i0 = blk * MC
                 rows = min(MC, m - i0)
