@@ -238,44 +238,64 @@ def log_softmax_backward(y, dy):
 
 # ============================================================================ layer norm
 
-@njit(**JIT)
-def _layer_norm(x, weight, bias, eps, out, xhat, rstd):
-    n, d = x.shape
-    for i in range(n):
-        total = x[i, 0] * 0
-        for j in range(d):
-            total += x[i, j]
-        mean = total / d
-        var = total * 0
-        for j in range(d):
-            c = x[i, j] - mean
-            var += c * c
-        r = 1 / np.sqrt(var / d + eps)
-        rstd[i, 0] = r
-        for j in range(d):
-            h = (x[i, j] - mean) * r
-            xhat[i, j] = h
-            out[i, j] = h * weight[j] + bias[j]
+def _make_layer_norm(parallel):
+    """Layer norm forward and backward (see reference.layer_norm), serial or parallel.
+    Rows are independent, so threads share them; the parameter gradients are sums over
+    rows, which one thread adds up in row order afterwards (split among threads, the sums
+    would be grouped differently, and every trained model's last bits would change).
+    Serial and parallel give the same bits in float32; in float64, LLVM fuses one of dx's
+    multiply-adds differently in the parallel build, and dx can differ in its last bit."""
+
+    def layer_norm_rows(x, weight, bias, eps, out, xhat, rstd):
+        n, d = x.shape
+        for i in prange(n):
+            total = x[i, 0] * 0
+            for j in range(d):
+                total += x[i, j]
+            mean = total / d
+            var = total * 0
+            for j in range(d):
+                c = x[i, j] - mean
+                var += c * c
+            r = 1 / np.sqrt(var / d + eps)
+            rstd[i, 0] = r
+            for j in range(d):
+                h = (x[i, j] - mean) * r
+                xhat[i, j] = h
+                out[i, j] = h * weight[j] + bias[j]
+
+    def layer_norm_backward_rows(grad, xhat, rstd, weight, dx, dweight, dbias):
+        n, d = grad.shape
+        for i in prange(n):
+            mean_g = grad[i, 0] * 0
+            mean_gx = grad[i, 0] * 0
+            for j in range(d):
+                gw = grad[i, j] * weight[j]
+                mean_g += gw
+                mean_gx += gw * xhat[i, j]
+            mean_g /= d
+            mean_gx /= d
+            for j in range(d):
+                dx[i, j] = rstd[i, 0] * (grad[i, j] * weight[j] - mean_g - xhat[i, j] * mean_gx)
+        dweight[:] = 0
+        dbias[:] = 0
+        for i in range(n):                    # one thread: each column summed in row order
+            for j in range(d):
+                dweight[j] += grad[i, j] * xhat[i, j]
+                dbias[j] += grad[i, j]
+
+    name = "parallel" if parallel else "serial"
+    return variant(layer_norm_rows, name, parallel=parallel), variant(layer_norm_backward_rows, name, parallel=parallel)
 
 
-@njit(**JIT)
-def _layer_norm_backward(grad, xhat, rstd, weight, dx, dweight, dbias):
-    n, d = grad.shape
-    dweight[:] = 0
-    dbias[:] = 0
-    for i in range(n):
-        mean_g = grad[i, 0] * 0
-        mean_gx = grad[i, 0] * 0
-        for j in range(d):
-            gw = grad[i, j] * weight[j]
-            mean_g += gw
-            mean_gx += gw * xhat[i, j]
-            dweight[j] += grad[i, j] * xhat[i, j]
-            dbias[j] += grad[i, j]
-        mean_g /= d
-        mean_gx /= d
-        for j in range(d):
-            dx[i, j] = rstd[i, 0] * (grad[i, j] * weight[j] - mean_g - xhat[i, j] * mean_gx)
+_layer_norm_kernels = {}
+
+
+def _layer_norm_kernel(size, backward):
+    parallel = _use_threads(size, PARALLEL_MIN_ELEMENTS)
+    if parallel not in _layer_norm_kernels:
+        _layer_norm_kernels[parallel] = _make_layer_norm(parallel)
+    return _layer_norm_kernels[parallel][int(backward)]
 
 
 def layer_norm(x, weight, bias, eps):
@@ -284,8 +304,8 @@ def layer_norm(x, weight, bias, eps):
     x = np.ascontiguousarray(x)
     out, xhat = np.empty_like(x), np.empty_like(x)
     rstd = np.empty((x.shape[0], 1), dtype)
-    _layer_norm(x, np.ascontiguousarray(weight, dtype), np.ascontiguousarray(bias, dtype), dtype.type(eps),
-                out, xhat, rstd)
+    _layer_norm_kernel(x.size, False)(x, np.ascontiguousarray(weight, dtype), np.ascontiguousarray(bias, dtype),
+                                      dtype.type(eps), out, xhat, rstd)
     return out, xhat, rstd
 
 
@@ -294,7 +314,7 @@ def layer_norm_backward(grad, xhat, rstd, weight):
     grad = np.ascontiguousarray(grad, xhat.dtype)
     dx = np.empty_like(grad)
     dweight, dbias = np.empty(grad.shape[1], xhat.dtype), np.empty(grad.shape[1], xhat.dtype)
-    _layer_norm_backward(grad, xhat, rstd, np.ascontiguousarray(weight, xhat.dtype), dx, dweight, dbias)
+    _layer_norm_kernel(grad.size, True)(grad, xhat, rstd, np.ascontiguousarray(weight, xhat.dtype), dx, dweight, dbias)
     return dx, dweight, dbias
 
 
@@ -475,8 +495,11 @@ def warmup():
             for tile in small_gemm.TILES:
                 small_gemm.small_gemm_kernel(dtype, parallel, tile)
         rows = np.zeros((2, 3), dtype)
-        out, xhat, rstd = layer_norm(rows, rows[0], rows[0], 1e-5)
-        layer_norm_backward(rows, xhat, rstd, rows[0])
+        for parallel in (False, True):
+            forward, backward = _layer_norm_kernels.setdefault(parallel, _make_layer_norm(parallel))
+            out, xhat, rstd = np.empty_like(rows), np.empty_like(rows), np.empty((2, 1), dtype)
+            forward(rows, rows[0], rows[0], dtype(1e-5), out, xhat, rstd)
+            backward(rows, xhat, rstd, rows[0], np.empty_like(rows), np.empty(3, dtype), np.empty(3, dtype))
         flat = np.zeros(3, dtype)
         for parallel in (False, True):
             forward, backward = _gelu_kernels.setdefault((dtype, parallel), _make_gelu(dtype, parallel))

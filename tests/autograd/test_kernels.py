@@ -319,7 +319,7 @@ def test_index_add_rows_matches_numpy(dtype, ids):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,width", [(1, 1), (7, 33), (65, 7), (3, 129)])
+@pytest.mark.parametrize("rows,width", [(1, 1), (7, 33), (65, 7), (3, 129), (600, 131)])   # the last: parallel
 def test_layer_norm_kernels_match_numpy(dtype, rows, width):
     rng = np.random.default_rng(rows * width)
     x = (3 * rng.standard_normal((rows, width)) + 1).astype(dtype)
@@ -332,6 +332,24 @@ def test_layer_norm_kernels_match_numpy(dtype, rows, width):
     for a, e in zip(jit.layer_norm_backward(g, *want[1:], w), reference.layer_norm_backward(g, *want[1:], w)):
         np.testing.assert_allclose(a, e, rtol=1e-4 if dtype == np.float32 else 1e-11,
                                    atol=1e-4 if dtype == np.float32 else 1e-11)
+
+
+def test_layer_norm_serial_and_parallel_give_the_same_float32_bits():
+    """Threads share the rows; the parameter gradients are still summed in row order by one
+    thread, so a float32 model trains to the same bits on one thread or two."""
+    rng = np.random.default_rng(0)
+    x, g = rng.standard_normal((2, 700, 130)).astype(np.float32)
+    w, b = rng.standard_normal((2, 130)).astype(np.float32)
+    results = []
+    for parallel in (False, True):
+        forward, backward = jit._make_layer_norm(parallel)
+        out, xhat, rstd = np.empty_like(x), np.empty_like(x), np.empty((700, 1), np.float32)
+        forward(x, w, b, np.float32(1e-5), out, xhat, rstd)
+        dx, dw, db = np.empty_like(x), np.empty(130, np.float32), np.empty(130, np.float32)
+        backward(g, xhat, rstd, w, dx, dw, db)
+        results.append((out, xhat, rstd, dx, dw, db))
+    for serial, parallel in zip(*results):
+        np.testing.assert_array_equal(serial, parallel)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
