@@ -97,6 +97,11 @@ def index_add_rows(out, ids, rows):
     return _current.index_add_rows(out, ids, rows)
 
 
+def masked_fill(x, mask, value):
+    """value where the boolean mask (broadcast to x's shape) is True, else x."""
+    return _current.masked_fill(x, mask, value)
+
+
 def attention_forward(q, k, v, mask, scale):
     """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays and a mask (..., T_q, T_k)
     whose leading dims hold the N matrices; returns (out, row log-sum-exp)."""

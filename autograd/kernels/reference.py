@@ -90,6 +90,11 @@ def index_add_rows(out, ids, rows):
     np.add.at(out, ids.reshape(-1), rows.reshape(-1, out.shape[1]))
 
 
+def masked_fill(x, mask, value):
+    """value where the boolean mask (broadcast to x's shape) is True, else x."""
+    return np.where(mask, np.asarray(value, dtype=x.dtype), x)
+
+
 def layer_norm(x, weight, bias, eps):
     """Rows of x (N, D) normalised then scaled and shifted: returns (out, xhat, rstd) with
     xhat = (x - mean) * rstd, rstd = 1 / sqrt(var + eps) (biased variance), out = xhat w + b."""

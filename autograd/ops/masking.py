@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from autograd import kernels
 from autograd.function import Function
 
 
@@ -20,11 +21,11 @@ class MaskedFill(Function):
         if np.broadcast_shapes(a.shape, mask.shape) != a.shape:
             raise ValueError(f"mask of shape {mask.shape} does not broadcast to the tensor's shape {a.shape}")
         ctx.save_for_backward(mask)
-        return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+        return kernels.masked_fill(a, mask, value)
 
     def backward(ctx, grad):
         (mask,) = ctx.saved_tensors
-        return np.where(mask, 0, grad)
+        return kernels.masked_fill(grad, mask, 0)
 
 
 class Where(Function):

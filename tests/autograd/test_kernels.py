@@ -437,3 +437,33 @@ def test_nan_propagates_through_every_fused_kernel(backend, dtype):
     p, m, v = np.ones(4, dtype), np.zeros(4, dtype), np.zeros(4, dtype)
     module.adam_step(p, np.array([np.nan, 1, 1, 1], dtype), m, v, 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
     assert np.isnan(p[0]) and np.isfinite(p[1:]).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("x_shape,mask_shape", [
+    ((2, 3, 5, 7), (5, 7)),            # a causal mask broadcast over batch and heads
+    ((2, 3, 5, 7), (2, 1, 1, 7)),      # a key padding mask
+    ((2, 3, 5, 7), (2, 3, 5, 7)),      # one of its own per element
+    ((2, 3, 5, 7), (5, 1)),            # broadcast along the last dim
+    ((4, 1), (4, 1)), ((7,), ()),      # size-1 last dim, a 0-d mask
+    ((12, 4, 64, 64), (12, 1, 64, 64)),   # large enough for threads
+])
+def test_masked_fill_kernel_matches_numpy(dtype, x_shape, mask_shape):
+    rng = np.random.default_rng(len(x_shape) + len(mask_shape))
+    x = rng.standard_normal(x_shape).astype(dtype)
+    mask = rng.random(mask_shape) < 0.5
+    for value in (-np.inf, 0, 2.5):
+        got = jit.masked_fill(x, mask, value)
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, reference.masked_fill(x, mask, value))
+    if mask.ndim == 4:                                 # a transposed (non-contiguous) input and mask
+        x_t, mask_t = x.swapaxes(1, 2), mask.swapaxes(1, 2)
+        np.testing.assert_array_equal(jit.masked_fill(x_t, mask_t, -np.inf), reference.masked_fill(x_t, mask_t, -np.inf))
+
+
+def test_masked_fill_kernel_keeps_nan_and_empty_inputs():
+    x = np.array([[np.nan, 1.0, np.inf], [2.0, np.nan, -1.0]], np.float32)
+    mask = np.array([True, False, False])
+    np.testing.assert_array_equal(jit.masked_fill(x, mask, 0.0), [[0.0, 1.0, np.inf], [0.0, np.nan, -1.0]])
+    empty = np.zeros((0, 3), np.float32)
+    assert jit.masked_fill(empty, mask, 0.0).shape == (0, 3)
