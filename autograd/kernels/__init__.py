@@ -97,6 +97,16 @@ def index_add_rows(out, ids, rows):
     return _current.index_add_rows(out, ids, rows)
 
 
+def relu(x):
+    """max(x, 0) elementwise; NaN stays NaN."""
+    return _current.relu(x)
+
+
+def relu_backward(out, grad):
+    """grad where relu's output is > 0, else 0."""
+    return _current.relu_backward(out, grad)
+
+
 def masked_fill(x, mask, value):
     """value where the boolean mask (broadcast to x's shape) is True, else x."""
     return _current.masked_fill(x, mask, value)

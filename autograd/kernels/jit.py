@@ -427,6 +427,55 @@ def gelu_backward(x, grad, approximate):
     return dx.reshape(x.shape)
 
 
+# ============================================================================ ReLU
+
+def _make_relu(parallel):
+    def relu_forward(x, out):
+        """out = x where x > 0, else 0 (NaN stays NaN)."""
+        for i in prange(x.shape[0]):
+            out[i] = 0 if x[i] <= 0 else x[i]
+
+    def relu_backward(out, grad, dx):
+        """dx = grad where the output is > 0, else 0."""
+        for i in prange(out.shape[0]):
+            dx[i] = grad[i] if out[i] > 0 else 0
+
+    name = "parallel" if parallel else "serial"
+    return variant(relu_forward, name, parallel=parallel), variant(relu_backward, name, parallel=parallel)
+
+
+_relu_kernels = {}
+
+
+def _relu_kernel(size, backward):
+    parallel = _use_threads(size, PARALLEL_MIN_ELEMENTS)
+    if parallel not in _relu_kernels:
+        _relu_kernels[parallel] = _make_relu(parallel)
+    return _relu_kernels[parallel][int(backward)]
+
+
+def relu(x):
+    """Same signature and results as reference.relu."""
+    if _float_dtype(x) is None:
+        from autograd.kernels import reference
+        return reference.relu(x)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    _relu_kernel(flat.size, False)(flat, out)
+    return out.reshape(x.shape)
+
+
+def relu_backward(out, grad):
+    """Same signature and results as reference.relu_backward."""
+    if _float_dtype(out) is None:
+        from autograd.kernels import reference
+        return reference.relu_backward(out, grad)
+    flat = np.ascontiguousarray(out).reshape(-1)
+    dx = np.empty_like(flat)
+    _relu_kernel(flat.size, True)(flat, np.ascontiguousarray(grad, out.dtype).reshape(-1), dx)
+    return dx.reshape(out.shape)
+
+
 # ============================================================================ masked fill
 
 def _make_masked_fill(parallel):
@@ -549,5 +598,8 @@ def warmup():
         adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
         index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])
         for parallel in (False, True):
+            forward, backward = _relu_kernels.setdefault(parallel, _make_relu(parallel))
+            forward(flat, np.empty_like(flat))
+            backward(flat, flat, np.empty_like(flat))
             _masked_fill_kernels.setdefault(parallel, _make_masked_fill(parallel))(
                 rows, np.zeros((1, 3), bool), np.zeros(2, np.intp), dtype(0), np.empty_like(rows))

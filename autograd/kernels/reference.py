@@ -90,6 +90,16 @@ def index_add_rows(out, ids, rows):
     np.add.at(out, ids.reshape(-1), rows.reshape(-1, out.shape[1]))
 
 
+def relu(x):
+    """max(x, 0) elementwise; NaN stays NaN."""
+    return np.where(x <= 0, np.zeros((), x.dtype), x)
+
+
+def relu_backward(out, grad):
+    """grad where relu's output is > 0, else 0."""
+    return np.where(out > 0, grad, np.zeros((), grad.dtype))
+
+
 def masked_fill(x, mask, value):
     """value where the boolean mask (broadcast to x's shape) is True, else x."""
     return np.where(mask, np.asarray(value, dtype=x.dtype), x)

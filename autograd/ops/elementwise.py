@@ -145,16 +145,17 @@ class Sigmoid(Function):
 
 
 class ReLUFn(Function):
-    """out = max(a, 0);  dout/da = 1 where a > 0, else 0."""
+    """out = max(a, 0);  dout/da = 1 where a > 0, else 0.  (kernels.relu: one pass; the
+    output says where a > 0, so it is all backward keeps.)"""
 
     def forward(ctx, a):
-        positive = a > 0
-        ctx.save_for_backward(positive)
-        return a * positive
+        out = kernels.relu(a)
+        ctx.save_for_backward(out)
+        return out
 
     def backward(ctx, grad):
-        (positive,) = ctx.saved_tensors
-        return grad * positive
+        (out,) = ctx.saved_tensors
+        return kernels.relu_backward(out, grad)
 
 
 class GELUFn(Function):

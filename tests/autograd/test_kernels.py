@@ -467,3 +467,26 @@ def test_masked_fill_kernel_keeps_nan_and_empty_inputs():
     np.testing.assert_array_equal(jit.masked_fill(x, mask, 0.0), [[0.0, 1.0, np.inf], [0.0, np.nan, -1.0]])
     empty = np.zeros((0, 3), np.float32)
     assert jit.masked_fill(empty, mask, 0.0).shape == (0, 3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(0, 3), (1,), (7, 33), (300, 257)])   # the last: parallel
+def test_relu_kernels_match_numpy(dtype, shape):
+    rng = np.random.default_rng(shape[-1])
+    x = rng.standard_normal(shape).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    for x_in, g_in in ((x, g), (x.T, g.T)):                          # contiguous, then transposed views
+        out = jit.relu(x_in)
+        np.testing.assert_array_equal(out, reference.relu(x_in))
+        assert out.dtype == dtype and out.shape == x_in.shape
+        np.testing.assert_array_equal(jit.relu_backward(out, g_in), reference.relu_backward(out, g_in))
+
+
+def test_relu_of_infinities_and_nan():
+    """relu(-inf) is 0 (a * (a > 0) gave NaN there), relu(NaN) is NaN, and no gradient
+    passes where the output is 0 or NaN."""
+    x = np.array([-np.inf, -1.0, 0.0, 2.0, np.inf, np.nan], np.float32)
+    for module in (jit, reference):
+        out = module.relu(x)
+        np.testing.assert_array_equal(out, [0.0, 0.0, 0.0, 2.0, np.inf, np.nan])
+        np.testing.assert_array_equal(module.relu_backward(out, np.ones_like(x)), [0, 0, 0, 1, 1, 0])
