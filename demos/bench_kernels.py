@@ -168,6 +168,8 @@ times["matmul, Goto driver"] = time.perf_counter() - t
 t = time.perf_counter(); jit.gelu(x, "none"); jit.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t
 t = time.perf_counter(); out, xhat, rstd = jit.layer_norm(x, x[0], x[0], 1e-5)
 jit.layer_norm_backward(x, xhat, rstd, x[0]); times["layer_norm and backward"] = time.perf_counter() - t
+t = time.perf_counter(); jit.relu_backward(jit.relu(x), x); times["relu and backward"] = time.perf_counter() - t
+t = time.perf_counter(); jit.masked_fill(x, x > 0, 0.0); times["masked_fill"] = time.perf_counter() - t
 times["total"] = time.perf_counter() - t0
 print(json.dumps(times))
 """

@@ -17,8 +17,8 @@ multiply-adds run.  The work is cut three times:
    accumulators in registers the whole time (4 x 64 float32 = 16 AVX-512 registers of 16
    numbers); for each kk it loads NR numbers of B, broadcasts MR numbers of A and does
    MR x NR multiply-adds.  That register block is what runs at the CPU's peak.  It then
-   stores the tile straight into C (adds it, for the second K block on); only a tile on
-   C's edge goes through a buffer.
+   stores the tile straight into C; only a tile on C's edge, or one of a later K block
+   (added to C), goes through a buffer.
 
 Numba has no vector types, so the micro-kernel is written as straight-line scalar code
 (one local variable per accumulator) and LLVM's SLP vectorizer packs it into vector
@@ -80,13 +80,12 @@ def slp_vectorizer():
 
 
 def micro_kernel_source(mr, nr, inline=True):
-    """Python source of the mr x nr micro-kernel:  tile (+)= a_panel^T @ b_panel  over k rows,
+    """Python source of the mr x nr micro-kernel:  tile = a_panel^T @ b_panel  over k rows,
     with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator.
     inline=False keeps it a function of its own (see `never_inline`)."""
     acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
-    lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile, accumulate=False):",
-             f'    """tile[r, j] (+)= sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators);',
-             '    accumulate: add the sums to what tile holds (the next block of K), else store them."""']
+    lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
+             f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
     lines.append("    gemm.prefer_wide_vectors()")
     if not inline:
         lines.append("    gemm.never_inline()")
@@ -96,10 +95,7 @@ def micro_kernel_source(mr, nr, inline=True):
     for r in range(mr):
         lines.append(f"        a = a_panel[kk, {r}]")
         lines += [f"        {acc[r][j]} += a * b{j}" for j in range(nr)]
-    lines.append("    if accumulate:")
-    lines += [f"        tile[{r}, {j}] += {acc[r][j]}" for r in range(mr) for j in range(nr)]
-    lines.append("    else:")
-    lines += [f"        tile[{r}, {j}] = {acc[r][j]}" for r in range(mr) for j in range(nr)]
+    lines += [f"    tile[{r}, {j}] = {acc[r][j]}" for r in range(mr) for j in range(nr)]
     return "\n".join(lines) + "\n"
 
 
@@ -163,6 +159,11 @@ def _prefetch_python(array, offset):
 
 
 prefetch = _prefetch_python if numba.config.DISABLE_JIT else _prefetch_jit
+# This module, for the kernels' closures to reach `prefetch` through: Numba's cache key
+# pickles a closure together with the globals it names, and a pickled intrinsic differs from
+# process to process (named directly, every process missed the cache and compiled the
+# GEMM drivers again: 10 s).
+this_module = sys.modules[__name__]
 
 
 @intrinsic
@@ -323,7 +324,7 @@ def _make_gemm(dtype, parallel):
             for kk in range(kc):
                 source = col_run(a, i0, k0 + kk, rows)
                 for line in range(0, rows, 64 // a.itemsize):
-                    prefetch(source, ahead + line)
+                    this_module.prefetch(source, ahead + line)
                 for q in range(first // MR, whole):             # MR = 4 numbers: loaded together,
                     x0, x1, x2, x3 = source[q * MR], source[q * MR + 1], source[q * MR + 2], source[q * MR + 3]
                     row = q * A_STRIP_ROWS + kk                     # stored together
@@ -341,7 +342,8 @@ def _make_gemm(dtype, parallel):
     def block(a, packed_a, packed_b, c, i0, rows, k0, kc, in_place, first, tile):
         """c[i0:i0+rows] (+)= A[i0:i0+rows, k0:k0+kc] (packed in packed_a) @ (the B block
         packed in packed_b).  Goto's loop order: one B panel (kc x NR) meets every A strip.
-        A whole register tile goes straight into C; one on C's edge through `tile`."""
+        The first block of K stores a whole register tile straight into C; a later block
+        (whose tile is added to C) or a tile on C's edge goes through `tile`."""
         n = c.shape[1]
         strips = (rows + MR - 1) // MR
         for p in range(packed_b.shape[0] // KC):
@@ -357,10 +359,9 @@ def _make_gemm(dtype, parallel):
                     strip = k_major_strip(a, top, k0, kc, MR)
                 else:
                     strip = submatrix(packed_a, q * A_STRIP_ROWS, 0, kc, MR)
-                whole = height == MR and width == nr
-                target = rows_from(c, top, j0, MR) if whole else rows_from(tile, 0, 0, MR)
-                micro_kernel(strip, panel, kc, target, whole and not first)
-                if whole:
+                direct = first and height == MR and width == nr
+                micro_kernel(strip, panel, kc, rows_from(c, top, j0, MR) if direct else rows_from(tile, 0, 0, MR))
+                if direct:
                     continue
                 for r in range(height):
                     if first:
