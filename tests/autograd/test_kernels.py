@@ -235,23 +235,26 @@ def test_backend_switch():
         kernels.use_backend(previous)
 
 
-def test_a_second_process_loads_the_row_kernels_from_numbas_cache(tmp_path):
-    """The fast exp and row max close over an intrinsic; reached directly, it pickled
-    differently in every process, Numba's cache key with it, and every start compiled again."""
+def test_a_second_process_loads_the_kernels_from_numbas_cache(tmp_path):
+    """The fast exp and row max, and the GEMM driver's packing, close over intrinsics;
+    reached directly, an intrinsic pickled differently in every process, Numba's cache key
+    with it, and every start compiled those kernels again."""
     script = textwrap.dedent("""
         import numpy as np
-        from autograd.kernels import jit
-        kernel = jit._rowwise_set(np.float32, False)["softmax"]
+        from autograd.kernels import gemm, jit
+        softmax = jit._rowwise_set(np.float32, False)["softmax"]
         x = np.zeros((2, 3), np.float32)
-        kernel(x, np.empty_like(x))
-        print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
+        softmax(x, np.empty_like(x))
+        driver = gemm.gemm_kernel(np.float32, False)                  # compiled (or loaded) when made
+        for kernel in (softmax, driver):
+            print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
             for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), runs[0].stderr + runs[1].stderr
-    assert [run.stdout.split() for run in runs] == [["0", "1"], ["1", "0"]]     # (hits, misses)
+    assert [run.stdout.split() for run in runs] == [["0", "1"] * 2, ["1", "0"] * 2]     # (hits, misses) each
 
 
 def test_kernels_run_as_plain_python_with_jit_disabled():
