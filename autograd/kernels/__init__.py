@@ -11,17 +11,38 @@ import os
 
 from autograd.kernels import reference
 
-_backends = {"numpy": reference}
-_current = None      # the backend module every call below goes to
+_current = None      # the backend every call below goes to: the reference module, jit, or _NumbaOnFirstCall
+_numba_ready = False
+
+
+def _numba_backend():
+    """The jit module, its kernels first compiled in a child process if Numba's cache lacks
+    them, so that this process runs them as loaded from the cache (see compile_once.py)."""
+    global _numba_ready
+    from autograd.kernels import compile_once, jit
+    if not _numba_ready:
+        compile_once.compile_in_a_child_if_needed(jit)
+        _numba_ready = True
+    return jit
+
+
+class _NumbaOnFirstCall:
+    """Stands for the numba backend until the first kernel call, which makes it ready and
+    puts the jit module in its place: importing autograd (as the scalar engine's demos do)
+    compiles nothing."""
+
+    def __getattr__(self, name):
+        global _current
+        _current = _numba_backend()
+        return getattr(_current, name)
 
 
 def _load_backend(name):
     if name not in ("numpy", "numba"):
         raise ValueError(f"unknown kernel backend {name!r}; expected 'numpy' or 'numba'")
-    if name not in _backends:
-        from autograd.kernels import jit
-        _backends["numba"] = jit
-    return _backends[name]
+    if name == "numpy":
+        return reference
+    return _numba_backend() if _numba_ready else _NumbaOnFirstCall()
 
 
 def use_backend(name):
@@ -37,7 +58,7 @@ def backend():
 
 def warmup():
     """Compile (or load from Numba's cache) every Numba kernel now rather than on first use."""
-    _load_backend("numba").warmup()
+    _numba_backend().warmup()
 
 
 # ----- the kernels: each forwards to the chosen backend (step in to reach its code) -----

@@ -567,12 +567,12 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
                t(lr), t(beta1), t(beta2), t(eps), t(shrink), t(l2), t(1 - beta1 ** step), t(1 - beta2 ** step), t(1))
 
 
-def warmup():
+def warmup(dtypes=(np.float32, np.float64)):
     """Compile (or load from the cache) every kernel for float32 and float64, serial and
     parallel, so that the first training step does not pay for compilation.  Not the fused
     attention kernels: that op is opt-in (transformer.attention.use_fused_attention), and
     they compile on first use (about 20 s per dtype, once: then Numba's cache has them)."""
-    for dtype in (np.float32, np.float64):
+    for dtype in dtypes:
         for parallel in (False, True):
             kernels = _rowwise_set(dtype, parallel)
             x = np.zeros((2, 3), dtype)

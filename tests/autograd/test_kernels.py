@@ -235,26 +235,40 @@ def test_backend_switch():
         kernels.use_backend(previous)
 
 
-def test_a_second_process_loads_the_kernels_from_numbas_cache(tmp_path):
-    """The fast exp and row max, and the GEMM driver's packing, close over intrinsics;
-    reached directly, an intrinsic pickled differently in every process, Numba's cache key
-    with it, and every start compiled those kernels again."""
+def test_every_process_runs_the_float32_kernels_from_numbas_cache_and_gets_the_same_bits(tmp_path):
+    """With an empty cache, the first kernel call compiles the float32 kernels in a child
+    process and loads them from the cache, as every later process does (compile_once.py):
+    compiled in the calling process, softmax's serial and parallel builds gave other last
+    bits than when loaded.  Also, nothing recompiles in the second process: the fast exp,
+    the row max and the GEMM driver's packing close over intrinsics, and reached directly an
+    intrinsic pickled differently in every process, Numba's cache key with it."""
     script = textwrap.dedent("""
-        import numpy as np
+        import hashlib, numpy as np
+        from autograd import kernels
         from autograd.kernels import gemm, jit
-        softmax = jit._rowwise_set(np.float32, False)["softmax"]
-        x = np.zeros((2, 3), np.float32)
-        softmax(x, np.empty_like(x))
-        driver = gemm.gemm_kernel(np.float32, False)                  # compiled (or loaded) when made
-        for kernel in (softmax, driver):
-            print(sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values()))
+        rng = np.random.default_rng(0)
+        digest = hashlib.sha256()
+        for shape in [(64, 64), (300, 257)]:                          # serial and parallel builds
+            x = (rng.standard_normal(shape) * 5).astype(np.float32)
+            y = kernels.softmax(x)
+            for out in (y, kernels.log_softmax(x), kernels.softmax_backward(y, x), kernels.matmul(x, x.T)):
+                digest.update(out.tobytes())
+        loaded = [jit._rowwise_set(np.float32, parallel)["softmax"] for parallel in (False, True)]
+        loaded.append(gemm.gemm_kernel(np.float32, False))
+        print(digest.hexdigest(), sum(sum(k.stats.cache_misses.values()) for k in loaded),
+              min(sum(k.stats.cache_hits.values()) for k in loaded))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("AUTOGRAD_COMPILE_IN_PROCESS", None)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
             for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), runs[0].stderr + runs[1].stderr
-    assert [run.stdout.split() for run in runs] == [["0", "1"] * 2, ["1", "0"] * 2]     # (hits, misses) each
+    assert "compiling the float32 Numba kernels in a child process" in runs[0].stderr
+    assert "child process" not in runs[1].stderr                     # the marker says it is done
+    (first, misses, hits), (second, *counts) = (run.stdout.split() for run in runs)
+    assert first == second
+    assert (misses, hits) == ("0", "1") and counts == ["0", "1"]      # loaded, not compiled, both times
 
 
 def test_kernels_run_as_plain_python_with_jit_disabled():

@@ -1,0 +1,76 @@
+"""The kernels are compiled in a child process, so that every process runs them as loaded
+from Numba's cache and the same seed gives the same bits in the first run as in later ones.
+
+Why: Numba compiles some pieces of a kernel as libraries of their own (a helper it does
+not inline, the body of a prange loop) and links them in, and the process that compiles a
+kernel does not run the same machine code for those pieces as a process that loads the
+kernel from the cache.  Seen in softmax's serial build: the compiling process called the
+helper's separately compiled copy (exp_row, a vectorized sum), the loading process the copy
+inside the cached object, compiled as part of the kernel.  The two grouped the sum
+differently, so rows came out different in their last bits (a few rows in ten, in the
+serial and the parallel builds), and a training run right after the cache was emptied (a
+fresh clone, an edited kernel) drifted away from every later run with the same seed.
+
+So the first process that finds the float32 kernels missing from the cache starts a child
+that compiles them (`jit.warmup`) and writes them to the cache, then loads them from there
+like every later process.  A marker file in Numba's cache directory, named after a digest
+of the kernels' source, Numba's version and the CPU, records that the child's work is done.
+
+Not covered, compiled in the process that first calls them, as before: float64 kernels
+(gradient checks, tests), the opt-in fused attention, and every kernel when the cache
+directory is not writable.  AUTOGRAD_COMPILE_IN_PROCESS=1 turns the child off (the child
+itself runs with it; so does the compile-time benchmark, which times each kernel's compile).
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import warnings
+
+import numba
+
+IN_PROCESS = "AUTOGRAD_COMPILE_IN_PROCESS"
+CHILD_SCRIPT = "import numpy as np; from autograd.kernels import jit; jit.warmup((np.float32,))"
+
+
+def _digest():
+    """What the cached kernels depend on: their source, Numba, Python and the CPU."""
+    import llvmlite.binding
+    folder = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as source:
+                digest.update(name.encode() + source.read())
+    digest.update(f"{numba.__version__} {sys.version} {llvmlite.binding.get_host_cpu_name()}".encode())
+    return digest.hexdigest()[:20]
+
+
+def _marker(jit):
+    """The marker file's path, in the directory Numba caches jit.py's kernels in."""
+    return os.path.join(jit._index_add_rows.stats.cache_path, f"autograd-float32-kernels-{_digest()}.done")
+
+
+def compile_in_a_child_if_needed(jit):
+    """Run jit.warmup for float32 in a child process unless the marker says it ran (see the
+    module docstring).  Called before this process runs its first kernel."""
+    if numba.config.DISABLE_JIT or os.environ.get(IN_PROCESS) == "1":
+        return
+    marker = _marker(jit)
+    folder = os.path.dirname(marker)
+    os.makedirs(folder, exist_ok=True)
+    if os.path.exists(marker) or not os.access(folder, os.W_OK):
+        return
+    print("autograd: compiling the float32 Numba kernels in a child process, once (about a minute; "
+          "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, **{IN_PROCESS: "1"},
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    child = subprocess.run([sys.executable, "-c", CHILD_SCRIPT], env=env, capture_output=True, text=True)
+    if child.returncode != 0:
+        warnings.warn("autograd: compiling the kernels in a child process failed; compiling them here "
+                      f"instead (their last bits may differ from a later run's):\n{child.stderr[-2000:]}")
+        return
+    with open(marker, "w") as done:
+        done.write("jit.warmup((np.float32,)) ran in a child process; see autograd/kernels/compile_once.py\n")
