@@ -48,6 +48,7 @@ import numba
 import numpy as np
 from numba import njit, prange, types
 from numba.core import cgutils
+from numba.np.arrayobj import populate_array
 from numba.extending import intrinsic, register_jitable
 
 # The register tile: MR rows x NR columns, four AVX-512 registers per row (16 accumulators).
@@ -134,6 +135,35 @@ def element_pointer(typingctx, array, offset):
     def codegen(context, builder, signature, args):
         return builder.gep(context.make_array(signature.args[0])(context, builder, args[0]).data, [args[1]])
     return types.CPointer(array.dtype)(array, types.intp), codegen
+
+
+@intrinsic
+def _matrix_at_jit(typingctx, array, i, j):
+    """array[i, j] of a 4-D array: the 2-D view of one matrix of a batch, with the array's
+    own strides, but holding no reference to the array's memory (a numpy view, taken per
+    matrix, costs two atomic reference-count updates: 18% of attention's (64, 4, 10, 10) @
+    (64, 4, 10, 16) at the smallest size)."""
+    if not (isinstance(array, types.Array) and array.ndim == 4):
+        return None
+    result = types.Array(array.dtype, 2, "A", readonly=not array.mutable)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        shape, strides = cgutils.unpack_tuple(builder, source.shape), cgutils.unpack_tuple(builder, source.strides)
+        byte_offset = builder.add(builder.mul(args[1], strides[0]), builder.mul(args[2], strides[1]))
+        data = builder.bitcast(builder.gep(builder.bitcast(source.data, llvmlite.ir.IntType(8).as_pointer()),
+                                           [byte_offset]), source.data.type)
+        view = context.make_array(signature.return_type)(context, builder)
+        populate_array(view, data=data, shape=shape[2:], strides=strides[2:], itemsize=source.itemsize, meminfo=None)
+        return view._getvalue()
+    return result(array, types.intp, types.intp), codegen
+
+
+def _matrix_at_python(array, i, j):
+    return array[i, j]
+
+
+matrix_at = _matrix_at_python if numba.config.DISABLE_JIT else _matrix_at_jit
 
 
 @intrinsic

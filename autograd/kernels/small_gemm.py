@@ -121,6 +121,7 @@ def _make_small_gemm(dtype, parallel, tile):
         b_direct = n >= nr and b.strides[3] == size and b.strides[2] >= n * size
         c_direct = m >= MR and n >= nr
         cols = max(n, nr)
+        c_rows = c.reshape(t_count * m, n)                          # C's matrices stacked
         for chunk in prange(chunks):
             gemm.prefer_wide_vectors()
             a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
@@ -133,7 +134,9 @@ def _make_small_gemm(dtype, parallel, tile):
                 t, blk = item // blocks, item % blocks
                 low = blk * BLOCK_ROWS
                 high = m if blk == blocks - 1 else low + BLOCK_ROWS
-                a_t, b_t, c_t = a[a_of[t] // a2, a_of[t] % a2], b[b_of[t] // b2, b_of[t] % b2], c[t]
+                a_t = gemm.matrix_at(a, a_of[t] // a2, a_of[t] % a2)
+                b_t = gemm.matrix_at(b, b_of[t] // b2, b_of[t] % b2)
+                c_t = gemm.rows_from(c_rows, t * m, 0, m)           # these three views hold no reference
                 if not a_direct:
                     for i in range(low, high):
                         for kk in range(k):

@@ -63,7 +63,9 @@ CASES = {
                ("vector @ matrix", lambda a, b: a @ b, [leaf(4), leaf(4, 3)]),
                ("matrix @ vector", lambda a, b: a @ b, [leaf(2, 4), leaf(4)]),
                ("vector @ vector", lambda a, b: a @ b, [leaf(4), leaf(4)]),
-               ("batched @ vector", lambda a, b: a @ b, [leaf(2, 3, 4), leaf(4)])],
+               ("batched @ vector", lambda a, b: a @ b, [leaf(2, 3, 4), leaf(4)]),
+               ("transposed B (2,3,4)@(2,5,4)^T", lambda a, b: a @ b.transpose(-1, -2), [leaf(2, 3, 4), leaf(2, 5, 4)]),
+               ("transposed A (2,4,3)^T@(2,4,5)", lambda a, b: a.transpose(-1, -2) @ b, [leaf(2, 4, 3), leaf(2, 4, 5)])],
     "Softmax": [("dim=-1", lambda a: a.softmax(-1), [leaf(3, 5)]),
                 ("dim=0 of 3-d", lambda a: a.softmax(0), [leaf(3, 2, 4)])],
     "LogSoftmax": [("dim=-1", lambda a: a.log_softmax(-1), [leaf(3, 5)]),
@@ -122,3 +124,21 @@ def test_gradcheck_requires_float64():
 
 def test_gradcheck_passes_constants_through():
     assert gradcheck(lambda a, c: a * c, [leaf(2, 3), const(2, 3)])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_gradient_of_a_transposed_operand_has_the_direct_products_bits(dtype):
+    """MatMul.backward computes the gradient of a transposed operand (attention's k^T) as
+    the transpose of a row-major product (ops/matmul.py): it must keep the very sums of
+    the direct product, so that no trained model's bits change."""
+    from autograd import Tensor, kernels
+    rng = np.random.default_rng(0)
+    q = Tensor(rng.standard_normal((3, 11, 4, 16)).astype(dtype).transpose(0, 2, 1, 3), requires_grad=True)
+    k = Tensor(rng.standard_normal((3, 11, 4, 16)).astype(dtype).transpose(0, 2, 1, 3), requires_grad=True)
+    upstream = rng.standard_normal((3, 4, 11, 11)).astype(dtype)
+    k_t = k.transpose(-1, -2)
+    k_t.retain_grad()
+    (q @ k_t).backward(upstream)
+    direct = kernels.matmul(np.swapaxes(q.data, -1, -2), upstream)          # q^T @ dS, (3, 4, 16, 11)
+    np.testing.assert_array_equal(k_t.grad, direct)
+    np.testing.assert_array_equal(k.grad, np.swapaxes(direct, -1, -2))
