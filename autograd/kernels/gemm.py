@@ -65,6 +65,7 @@ PREFETCH_COLUMNS = 8                    # packing a transposed A asks for its co
 ROW_BLOCK_STRIPS = 16                   # A is packed MC = 16 MR rows at a time (64 KiB wide, in L2)
 IN_PLACE_PANELS = 4                     # see in_place in gemm()
 IN_PLACE_MAX_STRIDE = 1024              # bytes; ditto
+B_IN_PLACE_MAX_ROWS = 16                # see b_in_place in gemm()
 FASTMATH = {"contract"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, nogil=True, error_model="numpy")
 
@@ -369,17 +370,18 @@ def _make_gemm(dtype, parallel):
             packed[i // MR * A_STRIP_ROWS:i // MR * A_STRIP_ROWS + kc, i % MR] = 0
 
     @register_jitable(**JIT)
-    def block(a, packed_a, packed_b, c, i0, rows, k0, kc, in_place, first, tile):
-        """c[i0:i0+rows] (+)= A[i0:i0+rows, k0:k0+kc] (packed in packed_a) @ (the B block
-        packed in packed_b).  Goto's loop order: one B panel (kc x NR) meets every A strip.
-        The first block of K stores a whole register tile straight into C; a later block
-        (whose tile is added to C) or a tile on C's edge goes through `tile`."""
+    def block(a, packed_a, b, packed_b, b_in_place, c, i0, rows, k0, kc, in_place, first, tile):
+        """c[i0:i0+rows] (+)= A[i0:i0+rows, k0:k0+kc] (packed in packed_a) @ B[k0:k0+kc]
+        (packed in packed_b, or read in place).  Goto's loop order: one B panel (kc x NR)
+        meets every A strip.  The first block of K stores a whole register tile straight
+        into C; a later block (whose tile is added to C) or a tile on C's edge goes through
+        `tile`."""
         n = c.shape[1]
         strips = (rows + MR - 1) // MR
-        for p in range(packed_b.shape[0] // KC):
+        for p in range((n + nr - 1) // nr):
             j0 = p * nr
             width = min(nr, n - j0)
-            panel = rows_from(packed_b, p * KC, 0, kc)
+            panel = rows_from(b, k0, j0, kc) if b_in_place else rows_from(packed_b, p * KC, 0, kc)
             for q in range(strips):
                 top = i0 + q * MR
                 height = min(MR, rows - q * MR)
@@ -429,19 +431,23 @@ def _make_gemm(dtype, parallel):
         # and packing wins (a (1024, 2048) g.T: 0.70x numpy in place, 0.88x packed).
         in_place = a.strides[3] == a.itemsize or (a.strides[2] == a.itemsize and n_panels <= IN_PLACE_PANELS
                                                    and a.strides[3] < IN_PLACE_MAX_STRIDE)
+        # B's rows read in place, unpacked, when few A rows would reuse a packed panel (the
+        # 13-wide output layer's weight gradient g^T @ x: packing x cost more than the product)
+        b_in_place = m <= B_IN_PLACE_MAX_ROWS and b.strides[3] == b.itemsize and n % nr == 0
+        shared = shared and not b_in_place
         packed_all = aligned_empty((b_count if shared else 0, k_blocks, n_panels * KC, nr), c.dtype)
         for s in prange(packed_all.shape[0] * k_blocks * n_panels):     # one task a panel
             which, kb, p = s // (k_blocks * n_panels), s // n_panels % k_blocks, s % n_panels
             pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), p, packed_all[which, kb])
         for chunk in prange(chunks):
             prefer_wide_vectors()
-            own = aligned_empty((0 if shared else k_blocks, n_panels * KC, nr), c.dtype)
+            own = aligned_empty((0 if shared else 1 if b_in_place else k_blocks, n_panels * KC, nr), c.dtype)
             packed_a = aligned_empty((MC // MR * A_STRIP_ROWS, MR), c.dtype)
             tile = aligned_empty((MR, nr), c.dtype)
             packed_for = -1                                       # which B `own` holds
             for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
                 t, blk = item // row_blocks, item % row_blocks
-                if not shared and b_of[t] != packed_for:
+                if not shared and not b_in_place and b_of[t] != packed_for:
                     packed_for = b_of[t]
                     for kb in range(k_blocks):
                         for p in range(n_panels):
@@ -453,7 +459,8 @@ def _make_gemm(dtype, parallel):
                     kc = min(KC, k - kb * KC)
                     a_t = a[a_of[t] // a2, a_of[t] % a2]
                     pack_a(a_t, i0, rows, kb * KC, kc, in_place, packed_a)
-                    block(a_t, packed_a, packed_b[kb], c[t], i0, rows, kb * KC, kc, in_place, kb == 0, tile)
+                    block(a_t, packed_a, b[b_of[t] // b2, b_of[t] % b2], packed_b[0 if b_in_place else kb], b_in_place,
+                          c[t], i0, rows, kb * KC, kc, in_place, kb == 0, tile)
 
     t = numba.from_dtype(np.dtype(dtype))
     operand = numba.types.Array(t, 4, "A", readonly=True)

@@ -95,6 +95,24 @@ def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n, m):
                                                               dict(rtol=1e-11, atol=1e-11)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout_a", "CT")
+@pytest.mark.parametrize("m", [1, 13, 16])
+def test_goto_driver_reads_b_in_place_for_few_rows_with_the_packed_paths_bits(dtype, layout_a, m):
+    """With at most B_IN_PLACE_MAX_ROWS rows of A (the output layer's weight gradient
+    g^T @ x), the Goto driver reads B's rows where they are instead of packing them: the
+    same sums, so each row must equal that row of a taller product, which packs B."""
+    from autograd.kernels import gemm
+    assert m <= gemm.B_IN_PLACE_MAX_ROWS
+    rng = np.random.default_rng(m)
+    nr = gemm.NR[dtype]
+    tall = _with_layout(rng.standard_normal((4 * gemm.B_IN_PLACE_MAX_ROWS, 600)).astype(dtype), layout_a)
+    b = rng.standard_normal((600, 2 * nr)).astype(dtype)                 # K blocks 3, whole panels
+    np.testing.assert_array_equal(jit.matmul(tall[:m], b), jit.matmul(tall, b)[:m])
+    np.testing.assert_allclose(jit.matmul(tall[:m], b), reference.matmul(tall[:m], b),
+                               **(dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else tol(dtype)))   # sums of 600
+
+
 def _run_driver(kernel, a, b, chunks):
     """kernel (a gemm driver) on one batch of 3-D operands, the way jit.matmul calls it."""
     out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
