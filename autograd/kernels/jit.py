@@ -31,7 +31,11 @@ from autograd.kernels import gemm, small_gemm
 from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max, variant
 from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
-PARALLEL_MIN_FLOPS = 1 << 22   # below this (about a 128^3 matmul), threads cost more than they save
+# A matmul below this many FLOPs runs on one thread.  On two threads, called in a loop, the
+# size-S step's 5-6 MFLOP products ran 0.75-1.46x as fast as on one (1.0x in the median),
+# its 10-12 MFLOP ones 1.3-1.7x as fast; in a step, a parallel region also waits for its
+# slower thread, which on a shared machine is often one the host has descheduled.
+PARALLEL_MIN_FLOPS = 1 << 23
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
 
