@@ -1,5 +1,6 @@
 """docs/LEARNING_PATH.md stays true: every pdb command in it stops where it says."""
 
+import ast
 import os
 import re
 import subprocess
@@ -24,6 +25,9 @@ def test_the_learning_path_has_a_breakpoint_for_every_step():
 @pytest.mark.parametrize("env, pdb_args, module, args, function", commands(),
                          ids=[f"{c[4]}-{c[0].strip() or 'default'}" for c in commands()])
 def test_each_breakpoint_stops_in_the_function_it_names(env, pdb_args, module, args, function, tmp_path):
+    path, line = re.search(r"b (\S+):(\d+)", pdb_args).groups()
+    assert _function_at(os.path.join(ROOT, path), int(line)) == function.split(".")[-1], (
+        f"{path}:{line} is not in {function} any more: the code moved; update docs/LEARNING_PATH.md")
     extra = dict(item.split("=") for item in env.split())
     argv = [sys.executable, "-m", "pdb"] + [a or b for a, b in re.findall(r'"([^"]*)"|(\S+)', pdb_args)]
     argv += ["-c", "w", "-c", "q", "-m", module, *args.split(), "--out", str(tmp_path)]
@@ -32,6 +36,16 @@ def test_each_breakpoint_stops_in_the_function_it_names(env, pdb_args, module, a
     frames = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", stack, re.M)
     assert frames, f"the program never stopped:\n{stack[-2000:]}\n{result.stderr[-2000:]}"
     assert frames[0] == function.split(".")[-1], f"stopped in {frames[0]}, expected {function}:\n{stack[-1500:]}"
+
+
+def _function_at(path, line):
+    """The name of the innermost function whose body holds `line` of the file at `path`
+    (checked before running pdb: a breakpoint that misses lets the whole demo run)."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    holding = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and node.body[0].lineno <= line <= node.end_lineno]
+    return max(holding, key=lambda node: node.lineno).name if holding else None
 
 
 def test_demos_debug_steps_from_the_engine_into_an_ops_backward(tmp_path):
