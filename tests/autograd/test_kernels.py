@@ -232,6 +232,22 @@ def test_gradcheck_with_numba_kernels(numba_backend, case):
     assert gradcheck(fn, [leaf(*s) for s in shapes])
 
 
+def test_prepare_keeps_the_chosen_backend_and_readies_numba():
+    """kernels.prepare() (the training loops call it before starting their clocks) leaves
+    the numpy backend alone and puts the jit module itself behind the numba one."""
+    from autograd import kernels
+    previous = kernels.backend()
+    try:
+        kernels.use_backend("numpy")
+        kernels.prepare()
+        assert kernels.backend() == "numpy"
+        kernels.use_backend("numba")
+        kernels.prepare()
+        assert kernels._current is jit and kernels.backend() == "numba"
+    finally:
+        kernels.use_backend(previous)
+
+
 def test_backend_switch():
     previous = kernels.backend()
     try:
