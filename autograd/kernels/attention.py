@@ -89,6 +89,19 @@ def visible_keys(first, last, rows, width_step, t_k_padded):
 
 
 @register_jitable
+def describe(mask, has_mask, t_q, t_k, width_step, visible, keys):
+    """What the kernels need of one (T_q, T_k) mask, found once per distinct mask:
+    `visible` (mark_visible) and, for each block b of QUERY_BLOCK queries, keys[b] = the
+    [low, high) of the keys its queries may see (visible_keys)."""
+    first, last = np.empty(t_q, np.int64), np.empty(t_q, np.int64)
+    describe_rows(mask, has_mask, t_k, first, last)
+    mark_visible(mask, has_mask, t_q, t_k, visible)
+    for b in range(keys.shape[0]):
+        queries = range(b * QUERY_BLOCK, min((b + 1) * QUERY_BLOCK, t_q))
+        keys[b, 0], keys[b, 1] = visible_keys(first, last, queries, width_step, visible.shape[0])
+
+
+@register_jitable
 def copy_padded(x, target, factor):
     """target[:rows, :cols] = factor * x (rows, cols); the rest of target keeps its zeros."""
     for i in range(x.shape[0]):
@@ -126,25 +139,32 @@ def _make_attention(dtype):
     # into the kernels, which do not: their loops over 32 numbers would be shorter than
     # LLVM's unrolled 512-bit loop body (4 x 16) and run entirely in its scalar remainder.
     micro_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False)
+    adding_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False, accumulate=True)
 
     @register_jitable
-    def product(a, a_row, a_transposed, rows, b, b_row, b_col, cols, k, c):
-        """c[:rows, :cols] = A @ B on the register tile, rows a multiple of MR and cols of NR.
-        A (rows x k) is a[a_row:a_row+rows, :k], or with a_transposed a[a_row:a_row+k, :rows]^T;
-        B (k x cols) is b[b_row:b_row+k, b_col:b_col+cols]; b's and c's rows are contiguous."""
+    def product(a, a_row, a_transposed, rows, b, b_row, b_col, cols, k, c, accumulate):
+        """c[:rows, :cols] = A @ B (or += with accumulate) on the register tile, rows a
+        multiple of MR and cols of NR.  A (rows x k) is a[a_row:a_row+rows, :k], or with
+        a_transposed a[a_row:a_row+k, :rows]^T; B (k x cols) is b[b_row:b_row+k, b_col:b_col+cols];
+        b's and c's rows are contiguous."""
         for top in range(0, rows, MR):
             if a_transposed:
                 strip = gemm.submatrix(a, a_row, top, k, MR)
             else:
                 strip = gemm.submatrix(a, a_row + top, 0, MR, k).T
             for left in range(0, cols, NR):
-                micro_kernel(strip, gemm.rows_from(b, b_row, b_col + left, k), k,
-                             gemm.rows_from(c, top, left, MR))
+                panel, tile = gemm.rows_from(b, b_row, b_col + left, k), gemm.rows_from(c, top, left, MR)
+                if accumulate:
+                    adding_kernel(strip, panel, k, tile)
+                else:
+                    micro_kernel(strip, panel, k, tile)
 
     @register_jitable
     def mask_and_max(st, visible, j0, i0, width, rows, block_max):
         """Masked scores to -inf in S^T (width keys x rows queries), and each query's
         maximum over them into block_max (NaN if it meets a NaN, as softmax's max)."""
+        gemm.prefer_wide_vectors()
+        gemm.never_inline()
         block_max[:rows] = NEG_INF
         for j in range(width):
             row, seen = gemm.row_run(st, j, 0, rows), gemm.row_run(visible, j0 + j, i0, rows)
@@ -156,20 +176,13 @@ def _make_attention(dtype):
     @register_jitable(**JIT)
     def exp_and_sum(st, width, rows, shift, l):
         """S^T to P^T = exp(S^T - shift) (0 where masked), summed per query into l."""
+        gemm.prefer_wide_vectors()
+        gemm.never_inline()
         for j in range(width):
             row = gemm.row_run(st, j, 0, rows)
             for r in range(rows):
                 row[r] = exp_nonpositive(row[r] - shift[r])
                 l[r] += row[r]
-
-    @register_jitable(**JIT)
-    def add_rows(acc, top, part, count):
-        """acc[top:top+count] += part[:count], both with rows of the same length: one loop
-        over the contiguous block."""
-        width = part.shape[1]
-        target, source = acc.reshape(-1)[top * width:(top + count) * width], part.reshape(-1)[:count * width]
-        for x in range(count * width):
-            target[x] += source[x]
 
     @register_jitable
     def operand(x, buffer, in_place):
@@ -181,10 +194,12 @@ def _make_attention(dtype):
         return buffer
 
     @register_jitable(**JIT)
-    def weights_and_grads(pt, gt, visible, j0, i0, width, rows, lse, d):
-        """P^T and G^T from S^T and (dout V^T)^T (width keys x rows queries):
-        p = exp(s - lse) (0 where masked), g = p (g - D)."""
-        lse, d = lse[i0:i0 + rows], d[i0:i0 + rows]
+    def weights_and_grads(pt, gt, visible, j0, i0, width, rows, lse, d, scale):
+        """P^T and scale G^T from S^T and (dout V^T)^T (width keys x rows queries):
+        p = exp(s - lse) (0 where masked), g = scale p (g - D)."""
+        gemm.prefer_wide_vectors()
+        gemm.never_inline()
+        lse, d = gemm.row_run(lse, 0, i0, rows), gemm.row_run(d, 0, i0, rows)
         for j in range(width):       # rows as 1-D views: indexed in 2-D, LLVM left the loop scalar
             weights, grads = gemm.row_run(pt, j, 0, rows), gemm.row_run(gt, j, 0, rows)
             seen = gemm.row_run(visible, j0 + j, i0, rows)
@@ -192,7 +207,7 @@ def _make_attention(dtype):
                 w = exp_nonpositive(weights[r] - lse[r])
                 w = w if seen[r] else ZERO
                 weights[r] = w
-                grads[r] = w * (grads[r] - d[r])
+                grads[r] = scale * w * (grads[r] - d[r])
 
     def attention_forward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse):
         n_mats, t_q, d = q.shape
@@ -206,12 +221,11 @@ def _make_attention(dtype):
             k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
             v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
             st = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # S^T, then P^T
-            o = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)     # running output
-            o_blk = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)
+            o = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)     # running output (unnormalized)
             visible = np.empty((t_k_padded, t_q_padded), np.bool_)
+            keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)   # [low, high) per query block
             stats = np.empty((5, QUERY_BLOCK), q.dtype)
             m, l, correction, shift, block_max = stats[0], stats[1], stats[2], stats[3], stats[4]
-            first, last = np.empty(t_q, np.int64), np.empty(t_q, np.int64)
             described = -1                                        # whose mask `visible` holds
             q_t[:] = ZERO
             k_p[:] = ZERO
@@ -219,21 +233,19 @@ def _make_attention(dtype):
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
                 copy_transposed_padded(q[n], q_t, scale)
                 k_n, v_n = operand(k[n], k_p, in_place), operand(v[n], v_p, in_place)
-                masks = mask[mask_of[n]]
+                out_n = out[n]
                 if mask_of[n] != described:
-                    describe_rows(masks, has_mask, t_k, first, last)
-                    mark_visible(masks, has_mask, t_q, t_k, visible)
+                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = min(QUERY_BLOCK, t_q_padded - i0)              # a multiple of NR
                     real = min(rows, t_q - i0)                            # columns beyond t_q are padding
-                    low, high = visible_keys(first, last, range(i0, i0 + real), NR, t_k_padded)
+                    low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
                     m[:] = NEG_INF
                     l[:] = ZERO
-                    o[:] = ZERO
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)                 # a multiple of NR
-                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, st)    # S^T (width, rows)
+                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, st, False)     # S^T (width, rows)
                         mask_and_max(st, visible, j0, i0, width, rows, block_max)
                         for r in range(rows):                             # the running statistics
                             new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
@@ -242,18 +254,22 @@ def _make_attention(dtype):
                             m[r] = new
                             l[r] *= correction[r]
                         exp_and_sum(st, width, rows, shift, l)
-                        product(st, 0, True, rows, v_n, j0, 0, d_v_padded, width, o_blk)   # P V_blk
-                        for r in range(real):
-                            factor = correction[r]
-                            for c in range(d_v_padded):
-                                o[r, c] = o[r, c] * factor + o_blk[r, c]
+                        if j0 > low:                                      # O exp(m_old - m), then + P V_blk
+                            for r in range(rows):
+                                factor, o_row = correction[r], gemm.row_run(o, r, 0, d_v_padded)
+                                for c in range(d_v_padded):
+                                    o_row[c] *= factor
+                        product(st, 0, True, rows, v_n, j0, 0, d_v_padded, width, o, j0 > low)
                     for r in range(real):
+                        target = gemm.row_run(out_n, i0 + r, 0, d_v)
                         if l[r] == ZERO:                                  # a fully masked query
-                            out[n, i0 + r, :] = ZERO
+                            for c in range(d_v):
+                                target[c] = ZERO
                             lse[n, i0 + r] = NEG_INF
                         else:
+                            o_row = gemm.row_run(o, r, 0, d_v)
                             for c in range(d_v):
-                                out[n, i0 + r, c] = o[r, c] / l[r]
+                                target[c] = o_row[c] / l[r]
                             lse[n, i0 + r] = m[r] + np.log(l[r])
 
     def attention_backward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse, dout, dq, dk, dv):
@@ -271,16 +287,15 @@ def _make_attention(dtype):
             do_p = gemm.aligned_empty((copies * t_q_padded, d_v_padded), q.dtype)   # dout
             do_t = gemm.aligned_empty((d_v_padded, t_q_padded), q.dtype)   # dout^T
             pt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # P^T
-            gt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # (dout V^T)^T, then G^T
-            dq_blk = gemm.aligned_empty((QUERY_BLOCK, d_padded), q.dtype)
-            dk_acc = gemm.aligned_empty((t_k_padded, d_padded), q.dtype)
-            dv_acc = gemm.aligned_empty((t_k_padded, d_v_padded), q.dtype)
-            part_v = gemm.aligned_empty((max(QUERY_BLOCK, KEY_BLOCK), d_v_padded), q.dtype)   # a product's
-            part_k = gemm.aligned_empty((max(QUERY_BLOCK, KEY_BLOCK), d_padded), q.dtype)     # result, to add
+            gt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # (dout V^T)^T, then scale G^T
+            # the gradients are summed in place when the dims are whole tiles, else in these
+            dq_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
+            dk_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
+            dv_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
             visible = np.empty((t_k_padded, t_q_padded), np.bool_)
-            row_lse = np.zeros(t_q_padded, q.dtype)                       # lse, 0 for a fully masked query
-            d_rows = np.zeros(t_q_padded, q.dtype)                        # D_i = dout_i . out_i
-            first, last = np.empty(t_q, np.int64), np.empty(t_q, np.int64)
+            keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)
+            row_lse = np.zeros((1, t_q_padded), q.dtype)                  # lse, 0 for a fully masked query
+            d_rows = np.zeros((1, t_q_padded), q.dtype)                   # D_i = dout_i . out_i
             described = -1
             for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
                 buffer[:] = ZERO
@@ -289,43 +304,39 @@ def _make_attention(dtype):
                 copy_transposed_padded(dout[n], do_t, ONE)
                 q_n, k_n = operand(q[n], q_p, in_place), operand(k[n], k_p, in_place)
                 v_n, do_n = operand(v[n], v_p, in_place), operand(dout[n], do_p, in_place)
+                dq_n = dq[n] if in_place else dq_p
+                dk_n = dk[n] if in_place else dk_p
+                dv_n = dv[n] if in_place else dv_p
+                for target in (dq_n, dk_n, dv_n):
+                    target[:] = ZERO
+                out_n, dout_n = out[n], dout[n]
                 for i in range(t_q):
-                    row_lse[i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
-                    total = ZERO
+                    row_lse[0, i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
+                    total, grad_row, out_row = ZERO, gemm.row_run(dout_n, i, 0, d_v), gemm.row_run(out_n, i, 0, d_v)
                     for c in range(d_v):
-                        total += dout[n, i, c] * out[n, i, c]
-                    d_rows[i] = total
-                dk_acc[:] = ZERO
-                dv_acc[:] = ZERO
-                masks = mask[mask_of[n]]
+                        total += grad_row[c] * out_row[c]
+                    d_rows[0, i] = total
                 if mask_of[n] != described:
-                    describe_rows(masks, has_mask, t_k, first, last)
-                    mark_visible(masks, has_mask, t_q, t_k, visible)
+                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = min(QUERY_BLOCK, t_q_padded - i0)
-                    real = min(rows, t_q - i0)
-                    low, high = visible_keys(first, last, range(i0, i0 + real), NR, t_k_padded)
-                    dq_blk[:] = ZERO
+                    low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
+                    dq_blk = gemm.rows_from(dq_n, i0, 0, rows)
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)
-                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, pt)        # S^T
-                        product(v_n, j0, False, width, do_t, 0, i0, rows, d_v, gt)     # (dout V^T)^T
-                        weights_and_grads(pt, gt, visible, j0, i0, width, rows, row_lse, d_rows)
-                        product(pt, 0, False, width, do_n, i0, 0, d_v_padded, rows, part_v)   # P^T dout
-                        add_rows(dv_acc, j0, part_v, width)
-                        product(gt, 0, False, width, q_n, i0, 0, d_padded, rows, part_k)     # G^T Q
-                        add_rows(dk_acc, j0, part_k, width)
-                        product(gt, 0, True, rows, k_n, j0, 0, d_padded, width, part_k)      # G K_blk
-                        add_rows(dq_blk, 0, part_k, rows)
-                    for r in range(real):
-                        for c in range(d):
-                            dq[n, i0 + r, c] = scale * dq_blk[r, c]
-                for j in range(t_k):
-                    for c in range(d):
-                        dk[n, j, c] = scale * dk_acc[j, c]
-                    for c in range(d_v):
-                        dv[n, j, c] = dv_acc[j, c]
+                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, pt, False)       # S^T
+                        product(v_n, j0, False, width, do_t, 0, i0, rows, d_v, gt, False)    # (dout V^T)^T
+                        weights_and_grads(pt, gt, visible, j0, i0, width, rows, row_lse, d_rows, scale)
+                        product(pt, 0, False, width, do_n, i0, 0, d_v_padded, rows,          # dV += P^T dout
+                                gemm.rows_from(dv_n, j0, 0, width), True)
+                        product(gt, 0, False, width, q_n, i0, 0, d_padded, rows,             # dK += scale G^T Q
+                                gemm.rows_from(dk_n, j0, 0, width), True)
+                        product(gt, 0, True, rows, k_n, j0, 0, d_padded, width, dq_blk, True)   # dQ += scale G K
+                if not in_place:
+                    copy_padded(dq_p[:t_q, :d], dq[n], ONE)
+                    copy_padded(dk_p[:t_k, :d], dk[n], ONE)
+                    copy_padded(dv_p[:t_k, :d_v], dv[n], ONE)
 
     t = numba.from_dtype(np.dtype(dtype))
     given = numba.types.Array(t, 3, "C")        # writable: read in place, they unify with the buffers

@@ -81,13 +81,15 @@ def slp_vectorizer():
         numba.config.SLP_VECTORIZE = previous
 
 
-def micro_kernel_source(mr, nr, inline=True):
+def micro_kernel_source(mr, nr, inline=True, accumulate=False):
     """Python source of the mr x nr micro-kernel:  tile = a_panel^T @ b_panel  over k rows,
     with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator.
-    inline=False keeps it a function of its own (see `never_inline`)."""
+    inline=False keeps it a function of its own (see `never_inline`); accumulate=True adds
+    the product to the tile (tile += ...) instead of overwriting it."""
     acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
-    lines = [f"def micro_kernel_{mr}x{nr}(a_panel, b_panel, k, tile):",
-             f'    """tile[r, j] = sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
+    function, assign = (f"micro_kernel_{mr}x{nr}_adding", "+=") if accumulate else (f"micro_kernel_{mr}x{nr}", "=")
+    lines = [f"def {function}(a_panel, b_panel, k, tile):",
+             f'    """tile[r, j] {assign} sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
     lines.append("    gemm.prefer_wide_vectors()")
     if not inline:
         lines.append("    gemm.never_inline()")
@@ -97,20 +99,21 @@ def micro_kernel_source(mr, nr, inline=True):
     for r in range(mr):
         lines.append(f"        a = a_panel[kk, {r}]")
         lines += [f"        {acc[r][j]} += a * b{j}" for j in range(nr)]
-    lines += [f"    tile[{r}, {j}] = {acc[r][j]}" for r in range(mr) for j in range(nr)]
+    lines += [f"    tile[{r}, {j}] {assign} {acc[r][j]}" for r in range(mr) for j in range(nr)]
     return "\n".join(lines) + "\n"
 
 
-def compile_micro_kernel(mr, nr, dtype, inline=True):
-    source = micro_kernel_source(mr, nr, inline)
-    filename = f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}{'' if inline else ', not inlined'}>"
+def compile_micro_kernel(mr, nr, dtype, inline=True, accumulate=False):
+    source = micro_kernel_source(mr, nr, inline, accumulate)
+    filename = (f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}{'' if inline else ', not inlined'}"
+                f"{', adding' if accumulate else ''}>")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
     # this module by reference, not the function: Numba's cache key pickles a generated
     # function's globals, and a pickled intrinsic differs from process to process
     namespace = {"ZERO": np.dtype(dtype).type(0), "gemm": sys.modules[__name__]}
     exec(compile(source, filename, "exec"), namespace)
     options = {k: v for k, v in JIT.items() if k != "cache"}          # inlined into the (cached) driver
-    return register_jitable(**options)(namespace[f"micro_kernel_{mr}x{nr}"])
+    return register_jitable(**options)(namespace[source[4:source.index("(")]])
 
 
 @register_jitable
