@@ -4,6 +4,8 @@
 reverse-mode differentiation happen one node at a time.
 """
 
+import sys
+
 import numpy as np
 
 from autograd import anomaly
@@ -36,6 +38,25 @@ def graph_nodes(root_node, for_backward=False):
     return order
 
 
+# References to a gradient array that only the loop below holds: the `input_grads` tuple,
+# zip's result tuple (CPython reuses it, and it holds its items until the next step), the
+# variable `g`, and getrefcount's own argument.  A leaf's .grad must not share memory with
+# anything else (an optimizer scales or zeroes it in place), so a gradient that views another
+# array, or that a node also returned for another input or kept for itself, is copied; one
+# that backward has just made and handed over (or a reshape of it) is kept as it is, when it
+# is C-contiguous (PyTorch's AccumulateGrad keeps an unshared gradient the same way).
+UNSHARED_REFERENCES = 4
+
+
+def _sole_view(g):
+    """Whether g owns its memory, or views all of an array that nothing but g refers to
+    (an op's backward reshaping the fresh array it made: references to that array are
+    g.base, the variable `base` and getrefcount's argument)."""
+    base = g.base
+    return base is None or (isinstance(base, np.ndarray) and base.base is None and base.size == g.size
+                            and sys.getrefcount(base) <= 3)
+
+
 def run_backward(root, grad, retain_graph=False):
     """Accumulate d(root)/d(leaf) * grad into the .grad of every leaf that requires it.
 
@@ -53,6 +74,7 @@ def run_backward(root, grad, retain_graph=False):
             if kept is not None:
                 kept.grad = out_grad.copy() if kept.grad is None else kept.grad + out_grad
         input_grads = node.backward(out_grad)
+        del out_grad                 # not held here while the leaves take their gradients (_sole_view)
         if not retain_graph:
             node.saved_tensors = None
             node.freed = True
@@ -69,7 +91,12 @@ def run_backward(root, grad, retain_graph=False):
             if t._node is None:            # a leaf: accumulate into .grad, as PyTorch does
                 if t._hooks:
                     g = run_hooks(t._hooks, g)
-                t.grad = np.array(g) if t.grad is None else t.grad + g
+                if t.grad is not None:
+                    t.grad = t.grad + g
+                elif g.flags.c_contiguous and sys.getrefcount(g) <= UNSHARED_REFERENCES and _sole_view(g):
+                    t.grad = g                 # a fresh array no one else holds: kept, not copied
+                else:
+                    t.grad = g.copy()          # shared with something else: .grad gets its own memory
             else:
                 grads[t._node] = g if t._node not in grads else grads[t._node] + g
 

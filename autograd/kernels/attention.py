@@ -41,7 +41,7 @@ import numpy as np
 from numba import prange
 from numba.extending import register_jitable
 
-from autograd.kernels import gemm, small_gemm
+from autograd.kernels import gemm, small_gemm, transpose
 from autograd.kernels.fast_math import JIT, make_exp_nonpositive
 
 MR = small_gemm.MR            # rows of the register tile (8)
@@ -89,16 +89,43 @@ def visible_keys(first, last, rows, width_step, t_k_padded):
 
 
 @register_jitable
-def describe(mask, has_mask, t_q, t_k, width_step, visible, keys):
+def describe(mask, has_mask, t_q, t_k, width_step, visible, keys, query_strips, key_strips):
     """What the kernels need of one (T_q, T_k) mask, found once per distinct mask:
-    `visible` (mark_visible) and, for each block b of QUERY_BLOCK queries, keys[b] = the
-    [low, high) of the keys its queries may see (visible_keys)."""
+    - `visible` (mark_visible);
+    - keys[b] = [low, high) of the keys that block b of QUERY_BLOCK queries may see (visible_keys);
+    - query_strips[s] = [first, last) of the keys that queries s MR .. s MR + MR - 1 see;
+    - key_strips[b, s] = [first, last) of block b's queries that see one of the keys
+      low + s MR .. low + s MR + MR - 1 (low = keys[b, 0]).
+    Empty ranges are (0, 0): the padded queries' and keys', and a fully masked query's."""
     first, last = np.empty(t_q, np.int64), np.empty(t_q, np.int64)
     describe_rows(mask, has_mask, t_k, first, last)
     mark_visible(mask, has_mask, t_q, t_k, visible)
+    query_strips[:] = 0
+    for s in range(query_strips.shape[0]):
+        for i in range(s * MR, min(s * MR + MR, t_q)):
+            widen(query_strips, s, first[i], last[i])
+    key_strips[:] = 0
     for b in range(keys.shape[0]):
-        queries = range(b * QUERY_BLOCK, min((b + 1) * QUERY_BLOCK, t_q))
-        keys[b, 0], keys[b, 1] = visible_keys(first, last, queries, width_step, visible.shape[0])
+        i0, i1 = b * QUERY_BLOCK, min((b + 1) * QUERY_BLOCK, t_q)
+        keys[b, 0], keys[b, 1] = visible_keys(first, last, range(i0, i1), width_step, visible.shape[0])
+        strips = key_strips[b]
+        for j in range(keys[b, 0], min(keys[b, 1], t_k)):
+            seen = visible[j]
+            low, high = i0, i1
+            while low < high and not seen[low]:
+                low += 1
+            while high > low and not seen[high - 1]:
+                high -= 1
+            widen(strips, (j - keys[b, 0]) // MR, low, high)
+
+
+@register_jitable
+def widen(ranges, s, low, high):
+    """ranges[s] = the smallest range that holds ranges[s] and [low, high) (an empty one, (0, 0)
+    or high <= low, holds nothing)."""
+    if high > low:
+        ranges[s, 0] = low if ranges[s, 1] == 0 else min(ranges[s, 0], low)
+        ranges[s, 1] = max(ranges[s, 1], high)
 
 
 @register_jitable
@@ -119,15 +146,6 @@ def mark_visible(mask, has_mask, t_q, t_k, visible):
             visible[j, i] = i < t_q and j < t_k and (not has_mask or mask[i, j])
 
 
-@register_jitable
-def copy_transposed_padded(x, target, factor):
-    """target[c, j] = factor * x[j, c]."""
-    for j in range(x.shape[0]):
-        source = x[j]
-        for c in range(x.shape[1]):
-            target[c, j] = factor * source[c]
-
-
 def _make_attention(dtype):
     """The forward and backward kernels for one dtype (every constant of that dtype: a
     float64 -inf in a float32 kernel would turn its arithmetic into float64)."""
@@ -142,22 +160,35 @@ def _make_attention(dtype):
     adding_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False, accumulate=True)
 
     @register_jitable
-    def product(a, a_row, a_transposed, rows, b, b_row, b_col, cols, k, c, accumulate):
-        """c[:rows, :cols] = A @ B (or += with accumulate) on the register tile, rows a
-        multiple of MR and cols of NR.  A (rows x k) is a[a_row:a_row+rows, :k], or with
-        a_transposed a[a_row:a_row+k, :rows]^T; B (k x cols) is b[b_row:b_row+k, b_col:b_col+cols];
+    def product(a, a_row, rows, b, b_col, cols, k, c):
+        """c[:rows, :cols] = A @ B on the register tile, rows a multiple of MR and cols of NR:
+        A (rows x k) is a[a_row:a_row+rows, :k], B (k x cols) is b[:k, b_col:b_col+cols];
         b's and c's rows are contiguous."""
         for top in range(0, rows, MR):
-            if a_transposed:
-                strip = gemm.submatrix(a, a_row, top, k, MR)
-            else:
-                strip = gemm.submatrix(a, a_row + top, 0, MR, k).T
+            strip = gemm.submatrix(a, a_row + top, 0, MR, k).T
             for left in range(0, cols, NR):
-                panel, tile = gemm.rows_from(b, b_row, b_col + left, k), gemm.rows_from(c, top, left, MR)
-                if accumulate:
-                    adding_kernel(strip, panel, k, tile)
-                else:
-                    micro_kernel(strip, panel, k, tile)
+                micro_kernel(strip, gemm.rows_from(b, 0, b_col + left, k), k, gemm.rows_from(c, top, left, MR))
+
+    @register_jitable
+    def add_product(a, a_transposed, rows, b, b_row, cols, k, c, strips, strip, k_origin):
+        """c[:rows, :cols] += A @ B where A (rows x k) is a[:rows, :k] (with a_transposed:
+        a[:k, :rows]^T) and B (k x cols) is b[b_row:b_row+k, :cols], with A zero outside
+        the k its rows need: C's strip number strip + t (MR rows each) has its nonzeros in
+        strips[strip + t], counted from k_origin.  A is masked attention weights or their
+        gradients, so each strip runs over the keys (or queries) it sees, not all k: under
+        a causal mask that leaves a quarter of the multiply-adds out."""
+        for top in range(0, rows, MR):
+            s = strip + top // MR
+            k0, k1 = max(strips[s, 0] - k_origin, 0), min(strips[s, 1] - k_origin, k)
+            if k1 <= k0:
+                continue
+            if a_transposed:
+                a_strip = gemm.submatrix(a, k0, top, k1 - k0, MR)
+            else:
+                a_strip = gemm.submatrix(a, top, k0, MR, k1 - k0).T
+            for left in range(0, cols, NR):
+                adding_kernel(a_strip, gemm.rows_from(b, b_row + k0, left, k1 - k0), k1 - k0,
+                              gemm.rows_from(c, top, left, MR))
 
     @register_jitable
     def mask_and_max(st, visible, j0, i0, width, rows, block_max):
@@ -224,6 +255,8 @@ def _make_attention(dtype):
             o = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)     # running output (unnormalized)
             visible = np.empty((t_k_padded, t_q_padded), np.bool_)
             keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)   # [low, high) per query block
+            query_strips = np.empty((t_q_padded // MR, 2), np.int64)           # (see describe)
+            key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
             stats = np.empty((5, QUERY_BLOCK), q.dtype)
             m, l, correction, shift, block_max = stats[0], stats[1], stats[2], stats[3], stats[4]
             described = -1                                        # whose mask `visible` holds
@@ -231,11 +264,11 @@ def _make_attention(dtype):
             k_p[:] = ZERO
             v_p[:] = ZERO
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                copy_transposed_padded(q[n], q_t, scale)
+                transpose.copy_transposed(q[n], q_t, scale)
                 k_n, v_n = operand(k[n], k_p, in_place), operand(v[n], v_p, in_place)
                 out_n = out[n]
                 if mask_of[n] != described:
-                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys)
+                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = min(QUERY_BLOCK, t_q_padded - i0)              # a multiple of NR
@@ -243,9 +276,10 @@ def _make_attention(dtype):
                     low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
                     m[:] = NEG_INF
                     l[:] = ZERO
+                    o[:] = ZERO
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)                 # a multiple of NR
-                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, st, False)     # S^T (width, rows)
+                        product(k_n, j0, width, q_t, i0, rows, d, st)      # S^T (width, rows)
                         mask_and_max(st, visible, j0, i0, width, rows, block_max)
                         for r in range(rows):                             # the running statistics
                             new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
@@ -259,7 +293,7 @@ def _make_attention(dtype):
                                 factor, o_row = correction[r], gemm.row_run(o, r, 0, d_v_padded)
                                 for c in range(d_v_padded):
                                     o_row[c] *= factor
-                        product(st, 0, True, rows, v_n, j0, 0, d_v_padded, width, o, j0 > low)
+                        add_product(st, True, rows, v_n, j0, d_v_padded, width, o, query_strips, i0 // MR, j0)   # O += P V_blk
                     for r in range(real):
                         target = gemm.row_run(out_n, i0 + r, 0, d_v)
                         if l[r] == ZERO:                                  # a fully masked query
@@ -294,14 +328,16 @@ def _make_attention(dtype):
             dv_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
             visible = np.empty((t_k_padded, t_q_padded), np.bool_)
             keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)
+            query_strips = np.empty((t_q_padded // MR, 2), np.int64)
+            key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
             row_lse = np.zeros((1, t_q_padded), q.dtype)                  # lse, 0 for a fully masked query
             d_rows = np.zeros((1, t_q_padded), q.dtype)                   # D_i = dout_i . out_i
             described = -1
             for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
                 buffer[:] = ZERO
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                copy_transposed_padded(q[n], q_t, scale)
-                copy_transposed_padded(dout[n], do_t, ONE)
+                transpose.copy_transposed(q[n], q_t, scale)
+                transpose.copy_transposed(dout[n], do_t, ONE)
                 q_n, k_n = operand(q[n], q_p, in_place), operand(k[n], k_p, in_place)
                 v_n, do_n = operand(v[n], v_p, in_place), operand(dout[n], do_p, in_place)
                 dq_n = dq[n] if in_place else dq_p
@@ -317,7 +353,7 @@ def _make_attention(dtype):
                         total += grad_row[c] * out_row[c]
                     d_rows[0, i] = total
                 if mask_of[n] != described:
-                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys)
+                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = min(QUERY_BLOCK, t_q_padded - i0)
@@ -325,14 +361,16 @@ def _make_attention(dtype):
                     dq_blk = gemm.rows_from(dq_n, i0, 0, rows)
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)
-                        product(k_n, j0, False, width, q_t, 0, i0, rows, d, pt, False)       # S^T
-                        product(v_n, j0, False, width, do_t, 0, i0, rows, d_v, gt, False)    # (dout V^T)^T
+                        product(k_n, j0, width, q_t, i0, rows, d, pt)       # S^T
+                        product(v_n, j0, width, do_t, i0, rows, d_v, gt)    # (dout V^T)^T
                         weights_and_grads(pt, gt, visible, j0, i0, width, rows, row_lse, d_rows, scale)
-                        product(pt, 0, False, width, do_n, i0, 0, d_v_padded, rows,          # dV += P^T dout
-                                gemm.rows_from(dv_n, j0, 0, width), True)
-                        product(gt, 0, False, width, q_n, i0, 0, d_padded, rows,             # dK += scale G^T Q
-                                gemm.rows_from(dk_n, j0, 0, width), True)
-                        product(gt, 0, True, rows, k_n, j0, 0, d_padded, width, dq_blk, True)   # dQ += scale G K
+                        seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
+                        add_product(pt, False, width, do_n, i0, d_v_padded, rows,             # dV += P^T dout
+                                    gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0)
+                        add_product(gt, False, width, q_n, i0, d_padded, rows,                # dK += scale G^T Q
+                                    gemm.rows_from(dk_n, j0, 0, width), seen_by, strip, i0)
+                        add_product(gt, True, rows, k_n, j0, d_padded, width, dq_blk,        # dQ += scale G K
+                                    query_strips, i0 // MR, j0)
                 if not in_place:
                     copy_padded(dq_p[:t_q, :d], dq[n], ONE)
                     copy_padded(dk_p[:t_k, :d], dk[n], ONE)

@@ -1,9 +1,12 @@
 """PyTorch's graph semantics, each asserted."""
 
+import weakref
+
 import numpy as np
 import pytest
 
 from autograd import Tensor, no_grad, enable_grad, is_grad_enabled
+from autograd.function import Function
 from tests.helpers import leaf
 
 
@@ -12,6 +15,50 @@ def test_leaf_gradients_accumulate_across_backward_calls():
     (a * 3).sum().backward()
     (a * 3).sum().backward()
     np.testing.assert_array_equal(a.grad, [6.0, 6.0])
+
+
+class _Handing(Function):
+    """y = 2 x; backward makes a fresh gradient and, if asked, keeps a reference to it."""
+    made = []
+
+    def forward(ctx, x, keep=False):
+        ctx.keep = keep
+        return 2 * x
+
+    def backward(ctx, grad):
+        fresh = 2 * grad
+        _Handing.made.append(weakref.ref(fresh))
+        if ctx.keep:
+            ctx.kept = fresh
+        return fresh
+
+
+def test_a_leaf_keeps_a_fresh_gradient_and_copies_a_shared_one():
+    """A gradient that backward has just made and no one else holds becomes .grad as it is
+    (no copy, as PyTorch's AccumulateGrad); one that something else still holds, one that
+    two leaves receive, and a view are copied, so that no .grad shares memory."""
+    a = leaf(2, 3)
+    _Handing.apply(a).sum().backward()
+    assert _Handing.made[-1]() is a.grad                       # kept, not copied
+    b = leaf(2, 3)
+    y = _Handing.apply(b, keep=True)
+    y.sum().backward()
+    assert _Handing.made[-1]() is not b.grad and np.array_equal(b.grad, 2 * np.ones((2, 3)))
+    c, d = leaf(2, 3), leaf(2, 3)
+    (c + d).backward(np.ones((2, 3)))                          # Add hands one array to both
+    assert not np.shares_memory(c.grad, d.grad)
+    c.grad *= 5                                                # as an optimizer scales in place
+    np.testing.assert_array_equal(d.grad, np.ones((2, 3)))
+    e = leaf(6)
+    upstream = np.arange(6.0)
+    e.reshape(2, 3).backward(upstream.reshape(2, 3))           # a view of the caller's array
+    assert not np.shares_memory(e.grad, upstream)
+    f = leaf(6)
+    _Handing.apply(f.reshape(2, 3)).sum().backward()           # a reshape of a fresh array: kept
+    assert np.shares_memory(f.grad, _Handing.made[-1]())
+    g = leaf(2, 3)
+    _Handing.apply(g.T).sum().backward()                       # not C-contiguous: copied
+    assert g.grad.flags.c_contiguous and not np.shares_memory(g.grad, _Handing.made[-1]())
 
 
 def test_intermediate_grad_is_none_unless_retained():
