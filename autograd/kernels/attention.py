@@ -36,6 +36,8 @@ softmax gives).  Threads split the N = batch x heads matrices, so no two write t
 The numpy twins are reference.attention_forward and reference.attention_backward.
 """
 
+import math
+
 import numba
 import numpy as np
 from numba import prange
@@ -432,11 +434,23 @@ def _operands(dtype, *arrays):
     return [x if x.flags.writeable else x.copy() for x in arrays]
 
 
+def _check_mask(mask, q, k):
+    """A mask must be boolean (..., T_q, T_k) with the N matrices in its leading dims: the
+    kernels index it per matrix and would read past its end otherwise."""
+    if mask is None:
+        return
+    n, t_q, t_k = len(q), q.shape[1], k.shape[1]
+    if mask.dtype != np.bool_ or mask.ndim < 2 or mask.shape[-2:] != (t_q, t_k) or math.prod(mask.shape[:-2]) != n:
+        raise ValueError(f"fused attention needs a boolean mask (..., T_q, T_k) = (..., {t_q}, {t_k}) whose leading "
+                         f"dims hold the {n} matrices; got {mask.dtype} {mask.shape} (broadcast it first)")
+
+
 def attention_forward(q, k, v, mask, scale):
     """q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (..., T_q, T_k) bool with the N
     matrices in its leading dims, or None -> (out (N, T_q, d_v), lse (N, T_q)).  Same as
     reference.attention_forward."""
     q, k, v = _operands(q.dtype, q, k, v)
+    _check_mask(mask, q, k)
     out = np.empty(q.shape[:2] + (v.shape[2],), q.dtype)
     lse = np.full(q.shape[:2], -np.inf, q.dtype)
     if out.size and k.shape[1]:
@@ -450,6 +464,7 @@ def attention_forward(q, k, v, mask, scale):
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
     """Gradients (dq, dk, dv) of attention_forward's output; same as reference.attention_backward."""
     q, k, v, dout = _operands(q.dtype, q, k, v, dout)
+    _check_mask(mask, q, k)
     out = np.ascontiguousarray(out, q.dtype)
     dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)        # the kernel writes every entry
     if q.size and k.shape[1]:

@@ -44,6 +44,35 @@ def test_kernels_match_their_numpy_twins(dtype, with_mask, t_q, t_k, d):
         assert lse[1, 2] == -np.inf and (out[1, 2] == 0).all()          # the fully masked query
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t", [64, 96, 40])
+def test_causal_mask_skips_the_keys_each_strip_does_not_see(dtype, t):
+    """Under a causal mask each strip of 8 queries (or keys) multiplies only over the keys
+    (or queries) it sees; whole tiles (64, 96: read in place) and padded ones (40)."""
+    q, k, v, _ = operands(dtype, n=2, t_q=t, t_k=t, d=32, d_v=32, seed=3)
+    mask = np.broadcast_to(causal_mask(t), (2, t, t))
+    out, lse = fused.attention_forward(q, k, v, mask, 0.2)
+    want_out, want_lse = reference.attention_forward(q, k, v, mask, 0.2)
+    tol = TOLERANCE[dtype]
+    np.testing.assert_allclose(out, want_out, atol=tol, rtol=tol)
+    dout = np.random.default_rng(4).standard_normal(out.shape).astype(dtype)
+    for got, want in zip(fused.attention_backward(q, k, v, mask, 0.2, out, lse, dout),
+                         reference.attention_backward(q, k, v, mask, 0.2, want_out, want_lse, dout)):
+        np.testing.assert_allclose(got, want, atol=10 * tol, rtol=10 * tol)
+
+
+def test_a_mask_that_does_not_hold_the_matrices_is_refused():
+    """The kernels index the mask per matrix: a (T_q, T_k) mask for N matrices, or one of
+    the wrong size or dtype, is an error (before, it read past the mask's end)."""
+    q, k, v, _ = operands(np.float32, n=3, t_q=4, t_k=6)
+    for mask, seen in ((np.ones((4, 6), bool), r"bool \(4, 6\)"), (np.ones((3, 4, 5), bool), r"\(3, 4, 5\)"),
+                       (np.ones((3, 4, 6), np.float32), "float32")):
+        with pytest.raises(ValueError, match=r"leading dims hold the 3 matrices; got .*" + seen):
+            fused.attention_forward(q, k, v, mask, 1.0)
+        with pytest.raises(ValueError, match="boolean mask"):
+            fused.attention_backward(q, k, v, mask, 1.0, q, q[..., 0], q)
+
+
 def test_a_mask_broadcast_over_heads_is_kept_once_per_batch_element():
     """(B, 1, T_q, T_k) padding masks broadcast over H heads: B distinct matrices, not B x H,
     and the same results as the mask copied out to (B H, T_q, T_k)."""

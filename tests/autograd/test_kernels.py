@@ -320,6 +320,18 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
             np.testing.assert_allclose(getattr(jit, name)(x), getattr(reference, name)(x), rtol=1e-5, atol=1e-6)
         y = reference.softmax(x)
         np.testing.assert_allclose(jit.softmax_backward(y, x * 0 + 1), reference.softmax_backward(y, x * 0 + 1), atol=1e-6)
+        from autograd.kernels import attention, transpose
+        q, k, v = (rng.standard_normal((2, 40, 32)) for _ in range(3))
+        mask = np.broadcast_to(np.tril(np.ones((40, 40), bool)), (2, 40, 40))
+        out, lse = attention.attention_forward(q, k, v, mask, 0.3)
+        want_out, want_lse = reference.attention_forward(q, k, v, mask, 0.3)
+        np.testing.assert_allclose(out, want_out, atol=1e-12)
+        for got, want in zip(attention.attention_backward(q, k, v, mask, 0.3, out, lse, q),
+                             reference.attention_backward(q, k, v, mask, 0.3, want_out, want_lse, q)):
+            np.testing.assert_allclose(got, want, atol=1e-11)
+        x, target = rng.standard_normal((33, 17)), np.zeros((17, 33))
+        transpose.copy_transposed(x, target, 2.0)
+        assert (target == 2.0 * x.T).all()
         print("steppable")
     """)
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
