@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import numba
 import numpy as np
 import pytest
 
@@ -553,3 +554,17 @@ def test_relu_of_infinities_and_nan():
         out = module.relu(x)
         np.testing.assert_array_equal(out, [0.0, 0.0, 0.0, 2.0, np.inf, np.nan])
         np.testing.assert_array_equal(module.relu_backward(out, np.ones_like(x)), [0, 0, 0, 1, 1, 0])
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_generated_micro_kernel_overwrites_or_adds_to_its_tile(accumulate):
+    """tile = a_panel^T @ b_panel, or tile += with accumulate (the fused attention's
+    products add into the gradients they sum)."""
+    from autograd.kernels import gemm
+    rng = np.random.default_rng(0)
+    a_panel, b_panel = rng.standard_normal((5, 2)), rng.standard_normal((5, 3))
+    tile = rng.standard_normal((2, 3))
+    before = tile.copy()
+    kernel = gemm.compile_micro_kernel(2, 3, np.float64, accumulate=accumulate)
+    numba.njit(lambda a, b, k, c: kernel(a, b, k, c))(a_panel, b_panel, 5, tile)
+    np.testing.assert_allclose(tile, a_panel.T @ b_panel + (before if accumulate else 0), rtol=1e-12)
