@@ -16,9 +16,14 @@ exp(m_old - m_new):
     out_i = O_i / l_i,       lse_i = m_i + log l_i
 
 Backward recomputes the weights P = exp(S - lse) block by block instead of storing them;
-with D_i = dout_i . out_i and G = P * (dout V^T - D)  (the gradient of the scores):
+with D_i = dout_i . out_i and G = scale P * (dout V^T - D)  (the gradient of the scores,
+times the scale both of its uses need):
 
-    dV_blk += P^T dout,   dK_blk += G^T (scale Q),   dQ += scale G K_blk
+    dV_blk += P^T dout,   dK_blk += G^T Q,   dQ += G K_blk
+
+The products that sum (the output, the three gradients) add straight into their targets
+(the micro-kernel's adding variant), the gradients into dq, dk, dv themselves when the
+dims are whole tiles.
 
 A block's scores are kept transposed, S^T (keys x queries): the softmax's statistics per
 query (running max, sum, shift) are then vectors across a row of S^T, and every step of
@@ -27,9 +32,13 @@ row of S they would be short horizontal reductions, one per query and block.  Th
 register tile reads either layout of its left operand, so P V and G K take S^T as it is.
 
 Only the keys a block of queries may see are visited: a causal mask skips the blocks above
-the diagonal (the composed path computes them and masks them).  All operands are first
-copied into zero-padded buffers whose dims are multiples of the register tile, so that the
-products need no edge cases; padded keys and queries count as masked.
+the diagonal (the composed path computes them and masks them).  Inside a block, the
+products that multiply weights (P V, P^T dout, G^T Q, G K) run each strip of 8 rows only
+over the keys (or queries) that its rows see: under a causal mask, a quarter fewer
+multiply-adds (`describe` finds these ranges once per distinct mask).  Operands whose dims
+are not multiples of the register tile are first copied into zero-padded buffers, so that
+the products need no edge cases; padded keys and queries count as masked.  q^T and dout^T
+are copied 16 x 16 at a time in registers (transpose.py).
 
 A query whose keys are all masked gets output 0, lse -inf and zero gradient (as the composed
 softmax gives).  Threads split the N = batch x heads matrices, so no two write the same row.
