@@ -259,6 +259,7 @@ def _make_attention(dtype):
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1                                     # padded copies needed?
         for chunk in prange(chunks):
+            gemm.prefer_wide_vectors()
             q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T: S^T's B operand
             k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
             v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
@@ -325,6 +326,7 @@ def _make_attention(dtype):
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1
         for chunk in prange(chunks):
+            gemm.prefer_wide_vectors()
             q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T
             q_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
             k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
