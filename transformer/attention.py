@@ -26,8 +26,9 @@ from transformer.validation import require_positive
 
 # The composed path is the default: it is the one a learner steps through, and on this
 # project's machine the fused op (one thread, batch 32, 4 heads, length 64, d_head 32,
-# forward + backward) is only somewhat faster (python -m demos.bench_attention; the README
-# has the last figure), not enough to change every trained model's last bits for.
+# forward + backward) is faster but not twice as fast (python -m demos.bench_attention; the
+# README has the last figure): not enough to change every trained model's last bits for, or
+# to add its 30 s of compilation to a first run.
 FUSED = os.environ.get("AUTOGRAD_ATTENTION", "composed") == "fused"
 
 
