@@ -15,10 +15,12 @@ So the first process that finds the float32 kernels missing from the cache start
 that compiles them (`jit.warmup`) and writes them to the cache, then loads them from there
 like every later process.  A marker file in Numba's cache directory, named after a digest
 of the kernels' source, Numba's version and the CPU, records that the child's work is done.
+The float64 kernels (gradient checks, tests, a model trained in float64) go the same way,
+in a child of their own, when a process first makes float64 softmaxes: the other float64
+kernels, and the fused attention in both dtypes, gave the same bits compiled as loaded.
 
-Not covered, compiled in the process that first calls them, as before: float64 kernels
-(gradient checks, tests), the opt-in fused attention, and every kernel when the cache
-directory is not writable.  AUTOGRAD_COMPILE_IN_PROCESS=1 turns the child off (the child
+Not covered: every kernel when the cache directory is not writable (each compiles in the
+process that first calls it).  AUTOGRAD_COMPILE_IN_PROCESS=1 turns the child off (the child
 itself runs with it; so does the compile-time benchmark, which times each kernel's compile).
 """
 
@@ -31,7 +33,7 @@ import warnings
 import numba
 
 IN_PROCESS = "AUTOGRAD_COMPILE_IN_PROCESS"
-CHILD_SCRIPT = "import numpy as np; from autograd.kernels import jit; jit.warmup((np.float32,))"
+CHILD_SCRIPT = "import numpy as np; from autograd.kernels import jit; jit.warmup((np.{dtype},))"
 
 
 def _digest():
@@ -47,30 +49,32 @@ def _digest():
     return digest.hexdigest()[:20]
 
 
-def _marker(jit):
+def _marker(jit, dtype):
     """The marker file's path, in the directory Numba caches jit.py's kernels in."""
-    return os.path.join(jit._index_add_rows.stats.cache_path, f"autograd-float32-kernels-{_digest()}.done")
+    return os.path.join(jit._index_add_rows.stats.cache_path, f"autograd-{dtype}-kernels-{_digest()}.done")
 
 
-def compile_in_a_child_if_needed(jit):
-    """Run jit.warmup for float32 in a child process unless the marker says it ran (see the
-    module docstring).  Called before this process runs its first kernel."""
+def compile_in_a_child_if_needed(jit, dtype="float32"):
+    """Run jit.warmup for dtype ("float32" or "float64") in a child process unless the
+    marker says it ran (see the module docstring).  Called before this process runs its
+    first kernel (float32) or makes its first float64 softmax."""
     if numba.config.DISABLE_JIT or os.environ.get(IN_PROCESS) == "1":
         return
-    marker = _marker(jit)
+    marker = _marker(jit, dtype)
     folder = os.path.dirname(marker)
     os.makedirs(folder, exist_ok=True)
     if os.path.exists(marker) or not os.access(folder, os.W_OK):
         return
-    print("autograd: compiling the float32 Numba kernels in a child process, once (about a minute; "
+    print(f"autograd: compiling the {dtype} Numba kernels in a child process, once (about a minute; "
           "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **{IN_PROCESS: "1"},
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    child = subprocess.run([sys.executable, "-c", CHILD_SCRIPT], env=env, capture_output=True, text=True)
+    child = subprocess.run([sys.executable, "-c", CHILD_SCRIPT.format(dtype=dtype)], env=env, capture_output=True,
+                           text=True)
     if child.returncode != 0:
         warnings.warn("autograd: compiling the kernels in a child process failed; compiling them here "
                       f"instead (their last bits may differ from a later run's):\n{child.stderr[-2000:]}")
         return
     with open(marker, "w") as done:
-        done.write("jit.warmup((np.float32,)) ran in a child process; see autograd/kernels/compile_once.py\n")
+        done.write(f"jit.warmup((np.{dtype},)) ran in a child process; see autograd/kernels/compile_once.py\n")

@@ -21,13 +21,14 @@ The compile options, `row_max`, `bits_to_float` and the vectorizable exp live in
 """
 
 import math
+import sys
 
 import numba
 import numpy as np
 from numba import njit, prange
 from numba.extending import register_jitable
 
-from autograd.kernels import gemm, small_gemm
+from autograd.kernels import compile_once, gemm, small_gemm
 from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max, variant
 from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
@@ -182,6 +183,8 @@ _rowwise_kernels = {}
 def _rowwise_set(dtype, parallel):
     key = (np.dtype(dtype), parallel)
     if key not in _rowwise_kernels:
+        if key[0] == np.float64:     # compiled here, they would give other last bits than loaded
+            compile_once.compile_in_a_child_if_needed(sys.modules[__name__], "float64")
         _rowwise_kernels[key] = _make_rowwise(np.dtype(dtype).type, parallel)
     return _rowwise_kernels[key]
 

@@ -270,25 +270,28 @@ def test_backend_switch():
         kernels.use_backend(previous)
 
 
-def test_every_process_runs_the_float32_kernels_from_numbas_cache_and_gets_the_same_bits(tmp_path):
+def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits(tmp_path):
     """With an empty cache, the first kernel call compiles the float32 kernels in a child
-    process and loads them from the cache, as every later process does (compile_once.py):
-    compiled in the calling process, softmax's serial and parallel builds gave other last
-    bits than when loaded.  Also, nothing recompiles in the second process: the fast exp,
-    the row max and the GEMM driver's packing close over intrinsics, and reached directly an
-    intrinsic pickled differently in every process, Numba's cache key with it."""
+    process, and the first float64 softmax the float64 ones, and loads them from the cache,
+    as every later process does (compile_once.py): compiled in the calling process,
+    softmax's serial and parallel builds gave other last bits than when loaded (in both
+    dtypes).  Also, nothing recompiles in the second process: the fast exp, the row max and
+    the GEMM driver's packing close over intrinsics, and reached directly an intrinsic
+    pickled differently in every process, Numba's cache key with it."""
     script = textwrap.dedent("""
         import hashlib, numpy as np
         from autograd import kernels
         from autograd.kernels import gemm, jit
         rng = np.random.default_rng(0)
         digest = hashlib.sha256()
-        for shape in [(64, 64), (300, 257)]:                          # serial and parallel builds
-            x = (rng.standard_normal(shape) * 5).astype(np.float32)
-            y = kernels.softmax(x)
-            for out in (y, kernels.log_softmax(x), kernels.softmax_backward(y, x), kernels.matmul(x, x.T)):
-                digest.update(out.tobytes())
-        loaded = [jit._rowwise_set(np.float32, parallel)["softmax"] for parallel in (False, True)]
+        for dtype in (np.float32, np.float64):
+            for shape in [(64, 64), (300, 257)]:                      # serial and parallel builds
+                x = (rng.standard_normal(shape) * 5).astype(dtype)
+                y = kernels.softmax(x)
+                for out in (y, kernels.log_softmax(x), kernels.softmax_backward(y, x), kernels.matmul(x, x.T)):
+                    digest.update(out.tobytes())
+        loaded = [jit._rowwise_set(dtype, parallel)["softmax"] for parallel in (False, True)
+                  for dtype in (np.float32, np.float64)]
         loaded.append(gemm.gemm_kernel(np.float32, False))
         print(digest.hexdigest(), sum(sum(k.stats.cache_misses.values()) for k in loaded),
               min(sum(k.stats.cache_hits.values()) for k in loaded))
@@ -299,10 +302,11 @@ def test_every_process_runs_the_float32_kernels_from_numbas_cache_and_gets_the_s
     runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
             for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), runs[0].stderr + runs[1].stderr
-    assert "compiling the float32 Numba kernels in a child process" in runs[0].stderr
-    assert "child process" not in runs[1].stderr                     # the marker says it is done
     (first, misses, hits), (second, *counts) = (run.stdout.split() for run in runs)
     assert first == second
+    for dtype in ("float32", "float64"):
+        assert f"compiling the {dtype} Numba kernels in a child process" in runs[0].stderr
+    assert "child process" not in runs[1].stderr                     # the marker says it is done
     assert (misses, hits) == ("0", "1") and counts == ["0", "1"]      # loaded, not compiled, both times
 
 
