@@ -79,7 +79,7 @@ def matmul(a, b):
         return out
     a_of = _batch_index(a.shape[:-2], batch)
     b_of = _batch_index(b.shape[:-2], batch)
-    small = small_gemm.small_enough(k, n)
+    small = small_gemm.small_enough(m, k, n)
     # (matrix, block of rows): the work items threads share
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)

@@ -19,7 +19,11 @@ an operand with no contiguous dimension, goes through zero-padded buffers.
 
 Each entry of C is the same sum in the same order (kk = 0, 1, ..., k - 1, one fused
 multiply-add each) as in the Goto driver when k <= KC, so the two give identical bits and
-which of them runs never changes a result.
+which of them runs never changes a result.  A product with at most FEW_ROWS rows comes
+here whatever k: K is then cut into blocks of KC as the Goto driver cuts it, the first
+block's tiles stored into C and each later block's added (through a buffer, and only the
+rows and columns that an overlapping strip or panel before it has not added), the same
+sums again.
 """
 
 import numba
@@ -32,15 +36,20 @@ MR = 8                                       # rows of the register tile
 # Its columns: two AVX-512 registers per row, or one for products at most that narrow
 # (attention's 10-16 column products at the smallest size; a 32-wide tile would be half padding).
 TILES = {"wide": {np.float32: 32, np.float64: 16}, "narrow": {np.float32: 16, np.float64: 8}}
-MAX_COLS = 96                                # products with n <= MAX_COLS and k <= KC take this path
+MAX_COLS = 96                                # products with n <= MAX_COLS and k <= KC take this path,
+FEW_ROWS = 16                                # and those with at most FEW_ROWS rows whatever k
 BLOCK_ROWS = 64                              # what threads share: (matrix, block of rows)
 
 
-def small_enough(k, n):
-    """Whether an (m x k) @ (k x n) product should take this path, whatever m: A's strips
-    are read in place and stay in L1 while the few panels of B (in L2) go past them, so
-    packing A would buy nothing."""
-    return k <= gemm.KC and n <= MAX_COLS
+def small_enough(m, k, n):
+    """Whether an (m x k) @ (k x n) product should take this path: with k <= KC whatever m,
+    A's strips are read in place and stay in L1 while the few panels of B (in L2) go past
+    them, so packing A would buy nothing.  With at most FEW_ROWS rows, also a longer k (the
+    13-wide output layer's weight gradient g^T @ x, k = 640-704): K is cut into blocks of KC
+    as the Goto driver cuts it (each block's sums added to C: the same sums, the same bits),
+    and a block of B, 32 columns wide, stays in L1 for the strips that read it, where the
+    Goto driver streamed its 64-wide panel from L2 once for every 4 rows."""
+    return n <= MAX_COLS and (k <= gemm.KC or m <= FEW_ROWS)
 
 
 def tile_for(n, itemsize):
@@ -60,17 +69,17 @@ def row_blocks(m):
 # (see gemm.k_major_strip); with NUMBA_DISABLE_JIT=1, the plain slices they stand for.
 
 @numba.extending.register_jitable
-def _a_strip_jit(a, top, k):
-    """A[top:top+MR, :k].T, (k, MR), of an A whose rows or columns are contiguous."""
+def _a_strip_jit(a, top, k0, k):
+    """A[top:top+MR, k0:k0+k].T, (k, MR), of an A whose rows or columns are contiguous."""
     if a.strides[1] == a.itemsize:
         step = a.strides[0] // a.itemsize
-        return numba.carray(gemm.element_pointer(a, top * step), (MR, step))[:, :k].T
+        return numba.carray(gemm.element_pointer(a, top * step + k0), (MR, step))[:, :k].T
     step = a.strides[1] // a.itemsize
-    return numba.carray(gemm.element_pointer(a, top), (k, step))[:, :MR]
+    return numba.carray(gemm.element_pointer(a, top + k0 * step), (k, step))[:, :MR]
 
 
-def _a_strip_python(a, top, k):
-    return a[top:top + MR, :k].T
+def _a_strip_python(a, top, k0, k):
+    return a[top:top + MR, k0:k0 + k].T
 
 
 a_strip = _a_strip_python if numba.config.DISABLE_JIT else _a_strip_jit
@@ -94,6 +103,16 @@ def copy_b(b, target):
         for kk in range(k):
             for j in range(n):
                 target[kk, j] = b[kk, j]
+
+
+@numba.extending.register_jitable
+def add_new(tile, c, top, left, row_from, col_from, rows, cols):
+    """c[top + r, left + j] += tile[r, j] for row_from <= r < rows, col_from <= j < cols: a
+    later K block's tile, without the rows and columns an overlapping strip or panel before
+    it already added."""
+    for r in range(row_from, rows):
+        for j in range(col_from, cols):
+            c[top + r, left + j] += tile[r, j]
 
 
 def _make_small_gemm(dtype, parallel, tile):
@@ -126,7 +145,7 @@ def _make_small_gemm(dtype, parallel, tile):
             gemm.prefer_wide_vectors()
             a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
             b_copy = gemm.aligned_empty((0 if b_direct else k, cols), c.dtype)
-            c_copy = gemm.aligned_empty((0 if c_direct else MR, nr), c.dtype)
+            c_copy = gemm.aligned_empty((0 if c_direct and k <= gemm.KC else MR, nr), c.dtype)
             a_copy[m:] = 0
             b_copy[:, n:] = 0
             copied_for = -1                                     # which B b_copy holds
@@ -145,23 +164,35 @@ def _make_small_gemm(dtype, parallel, tile):
                     copied_for = b_of[t]
                     copy_b(b_t, b_copy)
                 last = max(high, low + MR) - MR                 # where the last strip starts
-                for q in range(low, high, MR):
-                    top = min(q, last)                          # the last strip overlaps the one before
-                    strip = a_strip(a_t, top, k) if a_direct else a_strip(a_copy, top, k)
-                    for p in range(0, cols, nr):
-                        if NARROW_EDGE:
-                            if c_direct and cols - p <= edge:
-                                panel = gemm.rows_from(b_t, 0, n - edge, k) if b_direct else gemm.rows_from(b_copy, 0, n - edge, k)
-                                edge_kernel(strip, panel, k, gemm.rows_from(c_t, top, n - edge, MR))
+                for k0 in range(0, k, gemm.KC):                 # one block of K unless FEW_ROWS (small_enough)
+                    kc = min(gemm.KC, k - k0)
+                    first = k0 == 0                             # a later block's tiles are added to C
+                    for q in range(low, high, MR):
+                        top = min(q, last)                      # the last strip overlaps the one before
+                        strip = a_strip(a_t, top, k0, kc) if a_direct else a_strip(a_copy, top, k0, kc)
+                        for p in range(0, cols, nr):
+                            if NARROW_EDGE:
+                                if c_direct and cols - p <= edge:
+                                    panel = (gemm.rows_from(b_t, k0, n - edge, kc) if b_direct
+                                             else gemm.rows_from(b_copy, k0, n - edge, kc))
+                                    if first:
+                                        edge_kernel(strip, panel, kc, gemm.rows_from(c_t, top, n - edge, MR))
+                                    else:
+                                        edge_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
+                                        add_new(c_copy, c_t, top, n - edge, q - top, p - (n - edge), MR, edge)
+                                    continue
+                            left = min(p, cols - nr)            # the last panel overlaps too
+                            panel = gemm.rows_from(b_t, k0, left, kc) if b_direct else gemm.rows_from(b_copy, k0, left, kc)
+                            if c_direct and first:
+                                micro_kernel(strip, panel, kc, gemm.rows_from(c_t, top, left, MR))
                                 continue
-                        left = min(p, cols - nr)                # the last panel overlaps too
-                        panel = gemm.rows_from(b_t, 0, left, k) if b_direct else gemm.rows_from(b_copy, 0, left, k)
-                        tile = gemm.rows_from(c_t, top, left, MR) if c_direct else gemm.rows_from(c_copy, 0, 0, MR)
-                        micro_kernel(strip, panel, k, tile)
-                        if not c_direct:
-                            for r in range(min(MR, m - top)):
-                                for j in range(min(nr, n - left)):
-                                    c_t[top + r, left + j] = c_copy[r, j]
+                            micro_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
+                            if first:
+                                for r in range(min(MR, m - top)):
+                                    for j in range(min(nr, n - left)):
+                                        c_t[top + r, left + j] = c_copy[r, j]
+                            else:                               # only what the strip and panel before did not add
+                                add_new(c_copy, c_t, top, left, q - top, p - left, min(MR, m - top), min(nr, n - left))
 
     t = numba.from_dtype(np.dtype(dtype))
     operand = numba.types.Array(t, 4, "A", readonly=True)
