@@ -163,7 +163,7 @@ for name in ("softmax_backward", "log_softmax_backward"):
 t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 5), np.float32))
 jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 50), np.float32))
 times["matmul, small-matrix driver (two tiles)"] = time.perf_counter() - t
-t = time.perf_counter(); jit.matmul(np.zeros((3, 300), np.float32), np.zeros((300, 5), np.float32))
+t = time.perf_counter(); jit.matmul(np.zeros((20, 300), np.float32), np.zeros((300, 100), np.float32))
 times["matmul, Goto driver"] = time.perf_counter() - t
 t = time.perf_counter(); jit.gelu(x, "none"); jit.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t
 t = time.perf_counter(); out, xhat, rstd = jit.layer_norm(x, x[0], x[0], 1e-5)
