@@ -126,7 +126,7 @@ def _run_driver(kernel, a, b, chunks):
 @pytest.mark.parametrize("layout_a", "CTSG")
 @pytest.mark.parametrize("layout_b", "CTG")
 @pytest.mark.parametrize("m,k,n", [(3, 5, 7), (10, 16, 10), (16, 11, 33), (70, 40, 17), (130, 64, 90),
-                                   (13, 704, 64), (5, 300, 33), (16, 600, 17), (11, 520, 96)])
+                                   (13, 704, 64), (5, 300, 33), (16, 600, 17), (11, 520, 96), (12, 400, 7)])
 def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
     """The small-matrix driver (k <= KC, or at most FEW_ROWS rows with K in blocks; n <=
     MAX_COLS): operands read in place or copied, a matrix smaller than one tile, overlapping
