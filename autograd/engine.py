@@ -64,17 +64,11 @@ def run_backward(root, grad, retain_graph=False):
     (In pdb, `next` over the graph_nodes line, then `step` into node.backward.)
     """
     order = graph_nodes(root._node, for_backward=True)
-    grads = {root._node: grad}       # node -> d(root)/d(node's output), accumulated
+    grads = accumulate({}, root, grad)   # node -> [d(root)/d(output) for each of its outputs], accumulated
     for node in reversed(order):     # outputs first, inputs last
-        out_grad = grads.pop(node)
-        if node.hooks:
-            out_grad = run_hooks(node.hooks, out_grad)
-        if node.retained is not None:
-            kept = node.retained()
-            if kept is not None:
-                kept.grad = out_grad.copy() if kept.grad is None else kept.grad + out_grad
-        input_grads = node.backward(out_grad)
-        del out_grad                 # not held here while the leaves take their gradients (_sole_view)
+        out_grads = output_grads(node, grads.pop(node))
+        input_grads = node.backward(*out_grads)
+        del out_grads                # not held here while the leaves take their gradients (_sole_view)
         if not retain_graph:
             node.saved_tensors = None
             node.freed = True
@@ -98,7 +92,35 @@ def run_backward(root, grad, retain_graph=False):
                 else:
                     t.grad = g.copy()          # shared with something else: .grad gets its own memory
             else:
-                grads[t._node] = g if t._node not in grads else grads[t._node] + g
+                accumulate(grads, t, g)
+
+
+def accumulate(grads, t, g):
+    """Add g to the gradient of op output t (output t._output_nr of node t._node) in
+    grads, and return grads."""
+    slots = grads.get(t._node)
+    if slots is None:
+        slots = grads[t._node] = [None] * t._node.num_outputs
+    i = t._output_nr
+    slots[i] = g if slots[i] is None else slots[i] + g
+    return grads
+
+
+def output_grads(node, slots):
+    """The gradients of node's outputs, ready for node.backward: zeros for an output that
+    no gradient reached (one piece of a split that the loss never used), then each output's
+    hooks (Tensor.register_hook) and retained .grad (Tensor.retain_grad)."""
+    for i, g in enumerate(slots):
+        if g is None:
+            shape = node.out_shape[i] if node.num_outputs > 1 else node.out_shape
+            slots[i] = np.zeros(shape, node.out_dtype)
+    for i, hooks in (node.hooks or {}).items():
+        slots[i] = run_hooks(hooks, slots[i])
+    for i, kept in (node.retained or {}).items():
+        kept = kept()
+        if kept is not None:
+            kept.grad = slots[i].copy() if kept.grad is None else kept.grad + slots[i]
+    return slots
 
 
 def unbroadcast(grad, shape):

@@ -18,6 +18,11 @@ exactly which node they are in.
 
 `backward` may return a gradient in the broadcast output shape; the engine's
 `unbroadcast` (the one place where that happens) sums it back down to the input's shape.
+
+An op with several outputs (`Split`) returns a tuple of arrays from forward; `apply` then
+returns a tuple of tensors, and backward receives one gradient per output,
+`backward(ctx, *grads)` (zeros for an output that the loss does not depend on), as in
+PyTorch.
 """
 
 import numpy as np
@@ -34,6 +39,8 @@ class Function:
 
     def backward(ctx, grad):
         raise NotImplementedError(f"{type(ctx).__name__} must define backward(ctx, grad)")
+
+    num_outputs = 1                  # how many arrays forward returns (set by apply)
 
     def save_for_backward(ctx, *arrays):
         ctx.saved_tensors = arrays
@@ -69,17 +76,23 @@ class Function:
             # which op and which shapes were involved
             err.add_note(f"in {cls.__name__}.forward, input shapes: {', '.join(str(a.shape) for a in arrays)}")
             raise
+        outs = out if isinstance(out, tuple) else (out,)
         if anomaly.is_anomaly_enabled():
-            anomaly.check_forward(ctx, inputs, out)
+            for array in outs:
+                anomaly.check_forward(ctx, inputs, array)
         if not (requires_grad and is_grad_enabled()):
-            return Tensor._make(out, None)
+            tensors = tuple([Tensor._make(array, None) for array in outs])
+            return tensors if isinstance(out, tuple) else tensors[0]
         ctx.inputs = inputs
         ctx.needs_input_grad = tuple([t.requires_grad for t in inputs])
-        ctx.out_shape = out.shape
+        ctx.num_outputs = len(outs)
+        ctx.out_shape = tuple([array.shape for array in outs]) if isinstance(out, tuple) else out.shape
+        ctx.out_dtype = outs[0].dtype if outs else None
         ctx.freed = False
-        ctx.retained = None
-        ctx.hooks = None             # gradient hooks of the output tensor (Tensor.register_hook)
-        return Tensor._make(out, ctx)
+        ctx.retained = None          # {output number: weakref to a tensor that keeps its .grad} (retain_grad)
+        ctx.hooks = None             # {output number: {id: hook}}, gradient hooks of the outputs (register_hook)
+        tensors = tuple([Tensor._make(array, ctx, number) for number, array in enumerate(outs)])
+        return tensors if isinstance(out, tuple) else tensors[0]
 
 
 def normalize_dim(dim, ndim, op):

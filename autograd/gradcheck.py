@@ -21,7 +21,9 @@ class GradcheckError(AssertionError):
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
     """True if fn's backward matches central differences for every input that requires grad.
 
-    fn: called as fn(*inputs), returns one Tensor.  inputs: Tensors (those with
+    fn: called as fn(*inputs), returns one Tensor, or a tuple of them (an op with several
+    outputs: their elements are checked as one output, the flattened outputs in order, each
+    one-hot row seeding the backward of its own output only).  inputs: Tensors (those with
     requires_grad are checked; they must be float64) or other values passed through.
     Inputs are perturbed in place, so fn may also read them through a closure (how a
     layer's parameters are checked).  On a mismatch raises GradcheckError naming the input,
@@ -36,12 +38,11 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
             raise TypeError(f"gradcheck: input {i} has dtype {inputs[i].dtype}; "
                             "finite differences need float64 inputs")
     with enable_grad():
-        out = fn(*inputs)
-        if not isinstance(out, Tensor):
-            raise TypeError(f"gradcheck: fn must return a Tensor, got {type(out).__name__}")
-        analytic = _analytic_jacobians(out, [inputs[i] for i in checked])
-        upstream = np.random.default_rng(1234).standard_normal(out.shape)
-        vjp = _backward_with(out, [inputs[i] for i in checked], upstream)
+        outs = _outputs(fn(*inputs))
+        leaves = [inputs[i] for i in checked]
+        analytic = [np.concatenate(rows) for rows in zip(*[_analytic_jacobians(out, leaves) for out in outs])]
+        upstream = np.random.default_rng(1234).standard_normal(sum(out.numel() for out in outs))
+        vjp = _backward_with(outs, leaves, upstream)
     for k, i in enumerate(checked):
         numeric = _numeric_jacobian(fn, inputs, inputs[i], eps)
         expected_vjp = upstream.reshape(-1) @ numeric
@@ -60,14 +61,27 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
     return True
 
 
-def _backward_with(out, leaves, upstream):
-    """v^T J for each leaf: one backward pass with upstream gradient v."""
-    if not out.requires_grad:
-        return [np.zeros(x.numel()) for x in leaves]
+def _outputs(out):
+    """fn's result as a tuple of Tensors."""
+    outs = out if isinstance(out, tuple) else (out,)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"gradcheck: fn must return a Tensor or a tuple of Tensors, got {type(o).__name__}")
+    return outs
+
+
+def _backward_with(outs, leaves, upstream):
+    """v^T J for each leaf: a backward pass with upstream gradient v (one per output; the
+    leaves' .grad add them up)."""
     saved = [x.grad for x in leaves]
     for x in leaves:
         x.grad = None
-    out.backward(upstream.astype(out.dtype), retain_graph=True)
+    start = 0
+    for out in outs:
+        v = upstream[start:start + out.numel()].reshape(out.shape)
+        start += out.numel()
+        if out.requires_grad:
+            out.backward(v.astype(out.dtype), retain_graph=True)
     result = [np.zeros(x.numel()) if x.grad is None else x.grad.reshape(-1) for x in leaves]
     for x, g in zip(leaves, saved):
         x.grad = g
@@ -115,4 +129,5 @@ def _numeric_jacobian(fn, inputs, x, eps):
 def _evaluate(fn, inputs):
     from autograd.grad_mode import no_grad
     with no_grad():
-        return np.array(fn(*inputs).data, dtype=np.float64).reshape(-1)  # a copy, never a view of x
+        return np.concatenate([np.array(out.data, dtype=np.float64).reshape(-1)   # a copy, never a view of x
+                               for out in _outputs(fn(*inputs))])

@@ -17,7 +17,7 @@ from autograd import engine, ops
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "requires_grad", "_node", "_hooks", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "_node", "_output_nr", "_hooks", "__weakref__")
     __array_priority__ = 1000  # numpy array (op) Tensor calls Tensor's reflected operator
 
     def __init__(self, data, requires_grad=False, dtype=None):
@@ -36,16 +36,19 @@ class Tensor:
         self.grad = None
         self.requires_grad = bool(requires_grad)
         self._node = None
+        self._output_nr = 0
         self._hooks = None
 
     @classmethod
-    def _make(cls, array, node):
-        """Fast constructor used by ops: no copy, no checks."""
+    def _make(cls, array, node, output_nr=0):
+        """Fast constructor used by ops: no copy, no checks.  output_nr: which output of
+        `node` this is (0 unless the op returns several, like split)."""
         t = cls.__new__(cls)
         t.data = array
         t.grad = None
         t.requires_grad = node is not None
         t._node = node
+        t._output_nr = output_nr
         t._hooks = None
         return t
 
@@ -118,7 +121,9 @@ class Tensor:
         """Keep this intermediate tensor's .grad during backward (leaves always keep theirs)."""
         if self._node is not None:
             import weakref
-            self._node.retained = weakref.ref(self)
+            if self._node.retained is None:
+                self._node.retained = {}
+            self._node.retained[self._output_nr] = weakref.ref(self)
 
     def register_hook(self, hook):
         """Call hook(grad) when this tensor's gradient has been computed during backward;
@@ -131,9 +136,9 @@ class Tensor:
             if self._hooks is None:
                 self._hooks = {}
             return RemovableHandle(self._hooks, hook)
-        if self._node.hooks is None:                # an op's output: its node keeps them
+        if self._node.hooks is None:                # an op's output: its node keeps them, by output
             self._node.hooks = {}
-        return RemovableHandle(self._node.hooks, hook)
+        return RemovableHandle(self._node.hooks.setdefault(self._output_nr, {}), hook)
 
     # ----- backpropagation -----
 
@@ -309,6 +314,29 @@ class Tensor:
             dim = ops.normalize_dim(dim, self.ndim, "squeeze")
             shape = self.shape[:dim] + self.shape[dim + 1:] if self.shape[dim] == 1 else self.shape
         return ops.Reshape.apply(self, shape=shape)
+
+    def split(self, split_size_or_sections, dim=0):
+        """Pieces along dim: of split_size each (the last may be smaller), or of the sizes
+        listed (they must add up to the dim's size).  One node with several outputs."""
+        n = self.shape[ops.normalize_dim(dim, self.ndim, "split")]
+        if isinstance(split_size_or_sections, (int, np.integer)):
+            if split_size_or_sections <= 0:
+                raise ValueError(f"split: split_size must be positive, got {split_size_or_sections}")
+            sizes = [min(split_size_or_sections, n - start) for start in range(0, n, split_size_or_sections)] or [0]
+        else:
+            sizes = [int(size) for size in split_size_or_sections]
+        return ops.Split.apply(self, sizes=sizes, dim=dim)
+
+    def chunk(self, chunks, dim=0):
+        """`chunks` pieces along dim (fewer if the dim is too short), each of ceil(n / chunks)."""
+        if chunks <= 0:
+            raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+        n = self.shape[ops.normalize_dim(dim, self.ndim, "chunk")]
+        return self.split(max(-(-n // chunks), 1), dim)
+
+    def unbind(self, dim=0):
+        """The slices along dim, each without that dim."""
+        return ops.Unbind.apply(self, dim=dim)
 
     def expand(self, *shape):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape

@@ -1,5 +1,6 @@
 """Ops that move elements around without changing them: reshape, transpose, permute,
-expand, indexing, concatenation and stacking.  Their backward moves the gradient back."""
+expand, indexing, concatenation and stacking, and their inverses splitting and unbinding
+(ops with several outputs).  Their backward moves the gradient back."""
 
 import numpy as np
 
@@ -108,6 +109,34 @@ class Cat(Function):
 
     def backward(ctx, grad):
         return tuple(np.split(grad, np.cumsum(ctx.sizes)[:-1], axis=ctx.dim))
+
+
+class Split(Function):
+    """Cut along `dim` into pieces of the given sizes (several outputs, views of the input);
+    the gradient is the pieces' gradients concatenated back (Cat run backwards).
+    `q, k, v = qkv.split(d, dim=-1)` is one node with three outputs."""
+
+    def forward(ctx, a, sizes, dim):
+        ctx.dim = normalize_dim(dim, a.ndim, "split")
+        if any(n < 0 for n in sizes) or sum(sizes) != a.shape[ctx.dim]:
+            raise ValueError(f"split: sizes {list(sizes)} do not add up to the size {a.shape[ctx.dim]} "
+                             f"of dim {ctx.dim} of shape {a.shape}")
+        return tuple(np.split(a, np.cumsum(sizes)[:-1], axis=ctx.dim))
+
+    def backward(ctx, *grads):
+        return np.concatenate(grads, axis=ctx.dim)
+
+
+class Unbind(Function):
+    """The slices along `dim`, each without that dim (several outputs, views of the input);
+    the gradient is the slices' gradients stacked back (Stack run backwards)."""
+
+    def forward(ctx, a, dim):
+        ctx.dim = normalize_dim(dim, a.ndim, "unbind")
+        return tuple(np.moveaxis(a, ctx.dim, 0))
+
+    def backward(ctx, *grads):
+        return np.stack(grads, axis=ctx.dim)
 
 
 class Stack(Function):

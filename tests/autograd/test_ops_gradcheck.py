@@ -54,6 +54,13 @@ CASES = {
               ("boolean mask", lambda a: a[a.data > 0], [leaf(3, 4)])],
     "Cat": [("dim=1", lambda a, b: cat([a, b], dim=1), [leaf(2, 3), leaf(2, 1)])],
     "Stack": [("dim=-1", lambda a, b: stack([a, b], dim=-1), [leaf(2, 3), leaf(2, 3)])],
+    "Split": [("sizes (2, 4, 1) of dim 1, all three outputs", lambda a: a.split([2, 4, 1], dim=1), [leaf(3, 7, 2)]),
+              ("pieces of 2 of dim -1, two of three used", lambda a: a.split(2, dim=-1)[0] * a.split(2, dim=-1)[2],
+               [leaf(3, 6)]),
+              ("chunk(3) of dim 0, one used (the others' gradients are zeros)", lambda a: a.chunk(3)[1] * 2,
+               [leaf(5, 4)])],
+    "Unbind": [("dim 1, all outputs", lambda a: a.unbind(1), [leaf(2, 3, 4)]),
+               ("dim -1, two of three used", lambda a: a.unbind(-1)[0] * a.unbind(-1)[2], [leaf(4, 3)])],
     "MaskedFill": [("broadcast mask", lambda a: a.masked_fill(np.array([True, False, True]), -5.0),
                     [leaf(2, 3)])],
     "Where": [("broadcast", lambda a, b: where(np.array([[True], [False]]), a, b), [leaf(2, 3), leaf(3)])],
@@ -114,6 +121,22 @@ def test_gradcheck_detects_a_wrong_gradient():
 
     with pytest.raises(GradcheckError, match=r"input 0 .* analytic .* numeric"):
         gradcheck(lambda a: WrongSquare.apply(a), [leaf(2, 3)])
+
+
+def test_gradcheck_detects_a_wrong_gradient_of_one_output_of_several():
+    from autograd import Function, GradcheckError
+
+    class SquareAndCube(Function):              # two outputs; the cube's gradient is wrong
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a, a * a * a
+
+        def backward(ctx, grad_square, grad_cube):
+            (a,) = ctx.saved_tensors
+            return grad_square * 2 * a + grad_cube * 2 * a * a   # should be 3 a^2
+
+    with pytest.raises(GradcheckError, match=r"input 0 .* output element (6|7|8|9|10|11)"):
+        gradcheck(lambda a: SquareAndCube.apply(a), [leaf(2, 3)])
 
 
 def test_gradcheck_requires_float64():
