@@ -94,3 +94,41 @@ def test_attention_errors():
         scaled_dot_product_attention(q, q, q, np.ones((2, 2), bool))
     with pytest.raises(ValueError, match="each needs last dim 8"):
         MultiHeadAttention(8, 2)(Tensor(np.zeros((1, 2, 6), np.float32)), q, q)
+
+
+def test_nanogpts_attention_written_with_split_equals_multi_head_attention():
+    """nanoGPT's CausalSelfAttention as written there (one c_attn product, then
+    .split(n_embd, dim=2)) on this engine: the same output and gradients as our
+    MultiHeadAttention holding the same weights (its q/k/v weights stacked are c_attn's)."""
+    from autograd import cat
+    from nn import functional as F
+    manual_seed(0)
+    batch, length, n_embd, n_head = 2, 5, 12, 3
+    mha = to_float64(MultiHeadAttention(n_embd, n_head, bias=True))
+    x = leaf(batch, length, n_embd)
+    mask = np.asarray(causal_mask(length))
+
+    def nanogpt(x):
+        c_attn_w = cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight])    # (3 n_embd, n_embd)
+        c_attn_b = cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias])
+        q, k, v = F.linear(x, c_attn_w, c_attn_b).split(n_embd, dim=2)
+        k = k.view(batch, length, n_head, n_embd // n_head).transpose(1, 2)         # (B, nh, T, hs)
+        q = q.view(batch, length, n_head, n_embd // n_head).transpose(1, 2)
+        v = v.view(batch, length, n_head, n_embd // n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / np.sqrt(k.shape[-1]))
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(batch, length, n_embd)
+        return mha.out_proj(y)
+
+    ours, theirs = mha(x, x, x, mask), nanogpt(x)
+    np.testing.assert_allclose(theirs.data, ours.data, rtol=1e-12, atol=1e-12)
+    upstream = np.random.default_rng(1).standard_normal(ours.shape)
+    grads = []
+    for out in (ours, theirs):
+        x.grad = None
+        mha.zero_grad()
+        out.backward(upstream)
+        grads.append([x.grad.copy()] + [p.grad.copy() for p in mha.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+    assert gradcheck(nanogpt, [leaf(batch, length, n_embd)])
