@@ -112,8 +112,9 @@ def output_grads(node, slots):
     hooks (Tensor.register_hook) and retained .grad (Tensor.retain_grad)."""
     for i, g in enumerate(slots):
         if g is None:
-            shape = node.out_shape[i] if node.num_outputs > 1 else node.out_shape
-            slots[i] = np.zeros(shape, node.out_dtype)
+            several = node.num_outputs > 1
+            slots[i] = np.zeros(node.out_shape[i] if several else node.out_shape,
+                                node.out_dtype[i] if several else node.out_dtype)
     for i, hooks in (node.hooks or {}).items():
         slots[i] = run_hooks(hooks, slots[i])
     for i, kept in (node.retained or {}).items():

@@ -87,7 +87,7 @@ class Function:
         ctx.needs_input_grad = tuple([t.requires_grad for t in inputs])
         ctx.num_outputs = len(outs)
         ctx.out_shape = tuple([array.shape for array in outs]) if isinstance(out, tuple) else out.shape
-        ctx.out_dtype = outs[0].dtype if outs else None
+        ctx.out_dtype = tuple([array.dtype for array in outs]) if isinstance(out, tuple) else out.dtype
         ctx.freed = False
         ctx.retained = None          # {output number: weakref to a tensor that keeps its .grad} (retain_grad)
         ctx.hooks = None             # {output number: {id: hook}}, gradient hooks of the outputs (register_hook)
