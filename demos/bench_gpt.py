@@ -55,9 +55,11 @@ def torch_engine(model, cfg):
     return step, evaluate
 
 
-def step_times(steps, rounds=3):
-    """Median ms per training step of both engines on one fixed batch, rounds interleaved."""
+def step_times(steps, rounds=3, profile=False):
+    """Median ms per training step of both engines on one fixed batch, rounds interleaved;
+    with profile, then where our step spends its time (bench_train.profile)."""
     from demos.bench_train import _median
+    from demos.bench_train import profile as print_profile
     from transformer.lm_training import our_engine
 
     cfg = LMTrainConfig()
@@ -79,6 +81,8 @@ def step_times(steps, rounds=3):
         result[f"{engine}_median_ms"] = float(np.median(result[f"{engine}_ms"]))
         result[f"{engine}_tokens_per_s"] = tokens / result[f"{engine}_median_ms"] * 1e3
     result["ratio_vs_pytorch"] = result["ours_median_ms"] / result["pytorch_median_ms"]
+    if profile:
+        print_profile(lambda: our_step(x, y, cfg.lr))
     return result
 
 

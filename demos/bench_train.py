@@ -207,7 +207,7 @@ def main(argv=None):
 
 def gpt(args):
     from demos import bench_gpt
-    result = bench_gpt.step_times(args.steps)
+    result = bench_gpt.step_times(args.steps, profile=args.profile)
     result["threads"] = args.threads
     print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
           f"{args.threads} thread(s), median of {args.steps} steps, 3 interleaved rounds")
