@@ -72,9 +72,10 @@ def warmup():
 
 # ----- the kernels: each forwards to the chosen backend (step in to reach its code) -----
 
-def matmul(a, b):
-    """a @ b for (..., M, K) and (..., K, N) arrays, batch dims broadcast."""
-    return _current.matmul(a, b)
+def matmul(a, b, out=None):
+    """a @ b for (..., M, K) and (..., K, N) arrays, batch dims broadcast; written into
+    `out` (any layout) if given, else into a new array."""
+    return _current.matmul(a, b, out)
 
 
 def softmax(x):

@@ -411,11 +411,14 @@ def _make_gemm(dtype, parallel):
 
         a: (A1, A2, M, K) and b: (B1, B2, K, N) with any strides (two batch dims, so that a
         transposed (B, H, T, d) view needs no copy); a_of / b_of: for each output matrix t
-        the flat index of its operands (how broadcast batch dims are handled); c: (T, M, N).
+        the flat index of its operands (how broadcast batch dims are handled); c: (C1, C2,
+        M, N), matrix t at c[t // C2, t % C2], with any strides that keep its rows
+        contiguous (a gradient may be written in its operand's layout: ops/matmul.py).
         Work items are (matrix, block of MC rows), split into `chunks` runs, one per thread
         task, each with its own packing buffers.  A B used by several items (a weight, or a
         matrix with many row blocks) is packed once, up front."""
-        t_count, m, n = c.shape
+        c2, m, n = c.shape[1:]
+        t_count = c.shape[0] * c2
         k = a.shape[3]
         a2, b2 = a.shape[1], b.shape[1]
         k_blocks = (k + KC - 1) // KC
@@ -463,12 +466,12 @@ def _make_gemm(dtype, parallel):
                     a_t = a[a_of[t] // a2, a_of[t] % a2]
                     pack_a(a_t, i0, rows, kb * KC, kc, in_place, packed_a)
                     block(a_t, packed_a, b[b_of[t] // b2, b_of[t] % b2], packed_b[0 if b_in_place else kb], b_in_place,
-                          c[t], i0, rows, kb * KC, kc, in_place, kb == 0, tile)
+                          matrix_at(c, t // c2, t % c2), i0, rows, kb * KC, kc, in_place, kb == 0, tile)
 
     t = numba.from_dtype(np.dtype(dtype))
     operand = numba.types.Array(t, 4, "A", readonly=True)
     index = numba.types.Array(numba.int64, 1, "C", readonly=True)
-    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64)
+    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 4, "A"), numba.int64)
     gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}]"  # cache keys
     with slp_vectorizer():
         return njit(signature, parallel=parallel, **JIT)(gemm)

@@ -59,19 +59,30 @@ def _batch_index(batch_shape, full_batch):
     return np.ascontiguousarray(np.broadcast_to(np.arange(count).reshape(batch_shape), full_batch)).reshape(-1)
 
 
-def matmul(a, b):
-    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast, float32 or float64."""
+def matmul(a, b, out=None):
+    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast, float32 or float64.
+    out: an array to write the product into (any layout whose rows are contiguous; see
+    ops/matmul.py), else a new C-contiguous one."""
     dtype = a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
     if dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:          # float32, float64
-        return np.matmul(a, b)
+        return np.matmul(a, b, out=out)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if b.shape[-2] != k:
         raise ValueError(f"matmul: inner dimensions differ: {a.shape} @ {b.shape}")
-    if b.ndim == 2 and a.ndim > 2:   # (..., M, K) @ (K, N): one GEMM over all rows
-        return matmul(a.reshape(-1, k), b).reshape(a.shape[:-1] + (n,))
     batch = a.shape[:-2] if a.shape[:-2] == b.shape[:-2] else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    out = np.empty(batch + (m, n), dtype)
+    if out is None:
+        if b.ndim == 2 and a.ndim > 2:   # (..., M, K) @ (K, N): one GEMM over all rows
+            return matmul(a.reshape(-1, k), b).reshape(a.shape[:-1] + (n,))
+        out = np.empty(batch + (m, n), dtype)
+        c = out.reshape(math.prod(batch), 1, m, n)                      # (matrices, 1, M, N)
+    else:
+        if out.shape != batch + (m, n):
+            raise ValueError(f"matmul: out has shape {out.shape}; {a.shape} @ {b.shape} is {batch + (m, n)}")
+        c = _as_4d_in_place(out)                                         # (C1, C2, M, N), rows contiguous
+        if c is None or out.dtype != dtype or out.strides[-1] != dtype.itemsize:
+            out[...] = matmul(a, b)              # a layout the kernels cannot write: through a copy
+            return out
     if out.size == 0:
         return out
     if k == 0:
@@ -86,8 +97,23 @@ def matmul(a, b):
     chunks = min(items, 4 * numba.get_num_threads()) if parallel else 1
     kernel = (small_gemm.small_gemm_kernel(dtype, parallel, small_gemm.tile_for(n, dtype.itemsize)) if small
               else gemm.gemm_kernel(dtype, parallel))
-    kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, out.reshape(-1, m, n), chunks)
+    kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)
     return out
+
+
+def _as_4d_in_place(x):
+    """x viewed as (batch1, batch2, rows, cols) without copying, or None if that would
+    need a copy (more than two batch dims that cannot be merged)."""
+    if x.ndim < 2:
+        return None
+    if x.ndim <= 4:
+        return x[(None,) * (4 - x.ndim)]
+    view = x.view()
+    try:
+        view.shape = (-1,) + x.shape[-3:]        # raises rather than copy
+    except AttributeError:
+        return None
+    return view
 
 
 def _as_4d(x, dtype):

@@ -17,9 +17,9 @@ import math
 import numpy as np
 
 
-def matmul(a, b):
-    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast."""
-    return np.matmul(a, b)
+def matmul(a, b, out=None):
+    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; into out if given."""
+    return np.matmul(a, b, out=out)
 
 
 def _row_max(x):

@@ -128,7 +128,8 @@ def _make_small_gemm(dtype, parallel, tile):
     def small_gemm(a, b, a_of, b_of, c, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t; the arguments are gemm.gemm_kernel's.
         Work items are (matrix, block of rows), split into `chunks` runs, one per thread task."""
-        t_count, m, n = c.shape
+        c2, m, n = c.shape[1:]
+        t_count = c.shape[0] * c2
         k = a.shape[3]
         a2, b2 = a.shape[1], b.shape[1]
         size = a.itemsize
@@ -140,7 +141,6 @@ def _make_small_gemm(dtype, parallel, tile):
         b_direct = n >= nr and b.strides[3] == size and b.strides[2] >= n * size
         c_direct = m >= MR and n >= nr
         cols = max(n, nr)
-        c_rows = c.reshape(t_count * m, n)                          # C's matrices stacked
         for chunk in prange(chunks):
             gemm.prefer_wide_vectors()
             a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
@@ -155,7 +155,7 @@ def _make_small_gemm(dtype, parallel, tile):
                 high = m if blk == blocks - 1 else low + BLOCK_ROWS
                 a_t = gemm.matrix_at(a, a_of[t] // a2, a_of[t] % a2)
                 b_t = gemm.matrix_at(b, b_of[t] // b2, b_of[t] % b2)
-                c_t = gemm.rows_from(c_rows, t * m, 0, m)           # these three views hold no reference
+                c_t = gemm.matrix_at(c, t // c2, t % c2)            # these three views hold no reference
                 if not a_direct:
                     for i in range(low, high):
                         for kk in range(k):
@@ -197,7 +197,7 @@ def _make_small_gemm(dtype, parallel, tile):
     t = numba.from_dtype(np.dtype(dtype))
     operand = numba.types.Array(t, 4, "A", readonly=True)
     index = numba.types.Array(numba.int64, 1, "C", readonly=True)
-    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 3, "C"), numba.int64)
+    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 4, "A"), numba.int64)
     small_gemm.__qualname__ = f"small_gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}, {tile}]"
     with gemm.slp_vectorizer():
         return njit(signature, parallel=parallel, **gemm.JIT)(small_gemm)

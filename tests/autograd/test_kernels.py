@@ -118,7 +118,7 @@ def _run_driver(kernel, a, b, chunks):
     """kernel (a gemm driver) on one batch of 3-D operands, the way jit.matmul calls it."""
     out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
     index = np.arange(a.shape[0])
-    kernel(a[None], b[None], index, index if b.shape[0] == a.shape[0] else np.zeros_like(index), out, chunks)
+    kernel(a[None], b[None], index, index if b.shape[0] == a.shape[0] else np.zeros_like(index), out[None], chunks)
     return out
 
 
@@ -575,3 +575,33 @@ def test_generated_micro_kernel_overwrites_or_adds_to_its_tile(accumulate):
     kernel = gemm.compile_micro_kernel(2, 3, np.float64, accumulate=accumulate)
     numba.njit(lambda a, b, k, c: kernel(a, b, k, c))(a_panel, b_panel, 5, tile)
     np.testing.assert_allclose(tile, a_panel.T @ b_panel + (before if accumulate else 0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_writes_into_an_out_array_of_any_layout(backend, dtype):
+    """kernels.matmul(a, b, out=...): the product's very bits, written where out's strides
+    say (rows contiguous: by the kernels themselves; columns contiguous: through a copy);
+    an out of the wrong shape is an error, raised before anything is written."""
+    from autograd import kernels
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4, 7, 5)).astype(dtype)
+    b = rng.standard_normal((3, 4, 5, 70)).astype(dtype)
+    previous = kernels.backend()
+    kernels.use_backend(backend)
+    try:
+        direct = kernels.matmul(a, b)
+        heads = np.empty((3, 7, 4, 70), dtype).transpose(0, 2, 1, 3)       # (B, T, H, d) seen as (B, H, T, d)
+        columns = np.empty((3, 4, 70, 7), dtype).swapaxes(-1, -2)         # columns contiguous
+        flat = np.empty((7, 70), dtype)[::-1]                               # rows in reverse, 2-D
+        for out in (heads, columns):
+            assert kernels.matmul(a, b, out=out) is out
+            np.testing.assert_array_equal(out, direct)
+        assert kernels.matmul(a[0, 0], b[0, 0], out=flat) is flat
+        np.testing.assert_array_equal(flat, direct[0, 0])
+        untouched = np.zeros((3, 4, 7, 69), dtype)
+        with pytest.raises(ValueError):
+            kernels.matmul(a, b, out=untouched)
+        assert not untouched.any()
+    finally:
+        kernels.use_backend(previous)
