@@ -398,13 +398,14 @@ def _make_gemm(dtype, parallel):
                 micro_kernel(strip, panel, kc, rows_from(c, top, j0, MR) if direct else rows_from(tile, 0, 0, MR))
                 if direct:
                     continue
-                for r in range(height):
+                for r in range(height):                           # rows typed contiguous: vectorized
+                    target, source = row_run(c, top + r, j0, width), row_run(tile, r, 0, width)
                     if first:
                         for j in range(width):
-                            c[top + r, j0 + j] = tile[r, j]
+                            target[j] = source[j]
                     else:
                         for j in range(width):
-                            c[top + r, j0 + j] += tile[r, j]
+                            target[j] += source[j]
 
     def gemm(a, b, a_of, b_of, c, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.

@@ -80,7 +80,7 @@ def matmul(a, b, out=None):
         if out.shape != batch + (m, n):
             raise ValueError(f"matmul: out has shape {out.shape}; {a.shape} @ {b.shape} is {batch + (m, n)}")
         c = _as_4d_in_place(out)                                         # (C1, C2, M, N), rows contiguous
-        if c is None or out.dtype != dtype or out.strides[-1] != dtype.itemsize:
+        if c is None or out.dtype != dtype or out.strides[-1] != dtype.itemsize or out.strides[-2] < n * dtype.itemsize:
             out[...] = matmul(a, b)              # a layout the kernels cannot write: through a copy
             return out
     if out.size == 0:

@@ -153,9 +153,10 @@ def _make_small_gemm(dtype, parallel, tile):
                 t, blk = item // blocks, item % blocks
                 low = blk * BLOCK_ROWS
                 high = m if blk == blocks - 1 else low + BLOCK_ROWS
+                # these three views hold no reference; c_t is typed row-major, (m, C's row stride)
                 a_t = gemm.matrix_at(a, a_of[t] // a2, a_of[t] % a2)
                 b_t = gemm.matrix_at(b, b_of[t] // b2, b_of[t] % b2)
-                c_t = gemm.matrix_at(c, t // c2, t % c2)            # these three views hold no reference
+                c_t = gemm.rows_from(gemm.matrix_at(c, t // c2, t % c2), 0, 0, m)
                 if not a_direct:
                     for i in range(low, high):
                         for kk in range(k):
