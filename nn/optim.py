@@ -146,13 +146,12 @@ class AdamW(Adam):
 
 
 def clip_grad_norm_(parameters, max_norm):
-    """Scale all gradients together so their global L2 norm is at most max_norm; returns
-    the norm before clipping."""
-    grads = [p.grad for p in parameters if p.grad is not None]
-    total = float(np.sqrt(sum(float(np.sum(np.square(g, dtype=np.float64))) for g in grads)))
+    """Scale all gradients together, in place, so their global L2 norm is at most max_norm;
+    returns the norm before clipping (PyTorch's torch.nn.utils.clip_grad_norm_)."""
+    grads = [p.grad for p in parameters if p.grad is not None]      # (parameters may be a generator)
+    total = float(np.sqrt(sum(kernels.sum_of_squares(g) for g in grads)))   # accumulated in float64
     if total > max_norm:
         scale = max_norm / (total + 1e-6)
-        for p in parameters:
-            if p.grad is not None:
-                p.grad = (p.grad * scale).astype(p.grad.dtype, copy=False)
+        for g in grads:
+            g *= g.dtype.type(scale)
     return total

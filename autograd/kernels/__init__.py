@@ -123,6 +123,11 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
 
 
+def sum_of_squares(x):
+    """See reference.sum_of_squares."""
+    return _current.sum_of_squares(x)
+
+
 def index_add_rows(out, ids, rows):
     """out[ids[i]] += rows[i] in place, a repeated id accumulating (a row lookup's gradient)."""
     return _current.index_add_rows(out, ids, rows)

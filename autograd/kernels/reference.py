@@ -84,6 +84,12 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)
 
 
+def sum_of_squares(x):
+    """sum of x**2 over all of x, accumulated in float64 (a Python float): the squared L2
+    norm that gradient clipping adds up over all parameters."""
+    return float(np.sum(np.square(x, dtype=np.float64)))
+
+
 def index_add_rows(out, ids, rows):
     """out[ids[i]] += rows[i] for every i, in order, in place: a repeated id accumulates
     (the gradient of a row lookup such as an embedding).  out (V, D), ids (N,), rows (N, D)."""

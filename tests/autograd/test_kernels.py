@@ -390,6 +390,21 @@ def test_index_add_rows_matches_numpy(dtype, ids):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (33, 65), (3, 0, 5), (1001, 3)])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_sum_of_squares_matches_numpy(dtype, shape, contiguous):
+    """Accumulated in float64 whatever the input's dtype: float32 gradients whose squares
+    would lose digits in a float32 sum (values around 1e3 next to 1e-3) give numpy's float64 result."""
+    rng = np.random.default_rng(sum(shape) + 1)
+    x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
+    if not contiguous:
+        x = np.asfortranarray(x).T if x.ndim > 1 else x[::-1]
+    got, want = jit.sum_of_squares(x), reference.sum_of_squares(x)
+    assert isinstance(got, float)
+    assert got == pytest.approx(want, rel=1e-13, abs=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rows,width", [(1, 1), (7, 33), (65, 7), (3, 129), (600, 131)])   # the last: parallel
 def test_layer_norm_kernels_match_numpy(dtype, rows, width):
     rng = np.random.default_rng(rows * width)

@@ -95,6 +95,15 @@ def test_clip_grad_norm_returns_total_norm_and_scales():
     assert clip_grad_norm_([a, b], 10.0) == pytest.approx(1.0, rel=1e-5)
 
 
+def test_clip_grad_norm_scales_in_place_and_takes_a_generator():
+    a, b = nn.Parameter(np.zeros(2, np.float32)), nn.Parameter(np.zeros(1, np.float32))
+    a.grad, b.grad = np.array([3.0, 0.0], np.float32), np.array([4.0], np.float32)
+    grad_of_a = a.grad
+    assert clip_grad_norm_((p for p in (a, b)), 0.5) == pytest.approx(5.0)
+    assert a.grad is grad_of_a and a.grad.dtype == np.float32         # scaled where it is, as in PyTorch
+    np.testing.assert_allclose(np.concatenate([a.grad, b.grad]), [0.3, 0.0, 0.4], rtol=1e-5)
+
+
 def test_noam_schedule_formula():
     p = nn.Parameter(np.zeros(1))
     opt = Adam([p], lr=2.0)
