@@ -7,7 +7,6 @@
     from autograd import Tensor, Value, no_grad, gradcheck
 """
 
-from autograd.memory import keep_freed_memory
 from autograd.scalar import Value
 from autograd.tensor import Tensor, as_tensor
 from autograd.function import Function
@@ -21,5 +20,3 @@ from autograd.anomaly import detect_anomaly, AnomalyError
 __all__ = ["Value", "Tensor", "as_tensor", "Function", "no_grad", "enable_grad", "is_grad_enabled", "cat", "stack",
            "where", "gradcheck", "GradcheckError", "manual_seed", "default_generator", "print_graph",
            "draw_graph", "detect_anomaly", "AnomalyError"]
-
-keep_freed_memory()   # reuse freed array memory instead of page-faulting it in again (autograd/memory.py)

@@ -4,20 +4,30 @@ Each training step allocates and frees the same few hundred arrays.  glibc's mal
 arrays above its mmap threshold (128 KiB at first) with fresh pages from the kernel and
 returns them on free, so every step faults the same memory in again; raising the mmap
 and trim thresholds keeps that memory in the heap for the next step (PyTorch keeps a
-caching allocator for the same reason).  This changes the whole process's allocator, so
-it is opt-in: the training loop and the benchmarks call it.  A no-op where glibc is absent.
+caching allocator for the same reason).  Measured on the GPT at nanoGPT's recipe size:
+2,200-3,000 page faults and 3.6-6.3 ms of system time per step without it, 3-18 faults and
+no system time with it (the Transformer's S/M/L steps: 719/3,574/8,496 faults -> 18/65/312).
+
+This changes the whole process's allocator, so it is opt-in: the training loops and the
+benchmarks call it (a loop of your own can too).  A no-op where glibc is absent, and when
+the user has chosen malloc settings of their own (the environment variables
+MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES).
 """
 
 import ctypes
 import ctypes.util
+import os
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_MAX = 32 * 1024 * 1024   # glibc's upper limit on 64-bit systems
+USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
 
 
 def keep_freed_memory():
     """Raise malloc's mmap and trim thresholds; returns True if glibc accepted them."""
+    if any(setting in os.environ for setting in USER_SETTINGS):
+        return False
     name = ctypes.util.find_library("c")
     if name is None:
         return False

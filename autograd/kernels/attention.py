@@ -227,12 +227,13 @@ def _make_attention(dtype):
                 l[r] += row[r]
 
     @register_jitable
-    def operand(x, buffer, in_place):
-        """x itself when its dims are multiples of the tile's already (in_place), else x
-        copied into the zero-padded buffer."""
+    def operand(x, b, h, buffer, in_place):
+        """Matrix (b, h) of x (4-D): read where it is (its rows, typed contiguous) when its
+        dims are multiples of the tile's already (in_place), else copied into the
+        zero-padded buffer."""
         if in_place:
-            return x
-        copy_padded(x, buffer, ONE)
+            return gemm.rows_from(gemm.matrix_at(x, b, h), 0, 0, x.shape[2])
+        copy_padded(gemm.matrix_at(x, b, h), buffer, ONE)
         return buffer
 
     @register_jitable(**JIT)
@@ -252,8 +253,9 @@ def _make_attention(dtype):
                 grads[r] = scale * w * (grads[r] - d[r])
 
     def attention_forward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse):
-        n_mats, t_q, d = q.shape
-        t_k, d_v = k.shape[1], v.shape[2]
+        heads = q.shape[1]
+        n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
+        t_k, d_v = k.shape[2], v.shape[3]
         t_q_padded, t_k_padded = round_up(t_q, NR), round_up(t_k, NR)
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
@@ -276,9 +278,10 @@ def _make_attention(dtype):
             k_p[:] = ZERO
             v_p[:] = ZERO
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                transpose.copy_transposed(q[n], q_t, scale)
-                k_n, v_n = operand(k[n], k_p, in_place), operand(v[n], v_p, in_place)
-                out_n = out[n]
+                b, h = n // heads, n % heads
+                transpose.copy_transposed(gemm.matrix_at(q, b, h), q_t, scale)
+                k_n, v_n = operand(k, b, h, k_p, in_place), operand(v, b, h, v_p, in_place)
+                out_n = gemm.matrix_at(out, b, h)
                 if mask_of[n] != described:
                     describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
@@ -319,8 +322,9 @@ def _make_attention(dtype):
                             lse[n, i0 + r] = m[r] + np.log(l[r])
 
     def attention_backward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse, dout, dq, dk, dv):
-        n_mats, t_q, d = q.shape
-        t_k, d_v = k.shape[1], v.shape[2]
+        heads = q.shape[1]
+        n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
+        t_k, d_v = k.shape[2], v.shape[3]
         t_q_padded, t_k_padded = round_up(t_q, NR), round_up(t_k, NR)
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
@@ -349,16 +353,20 @@ def _make_attention(dtype):
             for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
                 buffer[:] = ZERO
             for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                transpose.copy_transposed(q[n], q_t, scale)
-                transpose.copy_transposed(dout[n], do_t, ONE)
-                q_n, k_n = operand(q[n], q_p, in_place), operand(k[n], k_p, in_place)
-                v_n, do_n = operand(v[n], v_p, in_place), operand(dout[n], do_p, in_place)
-                dq_n = dq[n] if in_place else dq_p
-                dk_n = dk[n] if in_place else dk_p
-                dv_n = dv[n] if in_place else dv_p
-                for target in (dq_n, dk_n, dv_n):
-                    target[:] = ZERO
-                out_n, dout_n = out[n], dout[n]
+                b, h = n // heads, n % heads
+                out_n, dout_n = gemm.matrix_at(out, b, h), gemm.matrix_at(dout, b, h)
+                transpose.copy_transposed(gemm.matrix_at(q, b, h), q_t, scale)
+                transpose.copy_transposed(dout_n, do_t, ONE)
+                q_n, k_n = operand(q, b, h, q_p, in_place), operand(k, b, h, k_p, in_place)
+                v_n, do_n = operand(v, b, h, v_p, in_place), operand(dout, b, h, do_p, in_place)
+                # in place: the rows of dq's (b, h) matrix, typed contiguous (and as wide as
+                # the row stride: the columns past d belong to other heads, not zeroed here)
+                dq_n = gemm.rows_from(gemm.matrix_at(dq, b, h), 0, 0, t_q) if in_place else dq_p
+                dk_n = gemm.rows_from(gemm.matrix_at(dk, b, h), 0, 0, t_k) if in_place else dk_p
+                dv_n = gemm.rows_from(gemm.matrix_at(dv, b, h), 0, 0, t_k) if in_place else dv_p
+                dq_n[:, :d_padded] = ZERO
+                dk_n[:, :d_padded] = ZERO
+                dv_n[:, :d_v_padded] = ZERO
                 for i in range(t_q):
                     row_lse[0, i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
                     total, grad_row, out_row = ZERO, gemm.row_run(dout_n, i, 0, d_v), gemm.row_run(out_n, i, 0, d_v)
@@ -385,18 +393,20 @@ def _make_attention(dtype):
                         add_product(gt, True, rows, k_n, j0, d_padded, width, dq_blk,        # dQ += scale G K
                                     query_strips, i0 // MR, j0)
                 if not in_place:
-                    copy_padded(dq_p[:t_q, :d], dq[n], ONE)
-                    copy_padded(dk_p[:t_k, :d], dk[n], ONE)
-                    copy_padded(dv_p[:t_k, :d_v], dv[n], ONE)
+                    copy_padded(dq_p[:t_q, :d], gemm.matrix_at(dq, b, h), ONE)
+                    copy_padded(dk_p[:t_k, :d], gemm.matrix_at(dk, b, h), ONE)
+                    copy_padded(dv_p[:t_k, :d_v], gemm.matrix_at(dv, b, h), ONE)
 
     t = numba.from_dtype(np.dtype(dtype))
-    given = numba.types.Array(t, 3, "C")        # writable: read in place, they unify with the buffers
-    result = numba.types.Array(t, 3, "C")
+    # (B1, B2, T, d) arrays with any strides that keep rows contiguous: q, k, v may be the
+    # heads of a (B, T, H, d) array seen as (B, H, T, d), and out and the gradients are
+    # written in that layout, so that merging the heads back costs no copy
+    given = numba.types.Array(t, 4, "A", readonly=True)
+    result = numba.types.Array(t, 4, "A")
     mask_args = (numba.types.Array(numba.boolean, 3, "C", readonly=True),
                  numba.types.Array(numba.int64, 1, "C", readonly=True), numba.boolean, t, numba.int64)
     signatures = (numba.void(given, given, given, *mask_args, result, numba.types.Array(t, 2, "C")),
-                  numba.void(given, given, given, *mask_args, numba.types.Array(t, 3, "C", readonly=True),
-                             numba.types.Array(t, 2, "C", readonly=True),
+                  numba.void(given, given, given, *mask_args, given, numba.types.Array(t, 2, "C", readonly=True),
                              given, result, result, result))
     kernels = []
     for kernel, signature in zip((attention_forward, attention_backward), signatures):
@@ -438,11 +448,25 @@ def _chunks(n):
     return min(n, 4 * numba.get_num_threads()) if numba.get_num_threads() > 1 else 1
 
 
-def _operands(dtype, *arrays):
-    """The arrays C-contiguous and writable (the kernels' one signature; they are read in
-    place, not written)."""
-    arrays = [np.ascontiguousarray(x, dtype) for x in arrays]
-    return [x if x.flags.writeable else x.copy() for x in arrays]
+def _as_4d(x, dtype):
+    """x (..., T, d) as (B1, B2, T, d) with its rows contiguous: a view when its batch dims
+    allow one (any two, such as the heads of a (B, T, H, d) array seen as (B, H, T, d)),
+    else a copy."""
+    x = np.asarray(x, dtype)
+    if x.strides[-1] != x.itemsize or x.strides[-2] < x.shape[-1] * x.itemsize:   # rows apart, in order
+        x = np.ascontiguousarray(x)
+    if x.ndim <= 4:
+        return x[(None,) * (4 - x.ndim)]
+    return x.reshape((-1,) + x.shape[-3:])            # merges the batch dims (a copy if it must)
+
+
+def _empty_laid_out_as(template, shape, dtype):
+    """np.empty(shape) whose leading dims lie in memory in the order the template's do, its
+    last dim contiguous: the output of heads seen as (B, H, T, d) in (B, T, H, d) memory is
+    then (B, T, H, d) memory too, and merging the heads back is a view, not a copy."""
+    lead = sorted(range(len(shape) - 1), key=lambda i: -template.strides[i])    # outermost first
+    order = lead + [len(shape) - 1]
+    return np.empty([shape[i] for i in order], dtype).transpose(np.argsort(order))
 
 
 def _check_mask(mask, q, k):
@@ -450,39 +474,44 @@ def _check_mask(mask, q, k):
     kernels index it per matrix and would read past its end otherwise."""
     if mask is None:
         return
-    n, t_q, t_k = len(q), q.shape[1], k.shape[1]
+    n, t_q, t_k = math.prod(q.shape[:-2]), q.shape[-2], k.shape[-2]
     if mask.dtype != np.bool_ or mask.ndim < 2 or mask.shape[-2:] != (t_q, t_k) or math.prod(mask.shape[:-2]) != n:
         raise ValueError(f"fused attention needs a boolean mask (..., T_q, T_k) = (..., {t_q}, {t_k}) whose leading "
                          f"dims hold the {n} matrices; got {mask.dtype} {mask.shape} (broadcast it first)")
 
 
 def attention_forward(q, k, v, mask, scale):
-    """q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask (..., T_q, T_k) bool with the N
-    matrices in its leading dims, or None -> (out (N, T_q, d_v), lse (N, T_q)).  Same as
-    reference.attention_forward."""
-    q, k, v = _operands(q.dtype, q, k, v)
+    """q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v) with the same batch dims (any
+    strides), mask (..., T_q, T_k) bool with the matrices in its leading dims, or None ->
+    (out (..., T_q, d_v), lse (..., T_q)).  Same as reference.attention_forward; out is
+    laid out in memory as q is (_empty_laid_out_as)."""
+    dtype = q.dtype
     _check_mask(mask, q, k)
-    out = np.empty(q.shape[:2] + (v.shape[2],), q.dtype)
-    lse = np.full(q.shape[:2], -np.inf, q.dtype)
-    if out.size and k.shape[1]:
-        forward = _kernels_for(q.dtype.type)[0]
-        forward(q, k, v, *_mask_matrices(mask, len(q)), mask is not None, q.dtype.type(scale), _chunks(len(q)), out, lse)
+    q4, k4, v4 = (_as_4d(x, dtype) for x in (q, k, v))                  # (B1, B2, T, d) each
+    n, t_q = q4.shape[0] * q4.shape[1], q4.shape[2]
+    out = _empty_laid_out_as(q4, q4.shape[:3] + (v4.shape[3],), dtype)    # (B1, B2, T_q, d_v)
+    lse = np.full((n, t_q), -np.inf, dtype)
+    if out.size and k4.shape[2]:
+        forward = _kernels_for(dtype.type)[0]
+        forward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale), _chunks(n), out, lse)
     else:
         out[...] = 0
-    return out, lse
+    return out.reshape(q.shape[:-1] + (v.shape[-1],)), lse.reshape(q.shape[:-1])
 
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
-    """Gradients (dq, dk, dv) of attention_forward's output; same as reference.attention_backward."""
-    q, k, v, dout = _operands(q.dtype, q, k, v, dout)
+    """Gradients (dq, dk, dv) of attention_forward's output, each laid out in memory as its
+    operand is; same as reference.attention_backward."""
+    dtype = q.dtype
     _check_mask(mask, q, k)
-    out = np.ascontiguousarray(out, q.dtype)
-    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)        # the kernel writes every entry
-    if q.size and k.shape[1]:
-        backward = _kernels_for(q.dtype.type)[1]
-        backward(q, k, v, *_mask_matrices(mask, len(q)), mask is not None, q.dtype.type(scale), _chunks(len(q)),
-                 out, lse, dout, dq, dk, dv)
+    q4, k4, v4 = (_as_4d(x, dtype) for x in (q, k, v))
+    n = q4.shape[0] * q4.shape[1]
+    grads = [np.empty_like(x, order="K") for x in (q4, k4, v4)]          # the kernel writes every entry
+    if q4.size and k4.shape[2]:
+        backward = _kernels_for(dtype.type)[1]
+        backward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale), _chunks(n),
+                 _as_4d(out, dtype), np.ascontiguousarray(lse, dtype).reshape(n, -1), _as_4d(dout, dtype), *grads)
     else:
-        for g in (dq, dk, dv):
+        for g in grads:
             g[...] = 0
-    return dq, dk, dv
+    return tuple(g.reshape(x.shape) for g, x in zip(grads, (q, k, v)))

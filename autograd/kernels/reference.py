@@ -160,19 +160,20 @@ def _gelu_cdf(x, approximate):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def _flat_mask(mask):
-    """A mask of shape (..., T_q, T_k) whose leading dims hold the N matrices, as (N, T_q, T_k)."""
-    return None if mask is None else np.reshape(mask, (-1,) + mask.shape[-2:])
+def _batch_mask(mask, q):
+    """A mask of shape (..., T_q, T_k) whose leading dims hold q's matrices (in any shape of
+    the same size, in order), shaped as q's batch: (*q.shape[:-2], T_q, T_k)."""
+    return None if mask is None else np.reshape(mask, q.shape[:-2] + mask.shape[-2:])
 
 
 def attention_forward(q, k, v, mask, scale):
-    """Fused attention's twin: q (N, T_q, d), k (N, T_k, d), v (N, T_k, d_v), mask boolean
-    (True = may attend) of shape (..., T_q, T_k) with N matrices in its leading dims (any
-    strides: a mask broadcast over heads is not copied per head) or None ->
-    (out (N, T_q, d_v), lse (N, T_q)), with out = softmax(q k^T scale) v and lse the rows'
-    log-sum-exp (-inf, and out 0, for a fully masked row)."""
-    mask = _flat_mask(mask)
-    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale                 # (N, T_q, T_k)
+    """Fused attention's twin: q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v) with one
+    batch shape, mask boolean (True = may attend) of shape (..., T_q, T_k) with the matrices
+    in its leading dims (any strides: a mask broadcast over heads is not copied per head) or
+    None -> (out (..., T_q, d_v), lse (..., T_q)), with out = softmax(q k^T scale) v and lse
+    the rows' log-sum-exp (-inf, and out 0, for a fully masked row)."""
+    mask = _batch_mask(mask, q)
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale                 # (..., T_q, T_k)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     m = np.max(scores, axis=-1, keepdims=True) if scores.shape[-1] else np.full(scores.shape[:-1] + (1,), -np.inf)
@@ -187,7 +188,7 @@ def attention_forward(q, k, v, mask, scale):
 
 def attention_weights(q, k, mask, scale, lse):
     """The attention weights exp(q k^T scale - lse), 0 where masked or the row is fully masked."""
-    mask = _flat_mask(mask)
+    mask = _batch_mask(mask, q)
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
     with np.errstate(invalid="ignore"):
         weights = np.exp(scores - lse[..., None])
@@ -197,7 +198,7 @@ def attention_weights(q, k, mask, scale, lse):
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
     """Gradients (dq, dk, dv) of attention_forward, recomputing the weights from lse."""
-    p = attention_weights(q, k, mask, scale, lse)                          # (N, T_q, T_k)
+    p = attention_weights(q, k, mask, scale, lse)                          # (..., T_q, T_k)
     dv = np.matmul(np.swapaxes(p, -1, -2), dout)
     dp = np.matmul(dout, np.swapaxes(v, -1, -2))
     ds = p * (dp - (dout * out).sum(-1, keepdims=True)) * scale

@@ -1,7 +1,5 @@
 """Fused scaled dot-product attention: one op for softmax(q k^T * scale, masked) v."""
 
-import math
-
 import numpy as np
 
 from autograd import kernels
@@ -23,17 +21,17 @@ class ScaledDotProductAttention(Function):
         if k.shape[:-2] != batch or v.shape[:-2] != batch or k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
             raise ValueError(f"fused attention needs q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v) with one "
                              f"batch shape; got q {q.shape}, k {k.shape}, v {v.shape}")
-        n = math.prod(batch)
-        (t_q, d), (t_k, d_v) = q.shape[-2:], v.shape[-2:]
-        flat = (q.reshape(n, t_q, d), k.reshape(n, t_k, d), v.reshape(n, t_k, d_v))   # (N, T, d) each
+        t_q, t_k = q.shape[-2], k.shape[-2]
         if mask is not None:
             mask = np.broadcast_to(mask, batch + (t_q, t_k))     # (..., T_q, T_k): a view, not N copies
-        out, lse = kernels.attention_forward(*flat, mask, scale)                       # (N, T_q, d_v), (N, T_q)
-        ctx.save_for_backward(*flat, out, lse)
-        ctx.mask, ctx.scale, ctx.shapes = mask, scale, (q.shape, k.shape, v.shape)
-        return out.reshape(batch + (t_q, d_v))
+        # q, k, v go to the kernels as they are laid out (heads of a (B, T, H, d) array, seen
+        # as (B, H, T, d), need no copy); out, and in backward the gradients, come back laid
+        # out like q (each like its operand), so merging the heads back is a view too
+        out, lse = kernels.attention_forward(q, k, v, mask, scale)                     # (..., T_q, d_v), (..., T_q)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.mask, ctx.scale = mask, scale
+        return out
 
     def backward(ctx, grad):
         q, k, v, out, lse = ctx.saved_tensors
-        grads = kernels.attention_backward(q, k, v, ctx.mask, ctx.scale, out, lse, grad.reshape(out.shape))
-        return tuple(g.reshape(shape) for g, shape in zip(grads, ctx.shapes))
+        return kernels.attention_backward(q, k, v, ctx.mask, ctx.scale, out, lse, grad)

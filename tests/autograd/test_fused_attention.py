@@ -90,6 +90,44 @@ def test_a_mask_broadcast_over_heads_is_kept_once_per_batch_element():
         np.testing.assert_allclose(got, want, atol=1e-11)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t,d", [(64, 32), (13, 20)])              # whole tiles (read in place), padded
+def test_heads_of_a_b_t_h_d_array_go_in_and_out_without_copies(dtype, t, d):
+    """q, k, v as MultiHeadAttention makes them: heads of a (B, T, H, d) array seen as
+    (B, H, T, d).  The kernels read them where they are; out is written in (B, T, H, d)
+    memory and each gradient in its operand's, so merging the heads back is a view."""
+    rng = np.random.default_rng(t + d)
+    b, h = 3, 2
+    q, k, v = (rng.standard_normal((b, t, h, d)).astype(dtype).transpose(0, 2, 1, 3) for _ in range(3))
+    mask = np.broadcast_to(causal_mask(t), (b, h, t, t))
+    out, lse = fused.attention_forward(q, k, v, mask, 0.3)
+    assert out.shape == (b, h, t, d) and lse.shape == (b, h, t)
+    assert out.transpose(0, 2, 1, 3).flags.c_contiguous                   # (B, T, H, d) memory
+    want_out, want_lse = reference.attention_forward(q, k, v, mask, 0.3)
+    tol = TOLERANCE[dtype]
+    np.testing.assert_allclose(out, want_out, atol=tol, rtol=tol)
+    np.testing.assert_allclose(lse, want_lse, atol=tol, rtol=tol)
+    dout = rng.standard_normal((b, t, h, d)).astype(dtype).transpose(0, 2, 1, 3)
+    grads = fused.attention_backward(q, k, v, mask, 0.3, out, lse, dout)
+    for got, want in zip(grads, reference.attention_backward(q, k, v, mask, 0.3, want_out, want_lse, dout)):
+        assert got.transpose(0, 2, 1, 3).flags.c_contiguous
+        np.testing.assert_allclose(got, want, atol=10 * tol, rtol=10 * tol)
+
+
+def test_more_than_two_batch_dims_and_rows_out_of_order():
+    """(2, 3, 2, T, d) batches are merged to two dims; rows read backwards are copied first."""
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((2, 3, 2, 9, 5)) for _ in range(3))
+    out, lse = fused.attention_forward(q, k[..., ::-1, :], v, None, 0.7)
+    want_out, want_lse = reference.attention_forward(q, k[..., ::-1, :], v, None, 0.7)
+    assert out.shape == (2, 3, 2, 9, 5) and lse.shape == (2, 3, 2, 9)
+    np.testing.assert_allclose(out, want_out, atol=1e-12)
+    np.testing.assert_allclose(lse, want_lse, atol=1e-12)
+    for got, want in zip(fused.attention_backward(q, k[..., ::-1, :], v, None, 0.7, out, lse, out),
+                         reference.attention_backward(q, k[..., ::-1, :], v, None, 0.7, want_out, want_lse, want_out)):
+        np.testing.assert_allclose(got, want, atol=1e-11)
+
+
 def test_kernels_take_non_contiguous_size_one_and_empty_inputs():
     q, k, v, mask = operands(np.float64, n=2, t_q=1, t_k=1, d=3, d_v=1)
     out, lse = fused.attention_forward(q, k, v, None, 1.0)
