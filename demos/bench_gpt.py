@@ -55,14 +55,15 @@ def torch_engine(model, cfg):
     return step, evaluate
 
 
-def step_times(steps, rounds=3, profile=False):
-    """Median ms per training step of both engines on one fixed batch, rounds interleaved;
-    with profile, then where our step spends its time (bench_train.profile)."""
+def step_times(steps, rounds=3, profile=False, attention="fused"):
+    """Median ms per training step of both engines on one fixed batch, rounds interleaved,
+    ours with `attention` ("fused" or "composed"); with profile, then where our step spends
+    its time (bench_train.profile)."""
     from demos.bench_train import _median
     from demos.bench_train import profile as print_profile
     from transformer.lm_training import our_engine
 
-    cfg = LMTrainConfig()
+    cfg = LMTrainConfig(attention=attention)
     ours, theirs = _models(VOCAB, cfg)
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)), rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size))
@@ -86,13 +87,14 @@ def step_times(steps, rounds=3, profile=False):
     return result
 
 
-def recipe(data_path=None):
-    """Both engines through the whole recipe from the same weights, batches and seed."""
+def recipe(data_path=None, attention="fused"):
+    """Both engines through the whole recipe from the same weights, batches and seed (ours
+    with `attention`)."""
     from demos.gpt import load_corpus
     from transformer.lm_training import our_engine, train_lm
     from transformer.text import CharDataset
 
-    cfg = LMTrainConfig()
+    cfg = LMTrainConfig(attention=attention)
     text, source = load_corpus(data_path)
     data = CharDataset(text, cfg.block_size)
     ours, theirs = _models(len(data.vocab), cfg)

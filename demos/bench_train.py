@@ -31,6 +31,8 @@ def parse_args(argv=None):
     parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
     parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
+    parser.add_argument("--attention", choices=["fused", "composed"], default="fused",
+                        help="--model gpt: our attention (PyTorch's is its fused scaled_dot_product_attention)")
     parser.add_argument("--size", choices=sorted(SIZES), default="S", help="--model transformer: the model's size")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60)
@@ -207,10 +209,11 @@ def main(argv=None):
 
 def gpt(args):
     from demos import bench_gpt
-    result = bench_gpt.step_times(args.steps, profile=args.profile)
-    result["threads"] = args.threads
+    result = bench_gpt.step_times(args.steps, profile=args.profile, attention=args.attention)
+    result["threads"], result["attention"] = args.threads, args.attention
     print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
-          f"{args.threads} thread(s), median of {args.steps} steps, 3 interleaved rounds")
+          f"{args.threads} thread(s), median of {args.steps} steps, 3 interleaved rounds; our attention "
+          f"{args.attention}, PyTorch's its fused scaled_dot_product_attention")
     print(f"  largest logit difference between the engines (same weights): {result['logits_max_abs_diff']:.1e}")
     for engine, label in (("ours", "ours (numba kernels)"), ("pytorch", "PyTorch CPU")):
         rounds = ", ".join(f"{ms:.1f}" for ms in result[f"{engine}_ms"])
@@ -218,7 +221,7 @@ def gpt(args):
               f"{result[f'{engine}_tokens_per_s']:8.0f} tokens/s")
     print(f"  ours / PyTorch = {result['ratio_vs_pytorch']:.2f}x")
     if args.recipe:
-        result["recipe"] = runs = bench_gpt.recipe(args.data)
+        result["recipe"] = runs = bench_gpt.recipe(args.data, attention=args.attention)
         print(f"\nafter the recipe: validation loss ours {runs['ours']['val_loss']:.4f} in {runs['ours']['seconds']:.0f} s, "
               f"PyTorch {runs['pytorch']['val_loss']:.4f} in {runs['pytorch']['seconds']:.0f} s "
               f"(difference {runs['val_loss_difference']:+.4f})")

@@ -9,6 +9,7 @@ Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, 
 softmax does not saturate into a one-hot choice (see demos/scaling.py).
 """
 
+import contextlib
 import functools
 import math
 import os
@@ -40,6 +41,16 @@ def use_fused_attention(fused=True):
     global FUSED
     previous, FUSED = FUSED, bool(fused)
     return previous
+
+
+@contextlib.contextmanager
+def attention_kind(fused):
+    """use_fused_attention(fused) inside the block, the previous setting after it."""
+    previous = use_fused_attention(fused)
+    try:
+        yield
+    finally:
+        use_fused_attention(previous)
 
 
 def _checked_mask(mask, scores_shape):
