@@ -1,5 +1,7 @@
 """Reductions over one, several or all dims."""
 
+import math
+
 import numpy as np
 
 from autograd.function import Function, normalize_dims
@@ -39,7 +41,7 @@ class Mean(Function):
     def forward(ctx, a, dim=None, keepdim=False):
         ctx.dims = normalize_dims(dim, a.ndim, "mean")
         ctx.in_shape, ctx.kept_shape = a.shape, _kept_shape(a.shape, ctx.dims)
-        ctx.count = int(np.prod([a.shape[d] for d in ctx.dims]))
+        ctx.count = math.prod(a.shape[d] for d in ctx.dims)
         return np.mean(a, axis=ctx.dims, keepdims=keepdim)
 
     def backward(ctx, grad):

@@ -2,6 +2,8 @@
 expand, indexing, concatenation and stacking, and their inverses splitting and unbinding
 (ops with several outputs).  Their backward moves the gradient back."""
 
+import math
+
 import numpy as np
 
 from autograd import kernels
@@ -14,7 +16,7 @@ class Reshape(Function):
 
     def forward(ctx, a, shape):
         ctx.in_shape = a.shape
-        known = int(np.prod([n for n in shape if n != -1]))
+        known = math.prod(n for n in shape if n != -1)
         if list(shape).count(-1) > 1 or (-1 not in shape and known != a.size) or (
                 -1 in shape and (known == 0 or a.size % known)):
             raise ValueError(f"cannot reshape a tensor of shape {a.shape} ({a.size} elements) to {shape}")
