@@ -1,6 +1,7 @@
 """The GPT half of demos/bench_train.py (`--model gpt`): our DecoderOnly against the same
 GPT in PyTorch (demos/torch_gpt.py), step time and, with --recipe, a whole training run."""
 
+import dataclasses
 import time
 
 import numpy as np
@@ -55,35 +56,55 @@ def torch_engine(model, cfg):
     return step, evaluate
 
 
-def step_times(steps, rounds=3, profile=False, attention="fused"):
-    """Median ms per training step of both engines on one fixed batch, rounds interleaved,
-    ours with `attention` ("fused" or "composed"); with profile, then where our step spends
-    its time (bench_train.profile)."""
+def _median_ratio(numerators, denominators):
+    ratios = sorted(a / b for a, b in zip(numerators, denominators))
+    return ratios[len(ratios) // 2]
+
+
+def step_times(steps, rounds=9, profile=False, attention=("fused",)):
+    """Median ms per training step on one fixed batch of PyTorch's GPT and of ours with
+    each kind of attention in `attention` ("fused", "composed"; the first is "ours"), all
+    in `rounds` short interleaved rounds of steps // 3 steps.  Ratios are medians of the
+    rounds' ratios: rounds a second apart see the same load, which on this shared machine
+    moved every engine's median by 20-30% from one minute to the next.  With profile, then
+    where our (first) step spends its time (bench_train.profile)."""
     from demos.bench_train import _median
     from demos.bench_train import profile as print_profile
     from transformer.lm_training import our_engine
 
-    cfg = LMTrainConfig(attention=attention)
+    cfg = LMTrainConfig()
     ours, theirs = _models(VOCAB, cfg)
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)), rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size))
-    result = {"logits_max_abs_diff": None, "ours_ms": [], "pytorch_ms": []}
+    result = {"logits_max_abs_diff": None}
     if theirs is not None:
         import torch
         with torch.no_grad():
             result["logits_max_abs_diff"] = float(np.abs(theirs(torch.from_numpy(x)).numpy() - ours(x).data).max())
-    our_step = our_engine(ours, cfg)[0]
-    their_step = torch_engine(theirs, cfg)[0]
+    # one model, stepped by each engine in turn (only the time of a step is wanted here)
+    steppers = {kind: our_engine(ours, dataclasses.replace(cfg, attention=kind))[0] for kind in attention}
+    steppers["pytorch"] = torch_engine(theirs, cfg)[0]
+    for step in steppers.values():
+        for _ in range(5):               # warm-up: compilation, caches, allocator
+            step(x, y, cfg.lr)
+    by_round = {name: [] for name in steppers}
     for _ in range(rounds):
-        result["ours_ms"].append(_median(lambda: our_step(x, y, cfg.lr), steps) * 1e3)
-        result["pytorch_ms"].append(_median(lambda: their_step(x, y, cfg.lr), steps) * 1e3)
+        for name, step in steppers.items():
+            by_round[name].append(_median(lambda: step(x, y, cfg.lr), max(steps // 3, 1)) * 1e3)
+    primary = attention[0]
     tokens = cfg.batch_size * cfg.block_size
-    for engine in ("ours", "pytorch"):
-        result[f"{engine}_median_ms"] = float(np.median(result[f"{engine}_ms"]))
-        result[f"{engine}_tokens_per_s"] = tokens / result[f"{engine}_median_ms"] * 1e3
-    result["ratio_vs_pytorch"] = result["ours_median_ms"] / result["pytorch_median_ms"]
+    for name, times in by_round.items():
+        key = "ours" if name == primary else name          # "pytorch", or a second kind of attention
+        result[f"{key}_ms"] = times
+        result[f"{key}_median_ms"] = float(np.median(times))
+        result[f"{key}_tokens_per_s"] = tokens / result[f"{key}_median_ms"] * 1e3
+    result["attention"] = primary
+    result["ratio_vs_pytorch"] = _median_ratio(by_round[primary], by_round["pytorch"])
+    for kind in attention[1:]:
+        result[f"{kind}_ratio_vs_pytorch"] = _median_ratio(by_round[kind], by_round["pytorch"])
+        result[f"ours_vs_{kind}"] = _median_ratio(by_round[primary], by_round[kind])
     if profile:
-        print_profile(lambda: our_step(x, y, cfg.lr))
+        print_profile(lambda: steppers[attention[0]](x, y, cfg.lr))
     return result
 
 

@@ -1,7 +1,7 @@
 """Milliseconds per training step (forward, backward, optimizer), ours against PyTorch.
 
     python -m demos.bench_train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
-    python -m demos.bench_train --model gpt [--threads 1] [--recipe]
+    python -m demos.bench_train --model gpt [--threads 1] [--attention fused [composed]] [--recipe]
 
 --model transformer (the default): the encoder-decoder on the reverse task, post-norm,
 dropout 0, Adam, at one of three sizes (d_model, heads, d_ff, layers per side, batch, length):
@@ -10,7 +10,9 @@ It also counts the step's matmul FLOPs and prints the time numpy's BLAS would ne
 at its large-matrix rate (measured in the same run): the "BLAS limit" of the step.
 --model gpt: nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12,
 exact GELU, no biases, tied embeddings), AdamW with clipping, both engines starting from
-the same weights; it also prints the largest logit difference between them.  --recipe
+the same weights, ours with the fused attention (as PyTorch's nanoGPT) unless --attention
+composed (--attention fused composed times both, interleaved), in 9 short interleaved
+rounds; it also prints the largest logit difference between them.  --recipe
 then trains both for the whole recipe (2000 iterations) on the same corpus, batches and
 seed, and compares validation losses and wall times.
 
@@ -31,8 +33,9 @@ def parse_args(argv=None):
     parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
     parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
-    parser.add_argument("--attention", choices=["fused", "composed"], default="fused",
-                        help="--model gpt: our attention (PyTorch's is its fused scaled_dot_product_attention)")
+    parser.add_argument("--attention", choices=["fused", "composed"], nargs="+", default=["fused"],
+                        help="--model gpt: our attention (PyTorch's is its fused scaled_dot_product_attention); "
+                             "two kinds time our step with each, interleaved, the first for --recipe")
     parser.add_argument("--size", choices=sorted(SIZES), default="S", help="--model transformer: the model's size")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60)
@@ -209,19 +212,24 @@ def main(argv=None):
 
 def gpt(args):
     from demos import bench_gpt
-    result = bench_gpt.step_times(args.steps, profile=args.profile, attention=args.attention)
-    result["threads"], result["attention"] = args.threads, args.attention
+    result = bench_gpt.step_times(args.steps, profile=args.profile, attention=tuple(dict.fromkeys(args.attention)))
+    result["threads"] = args.threads
     print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
-          f"{args.threads} thread(s), median of {args.steps} steps, 3 interleaved rounds; our attention "
-          f"{args.attention}, PyTorch's its fused scaled_dot_product_attention")
+          f"{args.threads} thread(s), 9 interleaved rounds of {max(args.steps // 3, 1)} steps (medians); PyTorch's "
+          f"attention is its fused scaled_dot_product_attention")
     print(f"  largest logit difference between the engines (same weights): {result['logits_max_abs_diff']:.1e}")
-    for engine, label in (("ours", "ours (numba kernels)"), ("pytorch", "PyTorch CPU")):
+    engines = [("ours", f"ours, {result['attention']} attention")]
+    engines += [(kind, f"ours, {kind} attention") for kind in args.attention[1:] if kind != result["attention"]]
+    for engine, label in engines + [("pytorch", "PyTorch CPU")]:
         rounds = ", ".join(f"{ms:.1f}" for ms in result[f"{engine}_ms"])
-        print(f"  {label:<21} {result[f'{engine}_median_ms']:7.2f} ms/step ({rounds}), "
+        print(f"  {label:<25} {result[f'{engine}_median_ms']:7.2f} ms/step ({rounds}), "
               f"{result[f'{engine}_tokens_per_s']:8.0f} tokens/s")
-    print(f"  ours / PyTorch = {result['ratio_vs_pytorch']:.2f}x")
+    print(f"  ours / PyTorch = {result['ratio_vs_pytorch']:.2f}x (medians of the rounds' ratios)")
+    for kind, _ in engines[1:]:
+        print(f"  ours with {kind} attention / PyTorch = {result[f'{kind}_ratio_vs_pytorch']:.2f}x;  "
+              f"{result['attention']} / {kind} = {result[f'ours_vs_{kind}']:.2f}x")
     if args.recipe:
-        result["recipe"] = runs = bench_gpt.recipe(args.data, attention=args.attention)
+        result["recipe"] = runs = bench_gpt.recipe(args.data, attention=result["attention"])
         print(f"\nafter the recipe: validation loss ours {runs['ours']['val_loss']:.4f} in {runs['ours']['seconds']:.0f} s, "
               f"PyTorch {runs['pytorch']['val_loss']:.4f} in {runs['pytorch']['seconds']:.0f} s "
               f"(difference {runs['val_loss_difference']:+.4f})")

@@ -227,10 +227,26 @@ def collect_steps(runs):
             claims[f"transformer {size} {threads}"] = (
                 f"| {size} | {threads} | {r['matmul_gflop']:.2f} | {r['ours_ms']:.1f} | {r['pytorch_ms']:.1f} | "
                 f"{bench_train.ratio_of_rounds(r):.2f}x | {r['blas_limit_ms']:.1f} |")
+    return claims, {}
+
+
+def gpt_step_commands(runs):
+    return [["demos.bench_train", "--model", "gpt", "--threads", "1", "--attention", "fused", "composed", "--json",
+             f"{runs}/bench/gpt-1.json"],
+            ["demos.bench_train", "--model", "gpt", "--threads", "2", "--json", f"{runs}/bench/gpt-2.json"]]
+
+
+def collect_gpt_steps(runs):
+    claims = {}
     for threads in (1, 2):
         g = load(f"{runs}/bench/gpt-{threads}.json")
         claims[f"gpt {threads}"] = (f"| {threads} | {g['ours_median_ms']:.1f} | {g['pytorch_median_ms']:.1f} | "
                                     f"{g['ratio_vs_pytorch']:.2f}x | {g['ours_tokens_per_s']:,.0f} |")
+    g = load(f"{runs}/bench/gpt-1.json")
+    claims["gpt 1 composed"] = (f"| 1, composed attention | {g['composed_median_ms']:.1f} | {g['pytorch_median_ms']:.1f} | "
+                                f"{g['composed_ratio_vs_pytorch']:.2f}x | {g['composed_tokens_per_s']:,.0f} |")
+    claims["fused vs composed"] = (f"the fused attention made our step {g['ours_vs_composed']:.2f}x as long as the "
+                                   f"composed one")
     return claims, {}
 
 
@@ -257,11 +273,11 @@ GROUPS = {
     "kernels": (lambda runs: [["demos.bench_kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
     "steps": (lambda runs: [["demos.bench_train", "--size", size, "--steps", str(steps), "--threads", t,
                              "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
-                            for t in "12"]
-              + [["demos.bench_train", "--model", "gpt", "--threads", t, "--json", f"{runs}/bench/gpt-{t}.json"]
-                 for t in "12"], collect_steps),
+                            for t in "12"], collect_steps),
+    "gpt_steps": (gpt_step_commands, collect_gpt_steps),
     "attention": (lambda runs: [["demos.bench_attention", "--json", f"{runs}/bench/attention.json"]],
                   collect_attention),
+
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
                                ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
                                ["demos.tour", "--out", f"{runs}/tour"]], collect_pictures),

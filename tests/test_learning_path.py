@@ -54,4 +54,4 @@ def test_demos_debug_steps_from_the_engine_into_an_ops_backward(tmp_path):
                              "--out", str(tmp_path)], cwd=ROOT, input=commands, capture_output=True, text=True,
                             timeout=300)
     assert "> " + os.path.join(ROOT, "autograd", "engine.py") + "(66)run_backward()" in result.stdout
-    assert "ops/reduce.py(45)backward()" in result.stdout and "<Mean node, output shape ()>" in result.stdout
+    assert "ops/reduce.py(47)backward()" in result.stdout and "<Mean node, output shape ()>" in result.stdout

@@ -631,9 +631,9 @@ def sum_of_squares(x):
 def warmup(dtypes=(np.float32, np.float64)):
     """Compile (or load from the cache) every kernel for float32 and float64, serial and
     parallel, so that the first training step does not pay for compilation.  Not the fused
-    attention kernels: that op is opt-in (transformer.attention.use_fused_attention), and
-    they compile on first use (about 30 s for float32, 20 s for float64, once: then Numba's
-    cache has them)."""
+    attention kernels: that op is opt-in (transformer.attention.use_fused_attention; the
+    GPT recipe opts in), and they compile on first use (about 30 s for float32, 20 s for
+    float64, once: then Numba's cache has them)."""
     for dtype in dtypes:
         for parallel in (False, True):
             kernels = _rowwise_set(dtype, parallel)
