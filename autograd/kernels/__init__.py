@@ -65,6 +65,27 @@ def prepare():
         _current = _numba_backend()
 
 
+def prepare_attention(dtype):
+    """For numba, the fused attention kernels for dtype compiled (the first time, about 30 s
+    for float32, said on stderr) or loaded from Numba's cache now, not inside the first
+    training step.  A training loop that uses the fused op calls it before its clock starts."""
+    import sys
+    import numba
+    import numpy as np
+    prepare()
+    if _current is reference or numba.config.DISABLE_JIT:
+        return
+    from autograd.kernels import attention, compile_once
+    marker = compile_once._marker(_current, f"{np.dtype(dtype).name}-attention")
+    if not os.path.exists(marker):
+        print(f"autograd: compiling the fused attention kernels for {np.dtype(dtype).name}, once (about 30 s; "
+              "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+    attention._kernels_for(np.dtype(dtype).type)
+    if os.access(os.path.dirname(marker), os.W_OK):
+        with open(marker, "w") as done:
+            done.write("the fused attention kernels are in Numba's cache\n")
+
+
 def warmup():
     """Compile (or load from Numba's cache) every Numba kernel now rather than on first use."""
     _numba_backend().warmup()

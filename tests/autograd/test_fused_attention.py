@@ -128,6 +128,13 @@ def test_more_than_two_batch_dims_and_rows_out_of_order():
         np.testing.assert_allclose(got, want, atol=1e-11)
 
 
+def test_prepare_attention_makes_the_kernels_ready(monkeypatch):
+    from autograd import kernels
+    monkeypatch.setattr(fused, "_kernels", {})                  # as in a process that has not used them
+    kernels.prepare_attention(np.float64)
+    assert set(fused._kernels) == {np.float64}
+
+
 def test_kernels_take_non_contiguous_size_one_and_empty_inputs():
     q, k, v, mask = operands(np.float64, n=2, t_q=1, t_k=1, d=3, d_v=1)
     out, lse = fused.attention_forward(q, k, v, None, 1.0)

@@ -259,9 +259,12 @@ def test_our_engine_runs_the_attention_its_config_names(monkeypatch):
     restored after it); both kinds give the same training to float32 rounding."""
     from autograd import ops
     from transformer import attention
-    fused_calls = []
+    from autograd import kernels
+    fused_calls, prepared = [], []
     apply = ops.ScaledDotProductAttention.apply
     monkeypatch.setattr(ops.ScaledDotProductAttention, "apply", lambda *a, **k: fused_calls.append(1) or apply(*a, **k))
+    prepare = kernels.prepare_attention
+    monkeypatch.setattr(kernels, "prepare_attention", lambda dtype: prepared.append(dtype) or prepare(dtype))
     data = CharDataset(TEXT, 8)
     x, y = data.batch("train", 4, np.random.default_rng(0))
     losses = {}
@@ -273,6 +276,7 @@ def test_our_engine_runs_the_attention_its_config_names(monkeypatch):
         calls_before = len(fused_calls)
         losses[kind] = [step(x, y, 1e-2) for _ in range(3)] + [evaluate(x, y)]
         assert (len(fused_calls) > calls_before) == (kind == "fused")      # 2 layers x 4 forwards
+        assert prepared == ([np.float32] if kind == "fused" else [])       # its kernels ready before the first step
         assert attention.FUSED is False                                    # the default, restored
     np.testing.assert_allclose(losses["fused"], losses["composed"], rtol=1e-5)
 
