@@ -15,13 +15,14 @@ _current = None      # the backend every call below goes to: the reference modul
 _numba_ready = False
 
 
-def _numba_backend():
+def _numba_backend(meanwhile=None):
     """The jit module, its kernels first compiled in a child process if Numba's cache lacks
-    them, so that this process runs them as loaded from the cache (see compile_once.py)."""
+    them, so that this process runs them as loaded from the cache (see compile_once.py);
+    meanwhile, if given, runs here while the child compiles."""
     global _numba_ready
     from autograd.kernels import compile_once, jit
     if not _numba_ready:
-        compile_once.compile_in_a_child_if_needed(jit)
+        compile_once.compile_in_a_child_if_needed(jit, meanwhile=meanwhile)
         _numba_ready = True
     return jit
 
@@ -67,23 +68,31 @@ def prepare():
 
 def prepare_attention(dtype):
     """For numba, the fused attention kernels for dtype compiled (the first time, about 30 s
-    for float32, said on stderr) or loaded from Numba's cache now, not inside the first
-    training step.  A training loop that uses the fused op calls it before its clock starts."""
+    for float32, said on stderr; while a child process compiles the other kernels, if it
+    has to) or loaded from Numba's cache now, not inside the first training step.  A
+    training loop that uses the fused op calls it before its clock starts."""
+    global _current
     import sys
     import numba
     import numpy as np
-    prepare()
     if _current is reference or numba.config.DISABLE_JIT:
         return
-    from autograd.kernels import attention, compile_once
-    marker = compile_once._marker(_current, f"{np.dtype(dtype).name}-attention")
-    if not os.path.exists(marker):
-        print(f"autograd: compiling the fused attention kernels for {np.dtype(dtype).name}, once (about 30 s; "
-              "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
-    attention._kernels_for(np.dtype(dtype).type)
-    if os.access(os.path.dirname(marker), os.W_OK):
-        with open(marker, "w") as done:
-            done.write("the fused attention kernels are in Numba's cache\n")
+    from autograd.kernels import attention, compile_once, jit
+    dtype = np.dtype(dtype)
+    marker = compile_once._marker(jit, f"{dtype.name}-attention")
+
+    def compile_attention():
+        if not os.path.exists(marker):
+            print(f"autograd: compiling the fused attention kernels for {dtype.name}, once (about 30 s; "
+                  "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+        attention._kernels_for(dtype.type)
+        if os.access(os.path.dirname(marker), os.W_OK):
+            with open(marker, "w") as done:
+                done.write("the fused attention kernels are in Numba's cache\n")
+
+    if isinstance(_current, _NumbaOnFirstCall):
+        _current = _numba_backend(meanwhile=compile_attention)
+    compile_attention()                  # made already if it ran meanwhile: then only looked up
 
 
 def warmup():

@@ -54,10 +54,12 @@ def _marker(jit, dtype):
     return os.path.join(jit._index_add_rows.stats.cache_path, f"autograd-{dtype}-kernels-{_digest()}.done")
 
 
-def compile_in_a_child_if_needed(jit, dtype="float32"):
+def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
     """Run jit.warmup for dtype ("float32" or "float64") in a child process unless the
     marker says it ran (see the module docstring).  Called before this process runs its
-    first kernel (float32) or makes its first float64 softmax."""
+    first kernel (float32) or makes its first float64 softmax.  meanwhile: a function this
+    process runs while the child compiles (the fused attention's own compilation: on two
+    cores the two overlap)."""
     if numba.config.DISABLE_JIT or os.environ.get(IN_PROCESS) == "1":
         return
     marker = _marker(jit, dtype)
@@ -70,11 +72,16 @@ def compile_in_a_child_if_needed(jit, dtype="float32"):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **{IN_PROCESS: "1"},
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    child = subprocess.run([sys.executable, "-c", CHILD_SCRIPT.format(dtype=dtype)], env=env, capture_output=True,
-                           text=True)
+    child = subprocess.Popen([sys.executable, "-c", CHILD_SCRIPT.format(dtype=dtype)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    finally:
+        _, stderr = child.communicate()
     if child.returncode != 0:
         warnings.warn("autograd: compiling the kernels in a child process failed; compiling them here "
-                      f"instead (their last bits may differ from a later run's):\n{child.stderr[-2000:]}")
+                      f"instead (their last bits may differ from a later run's):\n{stderr[-2000:]}")
         return
     with open(marker, "w") as done:
         done.write(f"jit.warmup((np.{dtype},)) ran in a child process; see autograd/kernels/compile_once.py\n")
