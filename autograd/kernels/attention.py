@@ -23,7 +23,8 @@ times the scale both of its uses need):
 
 The products that sum (the output, the three gradients) add straight into their targets
 (the micro-kernel's adding variant), the gradients into dq, dk, dv themselves when the
-dims are whole tiles.
+dims are whole tiles; the first product to reach a strip of a gradient stores instead of
+adding, so the gradients are never zeroed beforehand.
 
 A block's scores are kept transposed, S^T (keys x queries): the softmax's statistics per
 query (running max, sum, shift) are then vectors across a row of S^T, and every step of
@@ -149,6 +150,18 @@ def copy_padded(x, target, factor):
 
 
 @register_jitable
+def zero_unsummed(x, summed, rows, cols):
+    """x[:rows, :cols] = 0 in the strips of MR rows that no product wrote (summed[s] False):
+    the gradients are written by their first product, not zeroed and then added to."""
+    for s in range(rows // MR):
+        if not summed[s]:
+            for i in range(s * MR, s * MR + MR):
+                row = gemm.row_run(x, i, 0, cols)
+                for c in range(cols):
+                    row[c] = 0
+
+
+@register_jitable
 def mark_visible(mask, has_mask, t_q, t_k, visible):
     """visible[j, i] = whether query i may see key j: the mask transposed, False for the
     padded keys and queries (visible's extra rows and columns)."""
@@ -181,13 +194,15 @@ def _make_attention(dtype):
                 micro_kernel(strip, gemm.rows_from(b, 0, b_col + left, k), k, gemm.rows_from(c, top, left, MR))
 
     @register_jitable
-    def add_product(a, a_transposed, rows, b, b_row, cols, k, c, strips, strip, k_origin):
+    def add_product(a, a_transposed, rows, b, b_row, cols, k, c, strips, strip, k_origin, summed, c_strip):
         """c[:rows, :cols] += A @ B where A (rows x k) is a[:rows, :k] (with a_transposed:
         a[:k, :rows]^T) and B (k x cols) is b[b_row:b_row+k, :cols], with A zero outside
         the k its rows need: C's strip number strip + t (MR rows each) has its nonzeros in
         strips[strip + t], counted from k_origin.  A is masked attention weights or their
         gradients, so each strip runs over the keys (or queries) it sees, not all k: under
-        a causal mask that leaves a quarter of the multiply-adds out."""
+        a causal mask that leaves a quarter of the multiply-adds out.
+        summed[c_strip + t] says whether C's strip t holds a sum already: if not, the
+        product is stored there (and the strip marked), so C need not be zeroed first."""
         for top in range(0, rows, MR):
             s = strip + top // MR
             k0, k1 = max(strips[s, 0] - k_origin, 0), min(strips[s, 1] - k_origin, k)
@@ -197,9 +212,14 @@ def _make_attention(dtype):
                 a_strip = gemm.submatrix(a, k0, top, k1 - k0, MR)
             else:
                 a_strip = gemm.submatrix(a, top, k0, MR, k1 - k0).T
+            adding = summed[c_strip + top // MR]
+            summed[c_strip + top // MR] = True
             for left in range(0, cols, NR):
-                adding_kernel(a_strip, gemm.rows_from(b, b_row + k0, left, k1 - k0), k1 - k0,
-                              gemm.rows_from(c, top, left, MR))
+                b_block, c_tile = gemm.rows_from(b, b_row + k0, left, k1 - k0), gemm.rows_from(c, top, left, MR)
+                if adding:
+                    adding_kernel(a_strip, b_block, k1 - k0, c_tile)
+                else:
+                    micro_kernel(a_strip, b_block, k1 - k0, c_tile)
 
     @register_jitable
     def mask_and_max(st, visible, j0, i0, width, rows, block_max):
@@ -271,6 +291,7 @@ def _make_attention(dtype):
             keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)   # [low, high) per query block
             query_strips = np.empty((t_q_padded // MR, 2), np.int64)           # (see describe)
             key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
+            o_summed = np.ones(QUERY_BLOCK // MR, np.bool_)                # o is zeroed: its strips are sums
             stats = np.empty((5, QUERY_BLOCK), q.dtype)
             m, l, correction, shift, block_max = stats[0], stats[1], stats[2], stats[3], stats[4]
             described = -1                                        # whose mask `visible` holds
@@ -308,7 +329,8 @@ def _make_attention(dtype):
                                 factor, o_row = correction[r], gemm.row_run(o, r, 0, d_v_padded)
                                 for c in range(d_v_padded):
                                     o_row[c] *= factor
-                        add_product(st, True, rows, v_n, j0, d_v_padded, width, o, query_strips, i0 // MR, j0)   # O += P V_blk
+                        add_product(st, True, rows, v_n, j0, d_v_padded, width, o, query_strips, i0 // MR, j0,   # O += P V_blk
+                                    o_summed, 0)
                     for r in range(real):
                         target = gemm.row_run(out_n, i0 + r, 0, d_v)
                         if l[r] == ZERO:                                  # a fully masked query
@@ -349,6 +371,13 @@ def _make_attention(dtype):
             key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
             row_lse = np.zeros((1, t_q_padded), q.dtype)                  # lse, 0 for a fully masked query
             d_rows = np.zeros((1, t_q_padded), q.dtype)                   # D_i = dout_i . out_i
+            # which strips of MR rows of dq (row 0), dk (1) and dv (2) hold a sum already
+            # (views from pointers, as row_run's: numpy views carry a reference count, and
+            # passing them to add_product cost two atomic updates per call)
+            n_strips = max(t_q_padded, t_k_padded) // MR
+            summed = np.empty((3, n_strips), np.bool_)
+            summed_q, summed_k, summed_v = (gemm.row_run(summed, 0, 0, n_strips), gemm.row_run(summed, 1, 0, n_strips),
+                                            gemm.row_run(summed, 2, 0, n_strips))
             described = -1
             for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
                 buffer[:] = ZERO
@@ -364,9 +393,7 @@ def _make_attention(dtype):
                 dq_n = gemm.rows_from(gemm.matrix_at(dq, b, h), 0, 0, t_q) if in_place else dq_p
                 dk_n = gemm.rows_from(gemm.matrix_at(dk, b, h), 0, 0, t_k) if in_place else dk_p
                 dv_n = gemm.rows_from(gemm.matrix_at(dv, b, h), 0, 0, t_k) if in_place else dv_p
-                dq_n[:, :d_padded] = ZERO
-                dk_n[:, :d_padded] = ZERO
-                dv_n[:, :d_v_padded] = ZERO
+                summed[:] = False                                         # dq, dk, dv: nothing written yet
                 for i in range(t_q):
                     row_lse[0, i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
                     total, grad_row, out_row = ZERO, gemm.row_run(dout_n, i, 0, d_v), gemm.row_run(out_n, i, 0, d_v)
@@ -387,11 +414,14 @@ def _make_attention(dtype):
                         weights_and_grads(pt, gt, visible, j0, i0, width, rows, row_lse, d_rows, scale)
                         seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
                         add_product(pt, False, width, do_n, i0, d_v_padded, rows,             # dV += P^T dout
-                                    gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0)
+                                    gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0, summed_v, j0 // MR)
                         add_product(gt, False, width, q_n, i0, d_padded, rows,                # dK += scale G^T Q
-                                    gemm.rows_from(dk_n, j0, 0, width), seen_by, strip, i0)
+                                    gemm.rows_from(dk_n, j0, 0, width), seen_by, strip, i0, summed_k, j0 // MR)
                         add_product(gt, True, rows, k_n, j0, d_padded, width, dq_blk,        # dQ += scale G K
-                                    query_strips, i0 // MR, j0)
+                                    query_strips, i0 // MR, j0, summed_q, i0 // MR)
+                zero_unsummed(dq_n, summed_q, t_q_padded, d_padded)                 # rows no key reached
+                zero_unsummed(dk_n, summed_k, t_k_padded, d_padded)
+                zero_unsummed(dv_n, summed_v, t_k_padded, d_v_padded)
                 if not in_place:
                     copy_padded(dq_p[:t_q, :d], gemm.matrix_at(dq, b, h), ONE)
                     copy_padded(dk_p[:t_k, :d], gemm.matrix_at(dk, b, h), ONE)

@@ -72,9 +72,9 @@ def row_blocks(m):
 def _a_strip_jit(a, top, k0, k):
     """A[top:top+MR, k0:k0+k].T, (k, MR), of an A whose rows or columns are contiguous."""
     if a.strides[1] == a.itemsize:
-        step = a.strides[0] // a.itemsize
+        step = a.strides[0] // gemm.item_size(a)
         return numba.carray(gemm.element_pointer(a, top * step + k0), (MR, step))[:, :k].T
-    step = a.strides[1] // a.itemsize
+    step = a.strides[1] // gemm.item_size(a)
     return numba.carray(gemm.element_pointer(a, top + k0 * step), (k, step))[:, :MR]
 
 

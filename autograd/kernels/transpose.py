@@ -28,6 +28,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
+from autograd.kernels import gemm
+
 SQUARE_BYTES = 64                       # one row of the square: one 512-bit register
 
 
@@ -102,7 +104,7 @@ def copy_transposed(x, target, factor):
     """target[c, j] = factor * x[j, c] for all of x (rows, cols); x's and target's rows
     contiguous.  Whole L x L squares in registers, the edges one number at a time."""
     rows, cols = x.shape
-    lanes = SQUARE_BYTES // x.itemsize
+    lanes = SQUARE_BYTES // gemm.item_size(x)                   # a constant: the loops below divide by it
     whole_rows, whole_cols = rows - rows % lanes, cols - cols % lanes
     for j in range(0, whole_rows, lanes):
         for c in range(0, whole_cols, lanes):
