@@ -61,6 +61,28 @@ def test_causal_mask_skips_the_keys_each_strip_does_not_see(dtype, t):
         np.testing.assert_allclose(got, want, atol=10 * tol, rtol=10 * tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t,d", [(64, 32), (45, 6)])              # whole tiles (written in place), padded
+def test_gradient_rows_no_product_reaches_are_zeroed_not_left_as_they_were(monkeypatch, dtype, t, d):
+    """Each strip of MR gradient rows is written by the first product that reaches it (not
+    zeroed first, then added to); strips no product reaches (keys no query sees, queries
+    that see no key) must still come out zero, whatever the memory held: here it holds NaN."""
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, t, d)).astype(dtype) for _ in range(3))
+    mask = np.tril(np.ones((t, t), bool))
+    mask[:, 16:32] = False                                      # 16 keys (two strips) no query sees
+    mask[40:] = False                                           # queries 40.. see no key
+    mask = np.broadcast_to(mask, (2, t, t))
+    out, lse = fused.attention_forward(q, k, v, mask, 0.3)
+    dout = rng.standard_normal(out.shape).astype(dtype)
+    monkeypatch.setattr(fused.np, "empty_like", lambda x, order="K": np.full_like(x, np.nan, order=order))
+    got = fused.attention_backward(q, k, v, mask, 0.3, out, lse, dout)
+    want = reference.attention_backward(q, k, v, mask, 0.3, *reference.attention_forward(q, k, v, mask, 0.3), dout)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])
+    assert not got[1][:, 16:32].any() and not got[2][:, 16:32].any() and not got[0][:, 40:].any()
+
+
 def test_a_mask_that_does_not_hold_the_matrices_is_refused():
     """The kernels index the mask per matrix: a (T_q, T_k) mask for N matrices, or one of
     the wrong size or dtype, is an error (before, it read past the mask's end)."""
