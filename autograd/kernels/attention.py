@@ -36,9 +36,10 @@ Only the keys a block of queries may see are visited: a causal mask skips the bl
 the diagonal (the composed path computes them and masks them).  Inside a block, the
 products that multiply weights (P V, P^T dout, G^T Q, G K) run each strip of 8 rows only
 over the keys (or queries) that its rows see: under a causal mask, a quarter fewer
-multiply-adds (`describe` finds these ranges once per distinct mask).  Operands whose dims
-are not multiples of the register tile are first copied into zero-padded buffers, so that
-the products need no edge cases; padded keys and queries count as masked.  q^T and dout^T
+multiply-adds (`describe` finds these ranges once per distinct mask).  Operands whose
+queries are not whole blocks of QUERY_BLOCK, or whose other dims are not multiples of the
+register tile, are first copied into zero-padded buffers, so that the products and the
+softmax's loops need no edge cases; padded keys and queries count as masked.  q^T and dout^T
 are copied 16 x 16 at a time in registers (transpose.py).
 
 A query whose keys are all masked gets output 0, lse -inf and zero gradient (as the composed
@@ -222,27 +223,30 @@ def _make_attention(dtype):
                     micro_kernel(a_strip, b_block, k1 - k0, c_tile)
 
     @register_jitable
-    def mask_and_max(st, visible, j0, i0, width, rows, block_max):
-        """Masked scores to -inf in S^T (width keys x rows queries), and each query's
-        maximum over them into block_max (NaN if it meets a NaN, as softmax's max)."""
+    def mask_and_max(st, visible, j0, i0, width, block_max):
+        """Masked scores to -inf in S^T (width keys x QUERY_BLOCK queries), and each query's
+        maximum over them into block_max (NaN if it meets a NaN, as softmax's max).  Its
+        loops, and those below, run over QUERY_BLOCK queries, a count known when compiling:
+        LLVM then unrolls them into whole vectors, with no remainder loop, no overlap checks
+        and the per-query sums kept in registers."""
         gemm.prefer_wide_vectors()
         gemm.never_inline()
-        block_max[:rows] = NEG_INF
+        block_max[:] = NEG_INF
         for j in range(width):
-            row, seen = gemm.row_run(st, j, 0, rows), gemm.row_run(visible, j0 + j, i0, rows)
-            for r in range(rows):
+            row, seen = gemm.row_run(st, j, 0, QUERY_BLOCK), gemm.row_run(visible, j0 + j, i0, QUERY_BLOCK)
+            for r in range(QUERY_BLOCK):
                 x = row[r] if seen[r] else NEG_INF
                 row[r] = x
                 block_max[r] = x if (x > block_max[r] or x != x) else block_max[r]
 
     @register_jitable(**JIT)
-    def exp_and_sum(st, width, rows, shift, l):
+    def exp_and_sum(st, width, shift, l):
         """S^T to P^T = exp(S^T - shift) (0 where masked), summed per query into l."""
         gemm.prefer_wide_vectors()
         gemm.never_inline()
         for j in range(width):
-            row = gemm.row_run(st, j, 0, rows)
-            for r in range(rows):
+            row = gemm.row_run(st, j, 0, QUERY_BLOCK)
+            for r in range(QUERY_BLOCK):
                 row[r] = exp_nonpositive(row[r] - shift[r])
                 l[r] += row[r]
 
@@ -257,16 +261,16 @@ def _make_attention(dtype):
         return buffer
 
     @register_jitable(**JIT)
-    def weights_and_grads(pt, gt, visible, j0, i0, width, rows, lse, d, scale):
-        """P^T and scale G^T from S^T and (dout V^T)^T (width keys x rows queries):
+    def weights_and_grads(pt, gt, visible, j0, i0, width, lse, d, scale):
+        """P^T and scale G^T from S^T and (dout V^T)^T (width keys x QUERY_BLOCK queries):
         p = exp(s - lse) (0 where masked), g = scale p (g - D)."""
         gemm.prefer_wide_vectors()
         gemm.never_inline()
-        lse, d = gemm.row_run(lse, 0, i0, rows), gemm.row_run(d, 0, i0, rows)
+        lse, d = gemm.row_run(lse, 0, i0, QUERY_BLOCK), gemm.row_run(d, 0, i0, QUERY_BLOCK)
         for j in range(width):       # rows as 1-D views: indexed in 2-D, LLVM left the loop scalar
-            weights, grads = gemm.row_run(pt, j, 0, rows), gemm.row_run(gt, j, 0, rows)
-            seen = gemm.row_run(visible, j0 + j, i0, rows)
-            for r in range(rows):
+            weights, grads = gemm.row_run(pt, j, 0, QUERY_BLOCK), gemm.row_run(gt, j, 0, QUERY_BLOCK)
+            seen = gemm.row_run(visible, j0 + j, i0, QUERY_BLOCK)
+            for r in range(QUERY_BLOCK):
                 w = exp_nonpositive(weights[r] - lse[r])
                 w = w if seen[r] else ZERO
                 weights[r] = w
@@ -276,7 +280,7 @@ def _make_attention(dtype):
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
-        t_q_padded, t_k_padded = round_up(t_q, NR), round_up(t_k, NR)
+        t_q_padded, t_k_padded = round_up(t_q, QUERY_BLOCK), round_up(t_k, NR)   # whole query blocks
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1                                     # padded copies needed?
@@ -307,7 +311,7 @@ def _make_attention(dtype):
                     describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
-                    rows = min(QUERY_BLOCK, t_q_padded - i0)              # a multiple of NR
+                    rows = QUERY_BLOCK                                    # t_q_padded is whole blocks
                     real = min(rows, t_q - i0)                            # columns beyond t_q are padding
                     low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
                     m[:] = NEG_INF
@@ -316,14 +320,14 @@ def _make_attention(dtype):
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)                 # a multiple of NR
                         product(k_n, j0, width, q_t, i0, rows, d, st)      # S^T (width, rows)
-                        mask_and_max(st, visible, j0, i0, width, rows, block_max)
+                        mask_and_max(st, visible, j0, i0, width, block_max)
                         for r in range(rows):                             # the running statistics
                             new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
                             correction[r] = ONE if new == NEG_INF else exp_nonpositive(m[r] - new)
                             shift[r] = ZERO if new == NEG_INF else new    # no visible key yet: weights 0
                             m[r] = new
                             l[r] *= correction[r]
-                        exp_and_sum(st, width, rows, shift, l)
+                        exp_and_sum(st, width, shift, l)
                         if j0 > low:                                      # O exp(m_old - m), then + P V_blk
                             for r in range(rows):
                                 factor, o_row = correction[r], gemm.row_run(o, r, 0, d_v_padded)
@@ -347,7 +351,7 @@ def _make_attention(dtype):
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
-        t_q_padded, t_k_padded = round_up(t_q, NR), round_up(t_k, NR)
+        t_q_padded, t_k_padded = round_up(t_q, QUERY_BLOCK), round_up(t_k, NR)   # whole query blocks
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1
@@ -404,14 +408,14 @@ def _make_attention(dtype):
                     describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
-                    rows = min(QUERY_BLOCK, t_q_padded - i0)
+                    rows = QUERY_BLOCK
                     low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
                     dq_blk = gemm.rows_from(dq_n, i0, 0, rows)
                     for j0 in range(low, high, KEY_BLOCK):
                         width = min(KEY_BLOCK, high - j0)
                         product(k_n, j0, width, q_t, i0, rows, d, pt)       # S^T
                         product(v_n, j0, width, do_t, i0, rows, d_v, gt)    # (dout V^T)^T
-                        weights_and_grads(pt, gt, visible, j0, i0, width, rows, row_lse, d_rows, scale)
+                        weights_and_grads(pt, gt, visible, j0, i0, width, row_lse, d_rows, scale)
                         seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
                         add_product(pt, False, width, do_n, i0, d_v_padded, rows,             # dV += P^T dout
                                     gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0, summed_v, j0 // MR)
