@@ -40,7 +40,7 @@ multiply-adds (`describe` finds these ranges once per distinct mask).  Operands 
 queries are not whole blocks of QUERY_BLOCK, or whose other dims are not multiples of the
 register tile, are first copied into zero-padded buffers, so that the products and the
 softmax's loops need no edge cases; padded keys and queries count as masked.  q^T and dout^T
-are copied 16 x 16 at a time in registers (transpose.py).
+are copied a square of registers at a time (transpose.py).
 
 A query whose keys are all masked gets output 0, lse -inf and zero gradient (as the composed
 softmax gives).  Threads split the N = batch x heads matrices, so no two write the same row.
@@ -178,6 +178,10 @@ def _make_attention(dtype):
     ZERO, ONE, NEG_INF = f(0), f(1), f(-np.inf)
     exp_nonpositive = make_exp_nonpositive(dtype)
     NR = small_gemm.TILES["wide"][dtype]            # columns of the register tile
+    # Keys are padded (and key blocks cut) to multiples of KEY_STEP: whole columns of tiles
+    # in the scores' products and whole strips of MR rows in dk's and dv's (with AVX2 a
+    # float64 tile is 4 columns wide, fewer than MR).  Both are powers of two.
+    KEY_STEP = max(NR, MR)
     # The micro-kernel prefers 512-bit vectors (gemm.prefer_wide_vectors) and is not inlined
     # into the kernels, which do not: their loops over 32 numbers would be shorter than
     # LLVM's unrolled 512-bit loop body (4 x 16) and run entirely in its scalar remainder.
@@ -280,7 +284,7 @@ def _make_attention(dtype):
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
-        t_q_padded, t_k_padded = round_up(t_q, QUERY_BLOCK), round_up(t_k, NR)   # whole query blocks
+        t_q_padded, t_k_padded = round_up(t_q, QUERY_BLOCK), round_up(t_k, KEY_STEP)   # whole query blocks
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1                                     # padded copies needed?
@@ -308,7 +312,7 @@ def _make_attention(dtype):
                 k_n, v_n = operand(k, b, h, k_p, in_place), operand(v, b, h, v_p, in_place)
                 out_n = gemm.matrix_at(out, b, h)
                 if mask_of[n] != described:
-                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
+                    describe(mask[mask_of[n]], has_mask, t_q, t_k, KEY_STEP, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = QUERY_BLOCK                                    # t_q_padded is whole blocks
@@ -318,7 +322,7 @@ def _make_attention(dtype):
                     l[:] = ZERO
                     o[:] = ZERO
                     for j0 in range(low, high, KEY_BLOCK):
-                        width = min(KEY_BLOCK, high - j0)                 # a multiple of NR
+                        width = min(KEY_BLOCK, high - j0)                 # a multiple of KEY_STEP
                         product(k_n, j0, width, q_t, i0, rows, d, st)      # S^T (width, rows)
                         mask_and_max(st, visible, j0, i0, width, block_max)
                         for r in range(rows):                             # the running statistics
@@ -351,7 +355,7 @@ def _make_attention(dtype):
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
-        t_q_padded, t_k_padded = round_up(t_q, QUERY_BLOCK), round_up(t_k, NR)   # whole query blocks
+        t_q_padded, t_k_padded = round_up(t_q, QUERY_BLOCK), round_up(t_k, KEY_STEP)   # whole query blocks
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1
@@ -405,7 +409,7 @@ def _make_attention(dtype):
                         total += grad_row[c] * out_row[c]
                     d_rows[0, i] = total
                 if mask_of[n] != described:
-                    describe(mask[mask_of[n]], has_mask, t_q, t_k, NR, visible, keys, query_strips, key_strips)
+                    describe(mask[mask_of[n]], has_mask, t_q, t_k, KEY_STEP, visible, keys, query_strips, key_strips)
                     described = mask_of[n]
                 for i0 in range(0, t_q_padded, QUERY_BLOCK):
                     rows = QUERY_BLOCK

@@ -14,9 +14,10 @@ multiply-adds run.  The work is cut three times:
    about the same as a contiguous array.
 3. Loops in Goto's order: for each B panel (KC x NR), for each A strip (MR x KC) of the
    A block, the micro-kernel computes one MR x NR tile of C.  It keeps MR x NR
-   accumulators in registers the whole time (4 x 64 float32 = 16 AVX-512 registers of 16
-   numbers); for each kk it loads NR numbers of B, broadcasts MR numbers of A and does
-   MR x NR multiply-adds.  That register block is what runs at the CPU's peak.  It then
+   accumulators in registers the whole time (with AVX-512, 4 x 64 float32 = 16 of its 32
+   registers of 16 numbers; with AVX2, 3 x 32 = 12 of its 16 registers of 8 numbers, the
+   rest holding a row of B); for each kk it loads NR numbers of B,
+   broadcasts MR numbers of A and does MR x NR multiply-adds.  That register block is what runs at the CPU's peak.  It then
    stores the tile straight into C; only a tile on C's edge, or one of a later K block
    (added to C), goes through a buffer.
 
@@ -43,6 +44,7 @@ import contextlib
 import linecache
 import sys
 
+import llvmlite.binding
 import llvmlite.ir
 import numba
 import numpy as np
@@ -51,15 +53,29 @@ from numba.core import cgutils
 from numba.np.arrayobj import populate_array
 from numba.extending import intrinsic, register_jitable
 
-# The register tile: MR rows x NR columns, four AVX-512 registers per row (16 accumulators).
+def host_vector_bytes():
+    """The width of the vector registers Numba compiles for: 64 bytes on a CPU with AVX-512,
+    else 32 (AVX2).  The register tiles below are sized from it: a tile sized for AVX-512's
+    32 registers, compiled for AVX2's 16, spills its accumulators to memory and ran at a
+    third of numpy's speed (on an AMD Zen 3)."""
+    features = numba.config.CPU_FEATURES or llvmlite.binding.get_host_cpu_features().flatten()
+    return 64 if "+avx512f" in features.split(",") else 32
+
+
+VECTOR_BYTES = host_vector_bytes()
+# The register tile: MR rows x NR columns, four vector registers per row: with AVX-512 four
+# rows (16 of its 32 registers), with AVX2 three (12 of 16; the other four hold a row of B).
+# With AVX2, tiles of 6 x 16 and 4 x 24 (12 accumulators too) and 5 x 16 spilled
+# accumulators to the stack, LLVM loading all of a kk's numbers of A before its first FMA:
+# 0.4-0.85x numpy's speed, where 3 x 32 reaches 0.9-1.1x.
 # Products at most 96 columns wide with k <= KC go to small_gemm.py instead.
-MR = 4
-NR = {np.float32: 64, np.float64: 32}
-KC = 256                                # K block: a B panel is KC x NR (64 KiB wide)
-# Rows of the packing buffer between one A strip (kc x MR) and the next: one cache line more
-# than KC.  At exactly KC the strips would start 4 KiB apart, and packing a transposed A,
-# which writes MR numbers into each strip in turn, would send all its writes to one set of
-# L1 (and pay 4K-aliasing stalls besides).
+MR = 4 if VECTOR_BYTES == 64 else 3
+NR = {dtype: 4 * VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
+KC = 256                                # K block: a B panel is KC x NR (64 KiB; 32 with AVX2)
+# Rows of the packing buffer between one A strip (kc x MR) and the next: four more than KC
+# (one cache line or more).  At exactly KC the strips would start a multiple of 2 KiB apart
+# (4 KiB for 4 x 256 float32), and packing a transposed A, which writes MR numbers into each
+# strip in turn, would send its writes to a few sets of L1 (and pay 4K-aliasing stalls).
 A_STRIP_ROWS = KC + 4
 PREFETCH_COLUMNS = 8                    # packing a transposed A asks for its columns this far ahead
 ROW_BLOCK_STRIPS = 16                   # A is packed MC = 16 MR rows at a time (64 KiB wide, in L2)
@@ -381,10 +397,10 @@ def _make_gemm(dtype, parallel):
                 source = col_run(a, i0, k0 + kk, rows)
                 for line in range(0, rows, 64 // this_module.item_size(a)):
                     this_module.prefetch(source, ahead + line)
-                for q in range(first // MR, whole):             # MR = 4 numbers: loaded together,
-                    x0, x1, x2, x3 = source[q * MR], source[q * MR + 1], source[q * MR + 2], source[q * MR + 3]
-                    row = q * A_STRIP_ROWS + kk                     # stored together
-                    packed[row, 0], packed[row, 1], packed[row, 2], packed[row, 3] = x0, x1, x2, x3
+                for q in range(first // MR, whole):
+                    target = row_run(packed, q * A_STRIP_ROWS + kk, 0, MR)
+                    for r in range(MR):                     # a constant count: unrolled
+                        target[r] = source[q * MR + r]
                 for i in range(whole * MR, rows):
                     packed[whole * A_STRIP_ROWS + kk, i - whole * MR] = source[i]
         else:

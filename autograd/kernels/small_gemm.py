@@ -33,9 +33,15 @@ from numba import njit, prange
 from autograd.kernels import gemm
 
 MR = 8                                       # rows of the register tile
-# Its columns: two AVX-512 registers per row, or one for products at most that narrow
-# (attention's 10-16 column products at the smallest size; a 32-wide tile would be half padding).
-TILES = {"wide": {np.float32: 32, np.float64: 16}, "narrow": {np.float32: 16, np.float64: 8}}
+# Its columns: with AVX-512, two registers per row, or one for products at most that narrow
+# (attention's 10-16 column products at the smallest size; a 32-wide tile would be half
+# padding); with AVX2, one register per row whatever the width (two, 16 accumulators of its
+# 16 registers, spill).
+_ONE_REGISTER = {dtype: gemm.VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
+if gemm.VECTOR_BYTES == 64:
+    TILES = {"wide": {dtype: 2 * cols for dtype, cols in _ONE_REGISTER.items()}, "narrow": _ONE_REGISTER}
+else:
+    TILES = {"wide": _ONE_REGISTER}
 MAX_COLS = 96                                # products with n <= MAX_COLS and k <= KC take this path,
 FEW_ROWS = 16                                # and those with at most FEW_ROWS rows whatever k
 BLOCK_ROWS = 64                              # what threads share: (matrix, block of rows)
@@ -54,8 +60,8 @@ def small_enough(m, k, n):
 
 def tile_for(n, itemsize):
     """The register tile for an n-column product of numbers of `itemsize` bytes: narrow
-    when a row fits one 64-byte register."""
-    return "narrow" if n * itemsize <= 64 else "wide"
+    when a row fits one register (if the CPU has a narrow tile)."""
+    return "narrow" if "narrow" in TILES and n * itemsize <= gemm.VECTOR_BYTES else "wide"
 
 
 @numba.extending.register_jitable
@@ -121,8 +127,8 @@ def _make_small_gemm(dtype, parallel, tile):
     # The wide tile finishes a product whose last panel has at most half its columns left
     # (n 33 or 65: attention over T + 1 positions) with the narrow tile, instead of
     # computing a whole overlapping wide panel (twice the work on 33 columns).
-    NARROW_EDGE = tile == "wide"
-    edge = TILES["narrow"][dtype]
+    NARROW_EDGE = tile == "wide" and "narrow" in TILES
+    edge = TILES["narrow" if NARROW_EDGE else tile][dtype]
     edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype) if NARROW_EDGE else micro_kernel
 
     def small_gemm(a, b, a_of, b_of, c, chunks):

@@ -5,8 +5,8 @@ along x's rows, its stores down target's columns (or the other way round), and n
 instruction reads or writes a column.  The fused attention copies q^T and dout^T this way
 once per matrix, and at (64, 32) matrices that was 11-14% of its time.
 
-`transpose_square` instead loads L rows of L numbers (L = 16 float32 or 8 float64: one
-512-bit register each), transposes the L x L square inside the registers and stores L
+`transpose_square` instead loads L rows of L numbers (one vector register each: with
+AVX-512, L = 16 float32 or 8 float64; with AVX2, 8 or 4), transposes the L x L square inside the registers and stores L
 rows.  The transposition is log2(L) rounds of shuffles: in the round of half-width h, the
 rows i and i + h (in groups of 2h rows) exchange blocks of h numbers, which turns the
 square's 2h x 2h blocks into their block-transposes; after the rounds h = L/2, ..., 1 every
@@ -30,7 +30,7 @@ from numba.extending import intrinsic, register_jitable
 
 from autograd.kernels import gemm
 
-SQUARE_BYTES = 64                       # one row of the square: one 512-bit register
+SQUARE_BYTES = gemm.VECTOR_BYTES       # one row of the square: one vector register
 
 
 def shuffle_masks(lanes, h):
@@ -47,7 +47,7 @@ def shuffle_masks(lanes, h):
 @intrinsic
 def _transpose_square_jit(typingctx, x, target, row, col, factor):
     """target[col:col+L, row:row+L] = factor * x[row:row+L, col:col+L]^T, L the numbers in
-    64 bytes.  x's and target's rows must be contiguous (strides[1] == itemsize)."""
+    one vector register.  x's and target's rows must be contiguous (strides[1] == itemsize)."""
     if not (isinstance(x, types.Array) and isinstance(target, types.Array) and x.ndim == target.ndim == 2
             and x.dtype == target.dtype and x.dtype in (types.float32, types.float64)):
         return None
