@@ -57,7 +57,7 @@ from numba.extending import register_jitable
 from autograd.kernels import gemm, small_gemm, transpose
 from autograd.kernels.fast_math import JIT, make_exp_nonpositive
 
-MR = small_gemm.MR            # rows of the register tile (8)
+MR = small_gemm.MR            # rows of the register tile (8; 4 with AVX2)
 QUERY_BLOCK = 32              # queries per block (a multiple of the tile's width)
 KEY_BLOCK = 64                # keys per block of the online softmax (a multiple of the tile's width)
 
@@ -180,7 +180,7 @@ def _make_attention(dtype):
     NR = small_gemm.TILES["wide"][dtype]            # columns of the register tile
     # Keys are padded (and key blocks cut) to multiples of KEY_STEP: whole columns of tiles
     # in the scores' products and whole strips of MR rows in dk's and dv's (with AVX2 a
-    # float64 tile is 4 columns wide, fewer than MR).  Both are powers of two.
+    # float64 tile could be narrower than MR).  Both are powers of two.
     KEY_STEP = max(NR, MR)
     # The micro-kernel prefers 512-bit vectors (gemm.prefer_wide_vectors) and is not inlined
     # into the kernels, which do not: their loops over 32 numbers would be shorter than

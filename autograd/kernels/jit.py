@@ -6,7 +6,8 @@ plain Python you can step through (slowly).
 
 Three tricks make these fast, each explained where it is used:
 - matmul (autograd/kernels/gemm.py) blocks and packs both operands as BLAS libraries do,
-  and keeps a 4 x 64 tile of C in AVX-512 registers; small products, such as attention's
+  and keeps a tile of C in vector registers (4 x 64 float32 with AVX-512, 3 x 32 with
+  AVX2: gemm.host_vector_bytes picks it); small products, such as attention's
   per-head ones, skip the packing (autograd/kernels/small_gemm.py);
 - `row_max` compares floats as integers (an order-preserving bit mapping), because LLVM
   vectorizes integer max reductions but not float ones here; `bits_to_float` turns the

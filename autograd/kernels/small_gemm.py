@@ -32,19 +32,18 @@ from numba import njit, prange
 
 from autograd.kernels import gemm
 
-MR = 8                                       # rows of the register tile
-# Its columns: with AVX-512, two registers per row, or one for products at most that narrow
-# (attention's 10-16 column products at the smallest size; a 32-wide tile would be half
-# padding); with AVX2, one register per row whatever the width (two, 16 accumulators of its
-# 16 registers, spill).
+# The register tile: MR rows (8 with AVX-512; 4 with AVX2, whose 16 registers 8 rows of two
+# would overflow) by two vector registers, or one for products at most that narrow
+# (attention's 10-16 column products at the smallest size; a two-register tile would be
+# half padding).  With A read in place (rows apart in memory), AVX2's 4 x 16 float32 tile
+# ran at 83 GFLOP/s, 8 x 8 at 61 and 8 x 16 (spilling) at 38.
+MR = 8 if gemm.VECTOR_BYTES == 64 else 4
 _ONE_REGISTER = {dtype: gemm.VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
-if gemm.VECTOR_BYTES == 64:
-    TILES = {"wide": {dtype: 2 * cols for dtype, cols in _ONE_REGISTER.items()}, "narrow": _ONE_REGISTER}
-else:
-    TILES = {"wide": _ONE_REGISTER}
+TILES = {"wide": {dtype: 2 * cols for dtype, cols in _ONE_REGISTER.items()}, "narrow": _ONE_REGISTER}
 MAX_COLS = 96                                # products with n <= MAX_COLS and k <= KC take this path,
 FEW_ROWS = 16                                # and those with at most FEW_ROWS rows whatever k
 BLOCK_ROWS = 64                              # what threads share: (matrix, block of rows)
+GOTO_FROM_ROWS = None if gemm.VECTOR_BYTES == 64 else 256   # see small_enough
 
 
 def small_enough(m, k, n):
@@ -54,14 +53,19 @@ def small_enough(m, k, n):
     13-wide output layer's weight gradient g^T @ x, k = 640-704): K is cut into blocks of KC
     as the Goto driver cuts it (each block's sums added to C: the same sums, the same bits),
     and a block of B, 32 columns wide, stays in L1 for the strips that read it, where the
-    Goto driver streamed its 64-wide panel from L2 once for every 4 rows."""
+    Goto driver streamed its 64-wide panel from L2 once for every 4 rows.
+    With AVX2 a product of at least GOTO_FROM_ROWS rows whose columns are whole Goto panels
+    goes to the Goto driver, whose 3 x 32 tile outran this driver's 4 x 16 there (87 against
+    67 GFLOP/s at (704, 128) @ (128, 64), the smallest model's layers)."""
+    if GOTO_FROM_ROWS is not None and m >= GOTO_FROM_ROWS and n % gemm.NR[np.float32] == 0:
+        return False
     return n <= MAX_COLS and (k <= gemm.KC or m <= FEW_ROWS)
 
 
 def tile_for(n, itemsize):
     """The register tile for an n-column product of numbers of `itemsize` bytes: narrow
-    when a row fits one register (if the CPU has a narrow tile)."""
-    return "narrow" if "narrow" in TILES and n * itemsize <= gemm.VECTOR_BYTES else "wide"
+    when a row fits one register."""
+    return "narrow" if n * itemsize <= gemm.VECTOR_BYTES else "wide"
 
 
 @numba.extending.register_jitable
@@ -127,8 +131,8 @@ def _make_small_gemm(dtype, parallel, tile):
     # The wide tile finishes a product whose last panel has at most half its columns left
     # (n 33 or 65: attention over T + 1 positions) with the narrow tile, instead of
     # computing a whole overlapping wide panel (twice the work on 33 columns).
-    NARROW_EDGE = tile == "wide" and "narrow" in TILES
-    edge = TILES["narrow" if NARROW_EDGE else tile][dtype]
+    NARROW_EDGE = tile == "wide"
+    edge = TILES["narrow"][dtype]
     edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype) if NARROW_EDGE else micro_kernel
 
     def small_gemm(a, b, a_of, b_of, c, chunks):
