@@ -29,7 +29,7 @@ from transformer.validation import require_positive
 # project's machine the fused op (one thread, batch 32, 4 heads, length 64, d_head 32,
 # forward + backward) is faster but not twice as fast (python -m demos.bench_attention; the
 # README has the last figure): not enough to change every trained model's last bits for, or
-# to add its 30 s of compilation to a first run.  The GPT recipe, whose step it makes 0.87-0.95x
+# to add its 30 s of compilation to a first run.  The GPT recipe, whose step it makes 0.87-0.96x
 # as long, chooses it (transformer/lm_training.py, LMTrainConfig.attention).
 FUSED = os.environ.get("AUTOGRAD_ATTENTION", "composed") == "fused"
 

@@ -46,7 +46,7 @@ class LMTrainConfig:
     save_every: int = 0              # also checkpoint every this many iterations (0: only at the end)
     seed: int = 1337
     # our engine's attention: "fused" (one op, as nanoGPT's flash attention; the default: the
-    # step takes 0.87-0.95x the composed path's time) or "composed" (matmul, masked_fill,
+    # step takes 0.87-0.96x the composed path's time) or "composed" (matmul, masked_fill,
     # softmax, matmul: the nodes to step through in a debugger)
     attention: str = "fused"
 
