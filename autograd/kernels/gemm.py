@@ -65,9 +65,10 @@ def host_vector_bytes():
 VECTOR_BYTES = host_vector_bytes()
 # The register tile: MR rows x NR columns, four vector registers per row: with AVX-512 four
 # rows (16 of its 32 registers), with AVX2 three (12 of 16; the other four hold a row of B).
-# With AVX2, tiles of 6 x 16 and 4 x 24 (12 accumulators too) and 5 x 16 spilled
-# accumulators to the stack, LLVM loading all of a kk's numbers of A before its first FMA:
-# 0.4-0.85x numpy's speed, where 3 x 32 reaches 0.9-1.1x.
+# With AVX2, tiles of 6 x 16 and 4 x 24 (12 accumulators too) spilled accumulators to the
+# stack, LLVM loading all of a kk's numbers of A before its first FMA (their micro-kernels
+# alone: 40 GFLOP/s, 3 x 32's 86-92); in this driver 6 x 16 and 5 x 16 ran at 0.38-0.94x
+# numpy's speed on large products, 3 x 32 at 0.94-1.11x.
 # Products at most 96 columns wide with k <= KC go to small_gemm.py instead.
 MR = 4 if VECTOR_BYTES == 64 else 3
 NR = {dtype: 4 * VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
