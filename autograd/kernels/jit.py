@@ -21,6 +21,7 @@ dispatcher object would make the cache key differ in every process.
 The compile options, `row_max`, `bits_to_float` and the vectorizable exp live in fast_math.py.
 """
 
+import functools
 import math
 import sys
 
@@ -629,41 +630,65 @@ def sum_of_squares(x):
     return float(_sum_of_squares(np.ascontiguousarray(x).reshape(-1)))
 
 
-def warmup(dtypes=(np.float32, np.float64)):
+def warmup(dtypes=(np.float32, np.float64), part=0, parts=1):
     """Compile (or load from the cache) every kernel for float32 and float64, serial and
-    parallel, so that the first training step does not pay for compilation.  Not the fused
+    parallel, so that the first training step does not pay for compilation.  With parts > 1,
+    only the kernels of share `part` (of `parts` about equal shares): compile_once runs one
+    child process a share, side by side on a machine with several cores.  Not the fused
     attention kernels: that op is opt-in (transformer.attention.use_fused_attention; the
     GPT recipe opts in), and they compile on first use (about 30 s for float32, 20 s for
     float64, once: then Numba's cache has them)."""
     for dtype in dtypes:
-        for parallel in (False, True):
-            kernels = _rowwise_set(dtype, parallel)
-            x = np.zeros((2, 3), dtype)
-            kernels["softmax"](x, np.empty_like(x))
-            kernels["log_softmax"](x, np.empty_like(x))
-            kernels["softmax_backward"](x, x, np.empty_like(x))
-            kernels["log_softmax_backward"](x, x, np.empty_like(x))
-            gemm.gemm_kernel(dtype, parallel)             # compiled when made
-            for tile in small_gemm.TILES:
-                small_gemm.small_gemm_kernel(dtype, parallel, tile)
-        rows = np.zeros((2, 3), dtype)
-        for parallel in (False, True):
-            forward, backward = _layer_norm_kernels.setdefault(parallel, _make_layer_norm(parallel))
-            out, xhat, rstd = np.empty_like(rows), np.empty_like(rows), np.empty((2, 1), dtype)
-            forward(rows, rows[0], rows[0], dtype(1e-5), out, xhat, rstd)
-            backward(rows, xhat, rstd, rows[0], np.empty_like(rows), np.empty(3, dtype), np.empty(3, dtype))
-        flat = np.zeros(3, dtype)
-        for parallel in (False, True):
-            forward, backward = _gelu_kernels.setdefault((dtype, parallel), _make_gelu(dtype, parallel))
-            for tanh_form in (False, True):
-                forward(flat, np.empty_like(flat), tanh_form)
-                backward(flat, flat, np.empty_like(flat), tanh_form)
-        adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)
-        index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])
-        sum_of_squares(flat)
-        for parallel in (False, True):
-            forward, backward = _relu_kernels.setdefault(parallel, _make_relu(parallel))
-            forward(flat, np.empty_like(flat))
-            backward(flat, flat, np.empty_like(flat))
-            _masked_fill_kernels.setdefault(parallel, _make_masked_fill(parallel))(
-                rows, np.zeros((1, 3), bool), np.zeros(2, np.intp), dtype(0), np.empty_like(rows))
+        for piece in _warmup_pieces(dtype)[part::parts]:
+            piece()
+
+
+def _warmup_pieces(dtype):
+    """One function a kernel (both directions of one op together), in an order that deals
+    them out evenly to the compile_once children: every other piece is a GEMM driver, each
+    10-12 s to compile for float32 on an AMD Zen 3 (the row-wise kernels 3-5 s, the others
+    1-2 s)."""
+    rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
+
+    def rowwise(parallel):
+        kernels = _rowwise_set(dtype, parallel)
+        kernels["softmax"](rows, np.empty_like(rows))
+        kernels["log_softmax"](rows, np.empty_like(rows))
+        kernels["softmax_backward"](rows, rows, np.empty_like(rows))
+        kernels["log_softmax_backward"](rows, rows, np.empty_like(rows))
+
+    def layer_norm(parallel):
+        forward, backward = _layer_norm_kernels.setdefault(parallel, _make_layer_norm(parallel))
+        out, xhat, rstd = np.empty_like(rows), np.empty_like(rows), np.empty((2, 1), dtype)
+        forward(rows, rows[0], rows[0], dtype(1e-5), out, xhat, rstd)
+        backward(rows, xhat, rstd, rows[0], np.empty_like(rows), np.empty(3, dtype), np.empty(3, dtype))
+
+    def gelu(parallel):
+        forward, backward = _gelu_kernels.setdefault((dtype, parallel), _make_gelu(dtype, parallel))
+        for tanh_form in (False, True):
+            forward(flat, np.empty_like(flat), tanh_form)
+            backward(flat, flat, np.empty_like(flat), tanh_form)
+
+    def relu(parallel):
+        forward, backward = _relu_kernels.setdefault(parallel, _make_relu(parallel))
+        forward(flat, np.empty_like(flat))
+        backward(flat, flat, np.empty_like(flat))
+
+    def masked_fill(parallel):
+        _masked_fill_kernels.setdefault(parallel, _make_masked_fill(parallel))(
+            rows, np.zeros((1, 3), bool), np.zeros(2, np.intp), dtype(0), np.empty_like(rows))
+
+    wide, narrow = small_gemm.TILES
+    pieces = []
+    for parallel in (False, True):
+        pieces.append(functools.partial(gemm.gemm_kernel, dtype, parallel))            # compiled when made
+        pieces.append(functools.partial(small_gemm.small_gemm_kernel, dtype, parallel, wide))
+    for parallel in (False, True):
+        pieces.append(functools.partial(rowwise, parallel))
+        pieces.append(functools.partial(small_gemm.small_gemm_kernel, dtype, parallel, narrow))
+    for parallel in (False, True):
+        pieces += [functools.partial(kernel, parallel) for kernel in (layer_norm, gelu, relu, masked_fill)]
+    pieces.append(lambda: adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1))
+    pieces.append(lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1]))
+    pieces.append(lambda: sum_of_squares(flat))
+    return pieces
