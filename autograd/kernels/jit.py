@@ -94,9 +94,10 @@ def matmul(a, b, out=None):
     b_of = _batch_index(b.shape[:-2], batch)
     small = small_gemm.small_enough(m, k, n)
     # (matrix, block of rows): the work items threads share
-    items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC))
+    items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
-    chunks = min(items, 4 * numba.get_num_threads()) if parallel else 1
+    threads = numba.get_num_threads()
+    chunks = max(threads, min(items, 4 * threads) // threads * threads) if parallel else 1   # a whole number each
     kernel = (small_gemm.small_gemm_kernel(dtype, parallel, small_gemm.tile_for(n, dtype.itemsize)) if small
               else gemm.gemm_kernel(dtype, parallel))
     kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)
