@@ -43,6 +43,11 @@ def _function_at(path, line):
     (checked before running pdb: a breakpoint that misses lets the whole demo run)."""
     with open(path) as f:
         tree = ast.parse(f.read())
+    docstrings = {id(node.body[0]) for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    if not any(isinstance(node, ast.stmt) and node.lineno == line and id(node) not in docstrings
+               for node in ast.walk(tree)):
+        return None                  # a docstring, comment or blank line: pdb would never stop there
     holding = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                and node.body[0].lineno <= line <= node.end_lineno]
     return max(holding, key=lambda node: node.lineno).name if holding else None

@@ -16,7 +16,7 @@ _numba_ready = False
 
 
 def _numba_backend(meanwhile=None):
-    """The jit module, its kernels first compiled in a child process if Numba's cache lacks
+    """The jit module, its kernels first compiled in child processes if Numba's cache lacks
     them, so that this process runs them as loaded from the cache (see compile_once.py);
     meanwhile, if given, runs here while the child compiles."""
     global _numba_ready
@@ -59,7 +59,7 @@ def backend():
 
 def prepare():
     """Make the chosen backend ready now, before anything is timed: for numba, the float32
-    kernels are compiled in a child process if Numba's cache lacks them (compile_once.py),
+    kernels are compiled in child processes if Numba's cache lacks them (compile_once.py),
     which the first kernel call would otherwise do.  The training loops call it."""
     global _current
     if isinstance(_current, _NumbaOnFirstCall):
@@ -68,8 +68,8 @@ def prepare():
 
 def prepare_attention(dtype):
     """For numba, the fused attention kernels for dtype compiled (the first time, about 30 s
-    for float32, said on stderr; while a child process compiles the other kernels, if it
-    has to) or loaded from Numba's cache now, not inside the first training step.  A
+    for float32, said on stderr; while child processes compile the other kernels, if they
+    have to) or loaded from Numba's cache now, not inside the first training step.  A
     training loop that uses the fused op calls it before its clock starts."""
     global _current
     import sys

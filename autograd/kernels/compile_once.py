@@ -1,4 +1,4 @@
-"""The kernels are compiled in a child process, so that every process runs them as loaded
+"""The kernels are compiled in child processes, so that every process runs them as loaded
 from Numba's cache and the same seed gives the same bits in the first run as in later ones.
 
 Why: Numba compiles some pieces of a kernel as libraries of their own (a helper it does
@@ -16,7 +16,7 @@ processes that compile them (`jit.warmup`, a share each, side by side) and write
 cache, then loads them from there like every later process.  A marker file in Numba's cache directory, named after a digest
 of the kernels' source, Numba's version and the CPU, records that the child's work is done.
 The float64 kernels (gradient checks, tests, a model trained in float64) go the same way,
-in a child of their own, when a process first makes float64 softmaxes: the other float64
+in children of their own, when a process first makes float64 softmaxes: the other float64
 kernels, and the fused attention in both dtypes, gave the same bits compiled as loaded.
 
 Not covered: every kernel when the cache directory is not writable (each compiles in the
@@ -58,11 +58,11 @@ def _marker(jit, dtype):
 
 
 def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
-    """Run jit.warmup for dtype ("float32" or "float64") in a child process unless the
-    marker says it ran (see the module docstring).  Called before this process runs its
-    first kernel (float32) or makes its first float64 softmax.  meanwhile: a function this
-    process runs while the child compiles (the fused attention's own compilation: on two
-    cores the two overlap)."""
+    """Run jit.warmup for dtype ("float32" or "float64") in child processes (a share each, one
+    a core, at most CHILDREN) unless the marker says it ran (see the module docstring).
+    Called before this process runs its first kernel (float32) or makes its first float64
+    softmax.  meanwhile: a function this process runs while the children compile (the fused
+    attention's own compilation: on two cores the three share the two)."""
     if numba.config.DISABLE_JIT or os.environ.get(IN_PROCESS) == "1":
         return
     marker = _marker(jit, dtype)
@@ -86,7 +86,7 @@ def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
         errors = [child.communicate()[1] for child in children]
     failed = [stderr for child, stderr in zip(children, errors) if child.returncode != 0]
     if failed:
-        warnings.warn("autograd: compiling the kernels in a child process failed; compiling them here "
+        warnings.warn("autograd: compiling the kernels in child processes failed; compiling them here "
                       f"instead (their last bits may differ from a later run's):\n{failed[0][-2000:]}")
         return
     with open(marker, "w") as done:

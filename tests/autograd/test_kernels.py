@@ -288,7 +288,7 @@ def test_backend_switch():
 
 
 def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits(tmp_path):
-    """With an empty cache, the first kernel call compiles the float32 kernels in a child
+    """With an empty cache, the first kernel call compiles the float32 kernels in child
     processes (a share each: the serial GEMM driver in one, the small-matrix one in the
     other), and the first float64 softmax the float64 ones, and loads them from the cache,
     as every later process does (compile_once.py): compiled in the calling process,
