@@ -182,9 +182,10 @@ def _make_attention(dtype):
     # in the scores' products and whole strips of MR rows in dk's and dv's (with AVX2 a
     # float64 tile could be narrower than MR).  Both are powers of two.
     KEY_STEP = max(NR, MR)
-    # The micro-kernel prefers 512-bit vectors (gemm.prefer_wide_vectors) and is not inlined
-    # into the kernels, which do not: their loops over 32 numbers would be shorter than
-    # LLVM's unrolled 512-bit loop body (4 x 16) and run entirely in its scalar remainder.
+    # The micro-kernel prefers 512-bit vectors (gemm.prefer_wide_vectors) and, with AVX-512, is
+    # not inlined into the kernels, which do not: their loops over 32 numbers would be shorter
+    # than LLVM's unrolled 512-bit loop body (4 x 16) and run entirely in its scalar remainder.
+    # With AVX2 it is inlined (gemm.never_inline): there the calls were what cost.
     micro_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False)
     adding_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False, accumulate=True)
 

@@ -268,9 +268,13 @@ prefer_wide_vectors = _prefer_wide_vectors_python if numba.config.DISABLE_JIT el
 def _never_inline(typingctx):
     """Mark the function being compiled `noinline`: it keeps its own "prefer-vector-width"
     when its caller has none (inlined, it would be compiled as part of the caller, whose
-    short loops run better on 256-bit vectors; see attention.product)."""
+    short loops run better on 256-bit vectors; see attention.product).  Only with AVX-512:
+    on an AVX2 CPU there is no wider vector to keep (LLVM ignores the preference), and the
+    calls cost more than they saved (the fused attention's backward, whose micro-kernel
+    calls run 32 multiply-add steps each, took 1.2-1.3x as long with them on an AMD Zen 3)."""
     def codegen(context, builder, signature, args):
-        builder.function.attributes.add("noinline")
+        if VECTOR_BYTES == 64:
+            builder.function.attributes.add("noinline")
         return context.get_dummy_value()
     return types.none(), codegen
 
