@@ -9,6 +9,7 @@ file works instead (`read_text`).
 import ast
 import os
 import sysconfig
+from collections import deque
 
 import numpy as np
 
@@ -27,15 +28,27 @@ def stdlib_docstrings(limit=1_000_000, min_length=40):
                 tree = ast.parse(f.read())
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue                                   # a few files are templates or not UTF-8
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                doc = ast.get_docstring(node)
-                if doc and len(doc) >= min_length:
-                    parts.append(doc)
-                    total += len(doc) + 2
+        for node in _definitions(tree):
+            doc = ast.get_docstring(node)
+            if doc and len(doc) >= min_length:
+                parts.append(doc)
+                total += len(doc) + 2
         if total >= limit:
             break
     return "\n\n".join(parts)[:limit]
+
+
+def _definitions(tree):
+    """The module, class and function nodes of a syntax tree in ast.walk's (breadth-first)
+    order, without descending into expressions: no expression holds a definition with a
+    docstring, and expressions are most of a tree's nodes (ast.walk over all of them took
+    1.0-1.3 s of the corpus's 3 s, this 0.35-0.45 s; the rest is ast.parse)."""
+    queue = deque([tree])
+    while queue:
+        node = queue.popleft()
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        queue.extend(child for child in ast.iter_child_nodes(node) if not isinstance(child, ast.expr))
 
 
 def _python_files(root):

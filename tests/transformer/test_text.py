@@ -1,9 +1,12 @@
 """Character-level text data: vocabulary, split, batches, the default corpus and bad files."""
 
+import ast
+import textwrap
+
 import numpy as np
 import pytest
 
-from transformer.text import CharDataset, CharVocab, read_text, stdlib_docstrings
+from transformer.text import CharDataset, CharVocab, _definitions, read_text, stdlib_docstrings
 
 
 def test_vocab_round_trips_and_names_unknown_characters():
@@ -59,3 +62,42 @@ def test_default_corpus_is_english_docstrings_in_a_fixed_order():
     assert len(text) == 30_000 and text == stdlib_docstrings(limit=30_000)
     words = text.split()
     assert sum(w.lower() in ("the", "a", "of", "to", "is") for w in words) > 0.05 * len(words)
+
+
+def test_definitions_are_ast_walks_definitions_in_its_order():
+    """The corpus reader skips expressions; it must still find every definition, nested in
+    classes, functions, if/try/with/match blocks, in ast.walk's breadth-first order."""
+    source = textwrap.dedent('''
+        """module"""
+        import os
+        def outer():
+            """outer"""
+            def inner():
+                """inner"""
+            f = lambda: 1
+        if os.name:
+            class A:
+                """A"""
+                async def method(self):
+                    """method"""
+        try:
+            def in_try():
+                """in try"""
+        except ValueError:
+            def in_handler():
+                """in handler"""
+        match os.sep:
+            case "/":
+                def in_case():
+                    """in case"""
+        class B:
+            """B"""
+            x = [y for y in range(3)]
+    ''')
+    tree = ast.parse(source)
+    expected = [node for node in ast.walk(tree)
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]
+    found = list(_definitions(tree))
+    assert found == expected
+    assert [ast.get_docstring(node) for node in found] == [
+        "module", "outer", "B", "inner", "A", "in try", "method", "in handler", "in case"]
