@@ -96,12 +96,19 @@ def matmul(a, b, out=None):
     # (matrix, block of rows): the work items threads share
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
-    threads = numba.get_num_threads()
-    chunks = max(threads, min(items, 4 * threads) // threads * threads) if parallel else 1   # a whole number each
+    chunks = _whole_chunks(items) if parallel else 1
     kernel = (small_gemm.small_gemm_kernel(dtype, parallel, small_gemm.tile_for(n, dtype.itemsize)) if small
               else gemm.gemm_kernel(dtype, parallel))
     kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)
     return out
+
+
+def _whole_chunks(items):
+    """How many runs of `items` work items the threads share: a whole number of runs per
+    thread, up to four each.  (Asked only for parallel calls: numba.get_num_threads() takes
+    2 us, a quarter of a small product's whole call.)"""
+    threads = numba.get_num_threads()
+    return max(threads, min(items, 4 * threads) // threads * threads)
 
 
 def _as_4d_in_place(x):
