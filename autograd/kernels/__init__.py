@@ -73,6 +73,7 @@ def prepare_attention(dtype):
     training loop that uses the fused op calls it before its clock starts."""
     global _current
     import sys
+    import time
     import numba
     import numpy as np
     if _current is reference or numba.config.DISABLE_JIT:
@@ -82,10 +83,15 @@ def prepare_attention(dtype):
     marker = compile_once._marker(jit, f"{dtype.name}-attention")
 
     def compile_attention():
-        if not os.path.exists(marker):
+        compiling = dtype.type not in attention._kernels and not os.path.exists(marker)
+        if compiling:
             print(f"autograd: compiling the fused attention kernels for {dtype.name}, once (about 40 s; "
                   "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+        started = time.perf_counter()
         attention._kernels_for(dtype.type)
+        if compiling:
+            print(f"autograd: the fused attention kernels for {dtype.name} compiled in "
+                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         if os.access(os.path.dirname(marker), os.W_OK):
             with open(marker, "w") as done:
                 done.write("the fused attention kernels are in Numba's cache\n")

@@ -28,6 +28,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 import warnings
 
 import numba
@@ -73,6 +74,7 @@ def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
     parts = max(1, min(CHILDREN, os.cpu_count() or 1))
     print(f"autograd: compiling the {dtype} Numba kernels in {parts} child process{'es' if parts > 1 else ''}, once "
           "(about a minute of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+    started = time.perf_counter()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **{IN_PROCESS: "1"},
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
@@ -91,3 +93,5 @@ def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
         return
     with open(marker, "w") as done:
         done.write(f"jit.warmup((np.{dtype},)) ran in {parts} child processes; see autograd/kernels/compile_once.py\n")
+    print(f"autograd: the {dtype} Numba kernels compiled in {time.perf_counter() - started:.0f} s", file=sys.stderr,
+          flush=True)

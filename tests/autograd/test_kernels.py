@@ -332,7 +332,9 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
     assert first == second
     for dtype in ("float32", "float64"):
         assert re.search(f"compiling the {dtype} Numba kernels in [12] child process", runs[0].stderr)
+        assert re.search(f"the {dtype} Numba kernels compiled in [0-9]+ s", runs[0].stderr)
     assert "compiling the fused attention kernels for float32" in runs[0].stderr
+    assert re.search("the fused attention kernels for float32 compiled in [0-9]+ s", runs[0].stderr)
     assert "compiling" not in runs[1].stderr                         # the markers say it is done
     assert (misses, hits) == ("0", "1") and counts == ["0", "1"]      # loaded, not compiled, both times
 
