@@ -48,10 +48,12 @@ import llvmlite.binding
 import llvmlite.ir
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 from numba.core import cgutils
 from numba.np.arrayobj import populate_array
 from numba.extending import intrinsic, register_jitable
+
+from autograd.kernels import chunks
 
 def host_vector_bytes():
     """The width of the vector registers Numba compiles for: 64 bytes on a CPU with AVX-512,
@@ -366,8 +368,9 @@ MC = ROW_BLOCK_STRIPS * MR             # rows of A packed together
 MC_THREADED = THREAD_BLOCK_STRIPS * MR
 
 
-def _make_gemm(dtype, parallel):
-    """The batched GEMM driver for one dtype, serial or parallel."""
+def _make_gemm(dtype):
+    """The batched GEMM driver for one dtype: a function that runs its compiled chunks on
+    one thread or on Numba's threads (chunks.py)."""
     nr = NR[dtype]
     micro_kernel = compile_micro_kernel(MR, nr, dtype)
 
@@ -459,21 +462,12 @@ def _make_gemm(dtype, parallel):
                         for j in range(width):
                             target[j] += source[j]
 
-    def gemm(a, b, a_of, b_of, c, chunks):
-        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t.
-
-        a: (A1, A2, M, K) and b: (B1, B2, K, N) with any strides (two batch dims, so that a
-        transposed (B, H, T, d) view needs no copy); a_of / b_of: for each output matrix t
-        the flat index of its operands (how broadcast batch dims are handled); c: (C1, C2,
-        M, N), matrix t at c[t // C2, t % C2], with any strides that keep its rows
-        contiguous (a gradient may be written in its operand's layout: ops/matmul.py).
-        Work items are (matrix, block of at most MC rows), split into `chunks` runs, one per thread
-        task, each with its own packing buffers.  A B used by several items (a weight, or a
-        matrix with many row blocks) is packed once, up front."""
-        c2, m, n = c.shape[1:]
-        t_count = c.shape[0] * c2
+    @register_jitable
+    def plan(a, b, c, chunks):
+        """How gemm shares out its work and reads its operands (the same in every chunk)."""
+        m, n = c.shape[2:]
+        t_count = c.shape[0] * c.shape[1]
         k = a.shape[3]
-        a2, b2 = a.shape[1], b.shape[1]
         k_blocks = (k + KC - 1) // KC
         n_panels = (n + nr - 1) // nr
         row_blocks = -(-m // MC)
@@ -484,8 +478,6 @@ def _make_gemm(dtype, parallel):
         mc = -(-mc // MR) * MR                    # 5 x 144 + 48, two threads would wait for the
         row_blocks = -(-m // mc)                  # longer half), in whole strips
         work = t_count * row_blocks
-        b_count = b.shape[0] * b2
-        shared = b_count < work
         # A's strips are read in place when its rows are contiguous: the MR rows stream side
         # by side (packed k-major instead, a (768, 128) @ (128, 512) took 1.3x as long).
         # A transposed A (a weight gradient's g.T) is already k-major: its strips are read
@@ -499,49 +491,105 @@ def _make_gemm(dtype, parallel):
         # B's rows read in place, unpacked, when few A rows would reuse a packed panel (the
         # 13-wide output layer's weight gradient g^T @ x: packing x cost more than the product)
         b_in_place = m <= B_IN_PLACE_MAX_ROWS and b.strides[3] == b.itemsize and n % nr == 0
-        shared = shared and not b_in_place
-        packed_all = aligned_empty((b_count if shared else 0, k_blocks, n_panels * KC, nr), c.dtype)
-        for s in prange(packed_all.shape[0] * k_blocks * n_panels):     # one task a panel
-            which, kb, p = s // (k_blocks * n_panels), s // n_panels % k_blocks, s % n_panels
-            pack_b(b[which // b2, which % b2], kb * KC, min(KC, k - kb * KC), p, packed_all[which, kb])
-        for chunk in prange(chunks):
-            prefer_wide_vectors()
-            own = aligned_empty((0 if shared else 1 if b_in_place else k_blocks, n_panels * KC, nr), c.dtype)
-            packed_a = aligned_empty((MC // MR * A_STRIP_ROWS, MR), c.dtype)
-            tile = aligned_empty((MR, nr), c.dtype)
-            packed_for = -1                                       # which B `own` holds
-            for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
-                t, blk = item // row_blocks, item % row_blocks
-                if not shared and not b_in_place and b_of[t] != packed_for:
-                    packed_for = b_of[t]
-                    for kb in range(k_blocks):
-                        for p in range(n_panels):
-                            pack_b(b[packed_for // b2, packed_for % b2], kb * KC, min(KC, k - kb * KC), p, own[kb])
-                packed_b = packed_all[b_of[t]] if shared else own
-                i0 = blk * mc
-                rows = min(mc, m - i0)
-                for kb in range(k_blocks):
-                    kc = min(KC, k - kb * KC)
-                    a_t = a[a_of[t] // a2, a_of[t] % a2]
-                    pack_a(a_t, i0, rows, kb * KC, kc, in_place, packed_a)
-                    block(a_t, packed_a, b[b_of[t] // b2, b_of[t] % b2], packed_b[0 if b_in_place else kb], b_in_place,
-                          matrix_at(c, t // c2, t % c2), i0, rows, kb * KC, kc, in_place, kb == 0, tile)
+        return k_blocks, n_panels, row_blocks, mc, work, in_place, b_in_place
 
+    def shared_panels(a, b, c, chunks):
+        """The buffer for B's packed panels, when the chunks share them: a B that several
+        work items use (a weight, or a matrix with many row blocks) is then packed once, up
+        front, rather than by every chunk; else an empty one (each chunk packs its own)."""
+        k_blocks, n_panels, _, _, work, _, b_in_place = plan(a, b, c, chunks)
+        shared = b.shape[0] * b.shape[1] < work and not b_in_place
+        return aligned_empty((b.shape[0] * b.shape[1] if shared else 0, k_blocks, n_panels * KC, nr), c.dtype)
+
+    def pack_shared_chunk(b, packed_all, chunk, chunks):
+        """Share `chunk` of the panels of every B matrix and K block, packed into packed_all."""
+        k = b.shape[2]
+        k_blocks, n_panels = packed_all.shape[1], packed_all.shape[2] // KC
+        tasks = packed_all.shape[0] * k_blocks * n_panels
+        for task in range(chunk * tasks // chunks, (chunk + 1) * tasks // chunks):
+            which, kb, p = task // (k_blocks * n_panels), task // n_panels % k_blocks, task % n_panels
+            pack_b(b[which // b.shape[1], which % b.shape[1]], kb * KC, min(KC, k - kb * KC), p, packed_all[which, kb])
+
+    def gemm_chunk(a, b, a_of, b_of, c, packed_all, chunk, chunks):
+        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t (the arguments are gemm's), with
+        B's panels from packed_all if it holds them; this call does run `chunk` of the
+        work items (chunks.py), with packing buffers of its own."""
+        prefer_wide_vectors()
+        k_blocks, n_panels, row_blocks, mc, work, in_place, b_in_place = plan(a, b, c, chunks)
+        m, k = c.shape[2], a.shape[3]
+        a2, b2, c2 = a.shape[1], b.shape[1], c.shape[1]
+        shared = packed_all.shape[0] > 0
+        own = aligned_empty((0 if shared else 1 if b_in_place else k_blocks, n_panels * KC, nr), c.dtype)
+        packed_a = aligned_empty((MC // MR * A_STRIP_ROWS, MR), c.dtype)
+        tile = aligned_empty((MR, nr), c.dtype)
+        packed_for = -1                                           # which B `own` holds
+        for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
+            t, blk = item // row_blocks, item % row_blocks
+            if not shared and not b_in_place and b_of[t] != packed_for:
+                packed_for = b_of[t]
+                for kb in range(k_blocks):
+                    for p in range(n_panels):
+                        pack_b(b[packed_for // b2, packed_for % b2], kb * KC, min(KC, k - kb * KC), p, own[kb])
+            packed_b = packed_all[b_of[t]] if shared else own
+            i0 = blk * mc
+            rows = min(mc, m - i0)
+            for kb in range(k_blocks):
+                kc = min(KC, k - kb * KC)
+                a_t = a[a_of[t] // a2, a_of[t] % a2]
+                pack_a(a_t, i0, rows, kb * KC, kc, in_place, packed_a)
+                block(a_t, packed_a, b[b_of[t] // b2, b_of[t] % b2], packed_b[0 if b_in_place else kb], b_in_place,
+                      matrix_at(c, t // c2, t % c2), i0, rows, kb * KC, kc, in_place, kb == 0, tile)
+
+    name = np.dtype(dtype).name
+    for function in (shared_panels, pack_shared_chunk, gemm_chunk):
+        function.__qualname__ = f"{function.__qualname__}[{name}]"        # Numba's cache keys
+    operand, _, index, _, result = argument_types = driver_argument_types(dtype)
+    packed = numba.types.Array(numba.from_dtype(np.dtype(dtype)), 4, "C")
+    chunk_types = (numba.int64, numba.int64)
+    with slp_vectorizer():
+        body = chunks.ChunkedKernel(njit(numba.void(*argument_types, packed, *chunk_types), **JIT)(gemm_chunk),
+                                    argument_types + (packed,))
+        pack = chunks.ChunkedKernel(njit(numba.void(operand, packed, *chunk_types), **JIT)(pack_shared_chunk),
+                                    (operand, packed))
+        buffer = njit(packed(operand, operand, result, numba.int64), **JIT)(shared_panels)
+    unshared = np.empty((0, 1, KC, nr), dtype)
+
+    def gemm(a, b, a_of, b_of, c, chunks):
+        """c[t] = a[a_of[t]] @ b[b_of[t]] for every t, on one thread when chunks is 1.
+
+        a: (A1, A2, M, K) and b: (B1, B2, K, N) with any strides (two batch dims, so that a
+        transposed (B, H, T, d) view needs no copy); a_of / b_of: for each output matrix t
+        the flat index of its operands (how broadcast batch dims are handled); c: (C1, C2,
+        M, N), matrix t at c[t // C2, t % C2], with any strides that keep its rows
+        contiguous (a gradient may be written in its operand's layout: ops/matmul.py).
+        Work items are (matrix, block of at most MC rows), split into `chunks` runs, one per
+        thread task, each with its own packing buffers."""
+        if chunks == 1:
+            body(a, b, a_of, b_of, c, unshared, 1)
+            return
+        packed_all = buffer(a, b, c, chunks)
+        if packed_all.shape[0]:
+            pack(b, packed_all, chunks)
+        body(a, b, a_of, b_of, c, packed_all, chunks)
+
+    gemm.compiled = body.compiled                   # the compiled chunk function (its cache statistics)
+    return gemm
+
+
+def driver_argument_types(dtype):
+    """The numba types of a batched GEMM driver's (a, b, a_of, b_of, c)."""
     t = numba.from_dtype(np.dtype(dtype))
     operand = numba.types.Array(t, 4, "A", readonly=True)
     index = numba.types.Array(numba.int64, 1, "C", readonly=True)
-    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 4, "A"), numba.int64)
-    gemm.__qualname__ = f"gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}]"  # cache keys
-    with slp_vectorizer():
-        return njit(signature, parallel=parallel, **JIT)(gemm)
+    return operand, operand, index, index, numba.types.Array(t, 4, "A")
 
 
 _kernels = {}
 
 
-def gemm_kernel(dtype, parallel):
-    """The compiled driver for dtype (float32 or float64), serial or parallel (made once)."""
-    key = (np.dtype(dtype).char, parallel)
+def gemm_kernel(dtype):
+    """The driver for dtype (float32 or float64), compiled once: gemm(a, b, a_of, b_of, c, chunks)."""
+    key = np.dtype(dtype).char
     if key not in _kernels:
-        _kernels[key] = _make_gemm(np.dtype(dtype).type, parallel)
+        _kernels[key] = _make_gemm(np.dtype(dtype).type)
     return _kernels[key]

@@ -97,8 +97,7 @@ def matmul(a, b, out=None):
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
     chunks = _whole_chunks(items) if parallel else 1
-    kernel = (small_gemm.small_gemm_kernel(dtype, parallel, small_gemm.tile_for(n, dtype.itemsize)) if small
-              else gemm.gemm_kernel(dtype, parallel))
+    kernel = small_gemm.small_gemm_kernel(dtype, small_gemm.tile_for(n, dtype.itemsize)) if small else gemm.gemm_kernel(dtype)
     kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)
     return out
 
@@ -647,15 +646,24 @@ def warmup(dtypes=(np.float32, np.float64), part=0, parts=1):
     GPT recipe opts in), and they compile on first use (about 40 s for float32, 20 s for
     float64, once: then Numba's cache has them)."""
     for dtype in dtypes:
-        for piece in _warmup_pieces(dtype)[part::parts]:
+        for piece in _share(_warmup_pieces(dtype), part, parts):
             piece()
 
 
+def _share(pieces, part, parts):
+    """Share `part` of (seconds, function) pieces dealt out to `parts` shares of about equal
+    seconds: the longest first, each to the share with the fewest seconds so far."""
+    totals, shares = [0.0] * parts, [[] for _ in range(parts)]
+    for seconds, piece in sorted(pieces, key=lambda item: -item[0]):
+        lightest = totals.index(min(totals))
+        totals[lightest] += seconds
+        shares[lightest].append(piece)
+    return shares[part]
+
+
 def _warmup_pieces(dtype):
-    """One function a kernel (both directions of one op together), in an order that deals
-    them out evenly to the compile_once children: every other piece is a GEMM driver, each
-    10-12 s to compile for float32 on an AMD Zen 3 (the row-wise kernels 3-5 s, the others
-    1-2 s)."""
+    """(seconds, function) for each kernel (both directions of one op together), with about
+    the seconds it took to compile for float32 on an AMD Zen 3, to share them out evenly."""
     rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
 
     def rowwise(parallel):
@@ -687,16 +695,14 @@ def _warmup_pieces(dtype):
             rows, np.zeros((1, 3), bool), np.zeros(2, np.intp), dtype(0), np.empty_like(rows))
 
     wide, narrow = small_gemm.TILES
-    pieces = []
-    for parallel in (False, True):
-        pieces.append(functools.partial(gemm.gemm_kernel, dtype, parallel))            # compiled when made
-        pieces.append(functools.partial(small_gemm.small_gemm_kernel, dtype, parallel, wide))
-    for parallel in (False, True):
-        pieces.append(functools.partial(rowwise, parallel))
-        pieces.append(functools.partial(small_gemm.small_gemm_kernel, dtype, parallel, narrow))
-    for parallel in (False, True):
-        pieces += [functools.partial(kernel, parallel) for kernel in (layer_norm, gelu, relu, masked_fill)]
-    pieces.append(lambda: adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1))
-    pieces.append(lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1]))
-    pieces.append(lambda: sum_of_squares(flat))
-    return pieces
+    return [(14, functools.partial(gemm.gemm_kernel, dtype)),                  # compiled when made
+            (7, functools.partial(small_gemm.small_gemm_kernel, dtype, wide)),
+            (3.5, functools.partial(small_gemm.small_gemm_kernel, dtype, narrow)),
+            (2.7, functools.partial(rowwise, False)), (6.3, functools.partial(rowwise, True)),
+            (1.2, functools.partial(layer_norm, False)), (3.4, functools.partial(layer_norm, True)),
+            (1.2, functools.partial(gelu, False)), (2.2, functools.partial(gelu, True)),
+            (0.4, functools.partial(relu, False)), (1.3, functools.partial(relu, True)),
+            (0.7, functools.partial(masked_fill, False)), (1.4, functools.partial(masked_fill, True)),
+            (0.3, lambda: adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)),
+            (0.3, lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])),
+            (0.2, lambda: sum_of_squares(flat))]

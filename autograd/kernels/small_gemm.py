@@ -28,9 +28,9 @@ sums again.
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from autograd.kernels import gemm
+from autograd.kernels import chunks, gemm
 
 # The register tile: MR rows (8 with AVX-512; 4 with AVX2, whose 16 registers 8 rows of two
 # would overflow) by two vector registers, or one for products at most that narrow
@@ -125,7 +125,7 @@ def add_new(tile, c, top, left, row_from, col_from, rows, cols):
             c[top + r, left + j] += tile[r, j]
 
 
-def _make_small_gemm(dtype, parallel, tile):
+def _make_small_gemm(dtype, tile):
     nr = TILES[tile][dtype]
     micro_kernel = gemm.compile_micro_kernel(MR, nr, dtype)
     # The wide tile finishes a product whose last panel has at most half its columns left
@@ -135,9 +135,10 @@ def _make_small_gemm(dtype, parallel, tile):
     edge = TILES["narrow"][dtype]
     edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype) if NARROW_EDGE else micro_kernel
 
-    def small_gemm(a, b, a_of, b_of, c, chunks):
+    def small_gemm_chunk(a, b, a_of, b_of, c, chunk, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t; the arguments are gemm.gemm_kernel's.
-        Work items are (matrix, block of rows), split into `chunks` runs, one per thread task."""
+        Work items are (matrix, block of rows), split into `chunks` runs; this call does
+        run `chunk` (chunks.py)."""
         c2, m, n = c.shape[1:]
         t_count = c.shape[0] * c2
         k = a.shape[3]
@@ -151,76 +152,73 @@ def _make_small_gemm(dtype, parallel, tile):
         b_direct = n >= nr and b.strides[3] == size and b.strides[2] >= n * size
         c_direct = m >= MR and n >= nr
         cols = max(n, nr)
-        for chunk in prange(chunks):
-            gemm.prefer_wide_vectors()
-            a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
-            b_copy = gemm.aligned_empty((0 if b_direct else k, cols), c.dtype)
-            c_copy = gemm.aligned_empty((0 if c_direct and k <= gemm.KC else MR, nr), c.dtype)
-            a_copy[m:] = 0
-            b_copy[:, n:] = 0
-            copied_for = -1                                     # which B b_copy holds
-            for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
-                t, blk = item // blocks, item % blocks
-                low = blk * BLOCK_ROWS
-                high = m if blk == blocks - 1 else low + BLOCK_ROWS
-                # these three views hold no reference; c_t is typed row-major, (m, C's row stride)
-                a_t = gemm.matrix_at(a, a_of[t] // a2, a_of[t] % a2)
-                b_t = gemm.matrix_at(b, b_of[t] // b2, b_of[t] % b2)
-                c_t = gemm.rows_from(gemm.matrix_at(c, t // c2, t % c2), 0, 0, m)
-                if not a_direct:
-                    for i in range(low, high):
-                        for kk in range(k):
-                            a_copy[i, kk] = a_t[i, kk]
-                if not b_direct and b_of[t] != copied_for:
-                    copied_for = b_of[t]
-                    copy_b(b_t, b_copy)
-                last = max(high, low + MR) - MR                 # where the last strip starts
-                for k0 in range(0, k, gemm.KC):                 # one block of K unless FEW_ROWS (small_enough)
-                    kc = min(gemm.KC, k - k0)
-                    first = k0 == 0                             # a later block's tiles are added to C
-                    for q in range(low, high, MR):
-                        top = min(q, last)                      # the last strip overlaps the one before
-                        strip = a_strip(a_t, top, k0, kc) if a_direct else a_strip(a_copy, top, k0, kc)
-                        for p in range(0, cols, nr):
-                            if NARROW_EDGE:
-                                if c_direct and cols - p <= edge:
-                                    panel = (gemm.rows_from(b_t, k0, n - edge, kc) if b_direct
-                                             else gemm.rows_from(b_copy, k0, n - edge, kc))
-                                    if first:
-                                        edge_kernel(strip, panel, kc, gemm.rows_from(c_t, top, n - edge, MR))
-                                    else:
-                                        edge_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
-                                        add_new(c_copy, c_t, top, n - edge, q - top, p - (n - edge), MR, edge)
-                                    continue
-                            left = min(p, cols - nr)            # the last panel overlaps too
-                            panel = gemm.rows_from(b_t, k0, left, kc) if b_direct else gemm.rows_from(b_copy, k0, left, kc)
-                            if c_direct and first:
-                                micro_kernel(strip, panel, kc, gemm.rows_from(c_t, top, left, MR))
+        gemm.prefer_wide_vectors()
+        a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
+        b_copy = gemm.aligned_empty((0 if b_direct else k, cols), c.dtype)
+        c_copy = gemm.aligned_empty((0 if c_direct and k <= gemm.KC else MR, nr), c.dtype)
+        a_copy[m:] = 0
+        b_copy[:, n:] = 0
+        copied_for = -1                                     # which B b_copy holds
+        for item in range(chunk * work // chunks, (chunk + 1) * work // chunks):
+            t, blk = item // blocks, item % blocks
+            low = blk * BLOCK_ROWS
+            high = m if blk == blocks - 1 else low + BLOCK_ROWS
+            # these three views hold no reference; c_t is typed row-major, (m, C's row stride)
+            a_t = gemm.matrix_at(a, a_of[t] // a2, a_of[t] % a2)
+            b_t = gemm.matrix_at(b, b_of[t] // b2, b_of[t] % b2)
+            c_t = gemm.rows_from(gemm.matrix_at(c, t // c2, t % c2), 0, 0, m)
+            if not a_direct:
+                for i in range(low, high):
+                    for kk in range(k):
+                        a_copy[i, kk] = a_t[i, kk]
+            if not b_direct and b_of[t] != copied_for:
+                copied_for = b_of[t]
+                copy_b(b_t, b_copy)
+            last = max(high, low + MR) - MR                 # where the last strip starts
+            for k0 in range(0, k, gemm.KC):                 # one block of K unless FEW_ROWS (small_enough)
+                kc = min(gemm.KC, k - k0)
+                first = k0 == 0                             # a later block's tiles are added to C
+                for q in range(low, high, MR):
+                    top = min(q, last)                      # the last strip overlaps the one before
+                    strip = a_strip(a_t, top, k0, kc) if a_direct else a_strip(a_copy, top, k0, kc)
+                    for p in range(0, cols, nr):
+                        if NARROW_EDGE:
+                            if c_direct and cols - p <= edge:
+                                panel = (gemm.rows_from(b_t, k0, n - edge, kc) if b_direct
+                                         else gemm.rows_from(b_copy, k0, n - edge, kc))
+                                if first:
+                                    edge_kernel(strip, panel, kc, gemm.rows_from(c_t, top, n - edge, MR))
+                                else:
+                                    edge_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
+                                    add_new(c_copy, c_t, top, n - edge, q - top, p - (n - edge), MR, edge)
                                 continue
-                            micro_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
-                            if first:
-                                for r in range(min(MR, m - top)):
-                                    for j in range(min(nr, n - left)):
-                                        c_t[top + r, left + j] = c_copy[r, j]
-                            else:                               # only what the strip and panel before did not add
-                                add_new(c_copy, c_t, top, left, q - top, p - left, min(MR, m - top), min(nr, n - left))
+                        left = min(p, cols - nr)            # the last panel overlaps too
+                        panel = gemm.rows_from(b_t, k0, left, kc) if b_direct else gemm.rows_from(b_copy, k0, left, kc)
+                        if c_direct and first:
+                            micro_kernel(strip, panel, kc, gemm.rows_from(c_t, top, left, MR))
+                            continue
+                        micro_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
+                        if first:
+                            for r in range(min(MR, m - top)):
+                                for j in range(min(nr, n - left)):
+                                    c_t[top + r, left + j] = c_copy[r, j]
+                        else:                               # only what the strip and panel before did not add
+                            add_new(c_copy, c_t, top, left, q - top, p - left, min(MR, m - top), min(nr, n - left))
 
-    t = numba.from_dtype(np.dtype(dtype))
-    operand = numba.types.Array(t, 4, "A", readonly=True)
-    index = numba.types.Array(numba.int64, 1, "C", readonly=True)
-    signature = numba.void(operand, operand, index, index, numba.types.Array(t, 4, "A"), numba.int64)
-    small_gemm.__qualname__ = f"small_gemm[{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}, {tile}]"
+    small_gemm_chunk.__qualname__ = f"small_gemm_chunk[{np.dtype(dtype).name}, {tile}]"    # Numba's cache key
+    argument_types = gemm.driver_argument_types(dtype)
     with gemm.slp_vectorizer():
-        return njit(signature, parallel=parallel, **gemm.JIT)(small_gemm)
+        compiled = njit(numba.void(*argument_types, numba.int64, numba.int64), **gemm.JIT)(small_gemm_chunk)
+    return chunks.ChunkedKernel(compiled, argument_types)
 
 
 _kernels = {}
 
 
-def small_gemm_kernel(dtype, parallel, tile):
-    """The compiled small-matrix driver for dtype, serial or parallel, with the "wide" or
-    "narrow" tile (made once)."""
-    key = (np.dtype(dtype).char, parallel, tile)
+def small_gemm_kernel(dtype, tile):
+    """The compiled small-matrix driver for dtype with the "wide" or "narrow" tile (made
+    once): kernel(a, b, a_of, b_of, c, chunks), on one thread when chunks is 1."""
+    key = (np.dtype(dtype).char, tile)
     if key not in _kernels:
-        _kernels[key] = _make_small_gemm(np.dtype(dtype).type, parallel, tile)
+        _kernels[key] = _make_small_gemm(np.dtype(dtype).type, tile)
     return _kernels[key]

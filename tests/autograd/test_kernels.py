@@ -143,12 +143,12 @@ def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
     out = jit.matmul(a, b)
     atol = tol(dtype)["atol"] * max(1.0, k / 64)            # sums of up to 704 products round more
     np.testing.assert_allclose(out, np.matmul(a, b), rtol=tol(dtype)["rtol"], atol=atol)
-    goto = _run_driver(gemm.gemm_kernel(dtype, False), a, b, 1)
+    goto = _run_driver(gemm.gemm_kernel(dtype), a, b, 1)
     tile = small_gemm.tile_for(n, np.dtype(dtype).itemsize)
     np.testing.assert_array_equal(out, goto)
-    np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype, True, tile), a, b, 3), goto)
-    shared = _run_driver(small_gemm.small_gemm_kernel(dtype, False, tile), a, b[:1], 1)   # one B for every A
-    np.testing.assert_array_equal(shared, _run_driver(gemm.gemm_kernel(dtype, False), a, b[:1], 1))
+    np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype, tile), a, b, 3), goto)
+    shared = _run_driver(small_gemm.small_gemm_kernel(dtype, tile), a, b[:1], 1)   # one B for every A
+    np.testing.assert_array_equal(shared, _run_driver(gemm.gemm_kernel(dtype), a, b[:1], 1))
 
 
 @pytest.mark.parametrize("features,width", [("+avx2,+fma,+avx512f,+avx512bw", 64), ("+avx2,+fma,-avx512f", 32),
@@ -318,7 +318,7 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
                     digest.update(out.tobytes())
         loaded = [jit._rowwise_set(dtype, parallel)["softmax"] for parallel in (False, True)
                   for dtype in (np.float32, np.float64)]
-        loaded += [gemm.gemm_kernel(np.float32, False), small_gemm.small_gemm_kernel(np.float32, False, "wide")]
+        loaded += [gemm.gemm_kernel(np.float32).compiled, small_gemm.small_gemm_kernel(np.float32, "wide").compiled]
         print(digest.hexdigest(), sum(sum(k.stats.cache_misses.values()) for k in loaded),
               min(sum(k.stats.cache_hits.values()) for k in loaded))
     """)
@@ -366,6 +366,12 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
         x, target = rng.standard_normal((33, 17)), np.zeros((17, 33))
         transpose.copy_transposed(x, target, 2.0)
         assert (target == 2.0 * x.T).all()
+        from autograd.kernels import gemm, small_gemm
+        a3, b3, index = rng.standard_normal((1, 1, 70, 40)), rng.standard_normal((1, 1, 40, 17)), np.zeros(1, np.int64)
+        for driver in (gemm.gemm_kernel(np.float64), small_gemm.small_gemm_kernel(np.float64, "wide")):
+            c3 = np.full((1, 1, 70, 17), np.nan)
+            driver(a3, b3, index, index, c3, 3)                        # in 3 chunks, one after another
+            np.testing.assert_allclose(c3[0, 0], a3[0, 0] @ b3[0, 0], rtol=1e-12)
         print("steppable")
     """)
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
