@@ -43,7 +43,7 @@ softmax's loops need no edge cases; padded keys and queries count as masked.  q^
 are copied a square of registers at a time (transpose.py).
 
 A query whose keys are all masked gets output 0, lse -inf and zero gradient (as the composed
-softmax gives).  Threads split the N = batch x heads matrices, so no two write the same row.
+softmax gives).  Threads split the N = batch x heads matrices (chunks.py), so no two write the same row.
 The numpy twins are reference.attention_forward and reference.attention_backward.
 """
 
@@ -51,10 +51,9 @@ import math
 
 import numba
 import numpy as np
-from numba import prange
 from numba.extending import register_jitable
 
-from autograd.kernels import gemm, small_gemm, transpose
+from autograd.kernels import chunks, gemm, small_gemm, transpose
 from autograd.kernels.fast_math import JIT, make_exp_nonpositive
 
 MR = small_gemm.MR            # rows of the register tile (8; 4 with AVX2)
@@ -281,7 +280,7 @@ def _make_attention(dtype):
                 weights[r] = w
                 grads[r] = scale * w * (grads[r] - d[r])
 
-    def attention_forward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse):
+    def attention_forward_chunk(q, k, v, mask, mask_of, has_mask, scale, out, lse, chunk, chunks):
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
@@ -289,70 +288,69 @@ def _make_attention(dtype):
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1                                     # padded copies needed?
-        for chunk in prange(chunks):
-            gemm.prefer_wide_vectors()
-            q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T: S^T's B operand
-            k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
-            v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
-            st = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # S^T, then P^T
-            o = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)     # running output (unnormalized)
-            visible = np.empty((t_k_padded, t_q_padded), np.bool_)
-            keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)   # [low, high) per query block
-            query_strips = np.empty((t_q_padded // MR, 2), np.int64)           # (see describe)
-            key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
-            o_summed = np.ones(QUERY_BLOCK // MR, np.bool_)                # o is zeroed: its strips are sums
-            stats = np.empty((5, QUERY_BLOCK), q.dtype)
-            m, l, correction, shift, block_max = stats[0], stats[1], stats[2], stats[3], stats[4]
-            described = -1                                        # whose mask `visible` holds
-            q_t[:] = ZERO
-            k_p[:] = ZERO
-            v_p[:] = ZERO
-            for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                b, h = n // heads, n % heads
-                transpose.copy_transposed(gemm.matrix_at(q, b, h), q_t, scale)
-                k_n, v_n = operand(k, b, h, k_p, in_place), operand(v, b, h, v_p, in_place)
-                out_n = gemm.matrix_at(out, b, h)
-                if mask_of[n] != described:
-                    describe(mask[mask_of[n]], has_mask, t_q, t_k, KEY_STEP, visible, keys, query_strips, key_strips)
-                    described = mask_of[n]
-                for i0 in range(0, t_q_padded, QUERY_BLOCK):
-                    rows = QUERY_BLOCK                                    # t_q_padded is whole blocks
-                    real = min(rows, t_q - i0)                            # columns beyond t_q are padding
-                    low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
-                    m[:] = NEG_INF
-                    l[:] = ZERO
-                    o[:] = ZERO
-                    for j0 in range(low, high, KEY_BLOCK):
-                        width = min(KEY_BLOCK, high - j0)                 # a multiple of KEY_STEP
-                        product(k_n, j0, width, q_t, i0, rows, d, st)      # S^T (width, rows)
-                        mask_and_max(st, visible, j0, i0, width, block_max)
-                        for r in range(rows):                             # the running statistics
-                            new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
-                            correction[r] = ONE if new == NEG_INF else exp_nonpositive(m[r] - new)
-                            shift[r] = ZERO if new == NEG_INF else new    # no visible key yet: weights 0
-                            m[r] = new
-                            l[r] *= correction[r]
-                        exp_and_sum(st, width, shift, l)
-                        if j0 > low:                                      # O exp(m_old - m), then + P V_blk
-                            for r in range(rows):
-                                factor, o_row = correction[r], gemm.row_run(o, r, 0, d_v_padded)
-                                for c in range(d_v_padded):
-                                    o_row[c] *= factor
-                        add_product(st, True, rows, v_n, j0, d_v_padded, width, o, query_strips, i0 // MR, j0,   # O += P V_blk
-                                    o_summed, 0)
-                    for r in range(real):
-                        target = gemm.row_run(out_n, i0 + r, 0, d_v)
-                        if l[r] == ZERO:                                  # a fully masked query
-                            for c in range(d_v):
-                                target[c] = ZERO
-                            lse[n, i0 + r] = NEG_INF
-                        else:
-                            o_row = gemm.row_run(o, r, 0, d_v)
-                            for c in range(d_v):
-                                target[c] = o_row[c] / l[r]
-                            lse[n, i0 + r] = m[r] + np.log(l[r])
+        gemm.prefer_wide_vectors()
+        q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T: S^T's B operand
+        k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
+        v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
+        st = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # S^T, then P^T
+        o = gemm.aligned_empty((QUERY_BLOCK, d_v_padded), q.dtype)     # running output (unnormalized)
+        visible = np.empty((t_k_padded, t_q_padded), np.bool_)
+        keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)   # [low, high) per query block
+        query_strips = np.empty((t_q_padded // MR, 2), np.int64)           # (see describe)
+        key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
+        o_summed = np.ones(QUERY_BLOCK // MR, np.bool_)                # o is zeroed: its strips are sums
+        stats = np.empty((5, QUERY_BLOCK), q.dtype)
+        m, l, correction, shift, block_max = stats[0], stats[1], stats[2], stats[3], stats[4]
+        described = -1                                        # whose mask `visible` holds
+        q_t[:] = ZERO
+        k_p[:] = ZERO
+        v_p[:] = ZERO
+        for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
+            b, h = n // heads, n % heads
+            transpose.copy_transposed(gemm.matrix_at(q, b, h), q_t, scale)
+            k_n, v_n = operand(k, b, h, k_p, in_place), operand(v, b, h, v_p, in_place)
+            out_n = gemm.matrix_at(out, b, h)
+            if mask_of[n] != described:
+                describe(mask[mask_of[n]], has_mask, t_q, t_k, KEY_STEP, visible, keys, query_strips, key_strips)
+                described = mask_of[n]
+            for i0 in range(0, t_q_padded, QUERY_BLOCK):
+                rows = QUERY_BLOCK                                    # t_q_padded is whole blocks
+                real = min(rows, t_q - i0)                            # columns beyond t_q are padding
+                low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
+                m[:] = NEG_INF
+                l[:] = ZERO
+                o[:] = ZERO
+                for j0 in range(low, high, KEY_BLOCK):
+                    width = min(KEY_BLOCK, high - j0)                 # a multiple of KEY_STEP
+                    product(k_n, j0, width, q_t, i0, rows, d, st)      # S^T (width, rows)
+                    mask_and_max(st, visible, j0, i0, width, block_max)
+                    for r in range(rows):                             # the running statistics
+                        new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
+                        correction[r] = ONE if new == NEG_INF else exp_nonpositive(m[r] - new)
+                        shift[r] = ZERO if new == NEG_INF else new    # no visible key yet: weights 0
+                        m[r] = new
+                        l[r] *= correction[r]
+                    exp_and_sum(st, width, shift, l)
+                    if j0 > low:                                      # O exp(m_old - m), then + P V_blk
+                        for r in range(rows):
+                            factor, o_row = correction[r], gemm.row_run(o, r, 0, d_v_padded)
+                            for c in range(d_v_padded):
+                                o_row[c] *= factor
+                    add_product(st, True, rows, v_n, j0, d_v_padded, width, o, query_strips, i0 // MR, j0,   # O += P V_blk
+                                o_summed, 0)
+                for r in range(real):
+                    target = gemm.row_run(out_n, i0 + r, 0, d_v)
+                    if l[r] == ZERO:                                  # a fully masked query
+                        for c in range(d_v):
+                            target[c] = ZERO
+                        lse[n, i0 + r] = NEG_INF
+                    else:
+                        o_row = gemm.row_run(o, r, 0, d_v)
+                        for c in range(d_v):
+                            target[c] = o_row[c] / l[r]
+                        lse[n, i0 + r] = m[r] + np.log(l[r])
 
-    def attention_backward(q, k, v, mask, mask_of, has_mask, scale, chunks, out, lse, dout, dq, dk, dv):
+    def attention_backward_chunk(q, k, v, mask, mask_of, has_mask, scale, out, lse, dout, dq, dk, dv, chunk, chunks):
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
@@ -360,81 +358,80 @@ def _make_attention(dtype):
         d_padded, d_v_padded = round_up(d, NR), round_up(d_v, NR)
         in_place = t_q_padded == t_q and t_k_padded == t_k and d_padded == d and d_v_padded == d_v
         copies = 0 if in_place else 1
-        for chunk in prange(chunks):
-            gemm.prefer_wide_vectors()
-            q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T
-            q_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
-            k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
-            v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
-            do_p = gemm.aligned_empty((copies * t_q_padded, d_v_padded), q.dtype)   # dout
-            do_t = gemm.aligned_empty((d_v_padded, t_q_padded), q.dtype)   # dout^T
-            pt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # P^T
-            gt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # (dout V^T)^T, then scale G^T
-            # the gradients are summed in place when the dims are whole tiles, else in these
-            dq_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
-            dk_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
-            dv_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
-            visible = np.empty((t_k_padded, t_q_padded), np.bool_)
-            keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)
-            query_strips = np.empty((t_q_padded // MR, 2), np.int64)
-            key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
-            row_lse = np.zeros((1, t_q_padded), q.dtype)                  # lse, 0 for a fully masked query
-            d_rows = np.zeros((1, t_q_padded), q.dtype)                   # D_i = dout_i . out_i
-            # which strips of MR rows of dq (row 0), dk (1) and dv (2) hold a sum already
-            # (views from pointers, as row_run's: numpy views carry a reference count, and
-            # passing them to add_product cost two atomic updates per call)
-            n_strips = max(t_q_padded, t_k_padded) // MR
-            summed = np.empty((3, n_strips), np.bool_)
-            summed_q, summed_k, summed_v = (gemm.row_run(summed, 0, 0, n_strips), gemm.row_run(summed, 1, 0, n_strips),
-                                            gemm.row_run(summed, 2, 0, n_strips))
-            described = -1
-            for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
-                buffer[:] = ZERO
-            for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
-                b, h = n // heads, n % heads
-                out_n, dout_n = gemm.matrix_at(out, b, h), gemm.matrix_at(dout, b, h)
-                transpose.copy_transposed(gemm.matrix_at(q, b, h), q_t, scale)
-                transpose.copy_transposed(dout_n, do_t, ONE)
-                q_n, k_n = operand(q, b, h, q_p, in_place), operand(k, b, h, k_p, in_place)
-                v_n, do_n = operand(v, b, h, v_p, in_place), operand(dout, b, h, do_p, in_place)
-                # in place: the rows of dq's (b, h) matrix, typed contiguous (and as wide as
-                # the row stride: the columns past d belong to other heads, not zeroed here)
-                dq_n = gemm.rows_from(gemm.matrix_at(dq, b, h), 0, 0, t_q) if in_place else dq_p
-                dk_n = gemm.rows_from(gemm.matrix_at(dk, b, h), 0, 0, t_k) if in_place else dk_p
-                dv_n = gemm.rows_from(gemm.matrix_at(dv, b, h), 0, 0, t_k) if in_place else dv_p
-                summed[:] = False                                         # dq, dk, dv: nothing written yet
-                for i in range(t_q):
-                    row_lse[0, i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
-                    total, grad_row, out_row = ZERO, gemm.row_run(dout_n, i, 0, d_v), gemm.row_run(out_n, i, 0, d_v)
-                    for c in range(d_v):
-                        total += grad_row[c] * out_row[c]
-                    d_rows[0, i] = total
-                if mask_of[n] != described:
-                    describe(mask[mask_of[n]], has_mask, t_q, t_k, KEY_STEP, visible, keys, query_strips, key_strips)
-                    described = mask_of[n]
-                for i0 in range(0, t_q_padded, QUERY_BLOCK):
-                    rows = QUERY_BLOCK
-                    low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
-                    dq_blk = gemm.rows_from(dq_n, i0, 0, rows)
-                    for j0 in range(low, high, KEY_BLOCK):
-                        width = min(KEY_BLOCK, high - j0)
-                        product(k_n, j0, width, q_t, i0, rows, d, pt)       # S^T
-                        product(v_n, j0, width, do_t, i0, rows, d_v, gt)    # (dout V^T)^T
-                        weights_and_grads(pt, gt, visible, j0, i0, width, row_lse, d_rows, scale)
-                        seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
-                        add_product(pt, False, width, do_n, i0, d_v_padded, rows,             # dV += P^T dout
-                                    gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0, summed_v, j0 // MR)
-                        add_product(gt, False, width, q_n, i0, d_padded, rows,                # dK += scale G^T Q
-                                    gemm.rows_from(dk_n, j0, 0, width), seen_by, strip, i0, summed_k, j0 // MR)
-                        add_product(gt, True, rows, k_n, j0, d_padded, width, dq_blk,        # dQ += scale G K
-                                    query_strips, i0 // MR, j0, summed_q, i0 // MR)
-                zero_unsummed(dq_n, summed_q, t_q_padded, d_padded)                 # rows no key reached
-                zero_unsummed(dk_n, summed_k, t_k_padded, d_padded)
-                zero_unsummed(dv_n, summed_v, t_k_padded, d_v_padded)
-                if not in_place:
-                    copy_padded(dq_p[:t_q, :d], gemm.matrix_at(dq, b, h), ONE)
-                    copy_padded(dk_p[:t_k, :d], gemm.matrix_at(dk, b, h), ONE)
-                    copy_padded(dv_p[:t_k, :d_v], gemm.matrix_at(dv, b, h), ONE)
+        gemm.prefer_wide_vectors()
+        q_t = gemm.aligned_empty((d_padded, t_q_padded), q.dtype)      # (scale q)^T
+        q_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
+        k_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
+        v_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
+        do_p = gemm.aligned_empty((copies * t_q_padded, d_v_padded), q.dtype)   # dout
+        do_t = gemm.aligned_empty((d_v_padded, t_q_padded), q.dtype)   # dout^T
+        pt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # P^T
+        gt = gemm.aligned_empty((KEY_BLOCK, QUERY_BLOCK), q.dtype)     # (dout V^T)^T, then scale G^T
+        # the gradients are summed in place when the dims are whole tiles, else in these
+        dq_p = gemm.aligned_empty((copies * t_q_padded, d_padded), q.dtype)
+        dk_p = gemm.aligned_empty((copies * t_k_padded, d_padded), q.dtype)
+        dv_p = gemm.aligned_empty((copies * t_k_padded, d_v_padded), q.dtype)
+        visible = np.empty((t_k_padded, t_q_padded), np.bool_)
+        keys = np.empty((round_up(t_q_padded, QUERY_BLOCK) // QUERY_BLOCK, 2), np.int64)
+        query_strips = np.empty((t_q_padded // MR, 2), np.int64)
+        key_strips = np.empty((keys.shape[0], t_k_padded // MR, 2), np.int64)
+        row_lse = np.zeros((1, t_q_padded), q.dtype)                  # lse, 0 for a fully masked query
+        d_rows = np.zeros((1, t_q_padded), q.dtype)                   # D_i = dout_i . out_i
+        # which strips of MR rows of dq (row 0), dk (1) and dv (2) hold a sum already
+        # (views from pointers, as row_run's: numpy views carry a reference count, and
+        # passing them to add_product cost two atomic updates per call)
+        n_strips = max(t_q_padded, t_k_padded) // MR
+        summed = np.empty((3, n_strips), np.bool_)
+        summed_q, summed_k, summed_v = (gemm.row_run(summed, 0, 0, n_strips), gemm.row_run(summed, 1, 0, n_strips),
+                                        gemm.row_run(summed, 2, 0, n_strips))
+        described = -1
+        for buffer in (q_t, q_p, k_p, v_p, do_p, do_t):
+            buffer[:] = ZERO
+        for n in range(chunk * n_mats // chunks, (chunk + 1) * n_mats // chunks):
+            b, h = n // heads, n % heads
+            out_n, dout_n = gemm.matrix_at(out, b, h), gemm.matrix_at(dout, b, h)
+            transpose.copy_transposed(gemm.matrix_at(q, b, h), q_t, scale)
+            transpose.copy_transposed(dout_n, do_t, ONE)
+            q_n, k_n = operand(q, b, h, q_p, in_place), operand(k, b, h, k_p, in_place)
+            v_n, do_n = operand(v, b, h, v_p, in_place), operand(dout, b, h, do_p, in_place)
+            # in place: the rows of dq's (b, h) matrix, typed contiguous (and as wide as
+            # the row stride: the columns past d belong to other heads, not zeroed here)
+            dq_n = gemm.rows_from(gemm.matrix_at(dq, b, h), 0, 0, t_q) if in_place else dq_p
+            dk_n = gemm.rows_from(gemm.matrix_at(dk, b, h), 0, 0, t_k) if in_place else dk_p
+            dv_n = gemm.rows_from(gemm.matrix_at(dv, b, h), 0, 0, t_k) if in_place else dv_p
+            summed[:] = False                                         # dq, dk, dv: nothing written yet
+            for i in range(t_q):
+                row_lse[0, i] = ZERO if lse[n, i] == NEG_INF else lse[n, i]
+                total, grad_row, out_row = ZERO, gemm.row_run(dout_n, i, 0, d_v), gemm.row_run(out_n, i, 0, d_v)
+                for c in range(d_v):
+                    total += grad_row[c] * out_row[c]
+                d_rows[0, i] = total
+            if mask_of[n] != described:
+                describe(mask[mask_of[n]], has_mask, t_q, t_k, KEY_STEP, visible, keys, query_strips, key_strips)
+                described = mask_of[n]
+            for i0 in range(0, t_q_padded, QUERY_BLOCK):
+                rows = QUERY_BLOCK
+                low, high = keys[i0 // QUERY_BLOCK, 0], keys[i0 // QUERY_BLOCK, 1]
+                dq_blk = gemm.rows_from(dq_n, i0, 0, rows)
+                for j0 in range(low, high, KEY_BLOCK):
+                    width = min(KEY_BLOCK, high - j0)
+                    product(k_n, j0, width, q_t, i0, rows, d, pt)       # S^T
+                    product(v_n, j0, width, do_t, i0, rows, d_v, gt)    # (dout V^T)^T
+                    weights_and_grads(pt, gt, visible, j0, i0, width, row_lse, d_rows, scale)
+                    seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
+                    add_product(pt, False, width, do_n, i0, d_v_padded, rows,             # dV += P^T dout
+                                gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0, summed_v, j0 // MR)
+                    add_product(gt, False, width, q_n, i0, d_padded, rows,                # dK += scale G^T Q
+                                gemm.rows_from(dk_n, j0, 0, width), seen_by, strip, i0, summed_k, j0 // MR)
+                    add_product(gt, True, rows, k_n, j0, d_padded, width, dq_blk,        # dQ += scale G K
+                                query_strips, i0 // MR, j0, summed_q, i0 // MR)
+            zero_unsummed(dq_n, summed_q, t_q_padded, d_padded)                 # rows no key reached
+            zero_unsummed(dk_n, summed_k, t_k_padded, d_padded)
+            zero_unsummed(dv_n, summed_v, t_k_padded, d_v_padded)
+            if not in_place:
+                copy_padded(dq_p[:t_q, :d], gemm.matrix_at(dq, b, h), ONE)
+                copy_padded(dk_p[:t_k, :d], gemm.matrix_at(dk, b, h), ONE)
+                copy_padded(dv_p[:t_k, :d_v], gemm.matrix_at(dv, b, h), ONE)
 
     t = numba.from_dtype(np.dtype(dtype))
     # (B1, B2, T, d) arrays with any strides that keep rows contiguous: q, k, v may be the
@@ -443,15 +440,16 @@ def _make_attention(dtype):
     given = numba.types.Array(t, 4, "A", readonly=True)
     result = numba.types.Array(t, 4, "A")
     mask_args = (numba.types.Array(numba.boolean, 3, "C", readonly=True),
-                 numba.types.Array(numba.int64, 1, "C", readonly=True), numba.boolean, t, numba.int64)
-    signatures = (numba.void(given, given, given, *mask_args, result, numba.types.Array(t, 2, "C")),
-                  numba.void(given, given, given, *mask_args, given, numba.types.Array(t, 2, "C", readonly=True),
-                             given, result, result, result))
+                 numba.types.Array(numba.int64, 1, "C", readonly=True), numba.boolean, t)
+    argument_types = ((given, given, given, *mask_args, result, numba.types.Array(t, 2, "C")),
+                      (given, given, given, *mask_args, given, numba.types.Array(t, 2, "C", readonly=True),
+                       given, result, result, result))
     kernels = []
-    for kernel, signature in zip((attention_forward, attention_backward), signatures):
+    for kernel, types in zip((attention_forward_chunk, attention_backward_chunk), argument_types):
         kernel.__qualname__ = f"{kernel.__qualname__}[{np.dtype(dtype).name}]"   # Numba's cache key (fast_math.variant)
         with gemm.slp_vectorizer():            # compiled now, with the SLP vectorizer the micro-kernel needs
-            kernels.append(numba.njit(signature, parallel=True, nogil=True, **JIT)(kernel))
+            compiled = numba.njit(numba.void(*types, numba.int64, numba.int64), nogil=True, **JIT)(kernel)
+        kernels.append(chunks.ChunkedKernel(compiled, types))
     return kernels
 
 
@@ -532,7 +530,7 @@ def attention_forward(q, k, v, mask, scale):
     lse = np.full((n, t_q), -np.inf, dtype)
     if out.size and k4.shape[2]:
         forward = _kernels_for(dtype.type)[0]
-        forward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale), _chunks(n), out, lse)
+        forward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale), out, lse, _chunks(n))
     else:
         out[...] = 0
     return out.reshape(q.shape[:-1] + (v.shape[-1],)), lse.reshape(q.shape[:-1])
@@ -548,8 +546,9 @@ def attention_backward(q, k, v, mask, scale, out, lse, dout):
     grads = [np.empty_like(x, order="K") for x in (q4, k4, v4)]          # the kernel writes every entry
     if q4.size and k4.shape[2]:
         backward = _kernels_for(dtype.type)[1]
-        backward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale), _chunks(n),
-                 _as_4d(out, dtype), np.ascontiguousarray(lse, dtype).reshape(n, -1), _as_4d(dout, dtype), *grads)
+        backward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale),
+                 _as_4d(out, dtype), np.ascontiguousarray(lse, dtype).reshape(n, -1), _as_4d(dout, dtype), *grads,
+                 _chunks(n))
     else:
         for g in grads:
             g[...] = 0
