@@ -444,13 +444,9 @@ def _make_attention(dtype):
     argument_types = ((given, given, given, *mask_args, result, numba.types.Array(t, 2, "C")),
                       (given, given, given, *mask_args, given, numba.types.Array(t, 2, "C", readonly=True),
                        given, result, result, result))
-    kernels = []
-    for kernel, types in zip((attention_forward_chunk, attention_backward_chunk), argument_types):
-        kernel.__qualname__ = f"{kernel.__qualname__}[{np.dtype(dtype).name}]"   # Numba's cache key (fast_math.variant)
-        with gemm.slp_vectorizer():            # compiled now, with the SLP vectorizer the micro-kernel needs
-            compiled = numba.njit(numba.void(*types, numba.int64, numba.int64), nogil=True, **JIT)(kernel)
-        kernels.append(chunks.ChunkedKernel(compiled, types))
-    return kernels
+    with gemm.slp_vectorizer():                # compiled now, with the SLP vectorizer the micro-kernel needs
+        return [chunks.chunked(kernel, np.dtype(dtype).name, types, nogil=True, **JIT)
+                for kernel, types in zip((attention_forward_chunk, attention_backward_chunk), argument_types)]
 
 
 _kernels = {}

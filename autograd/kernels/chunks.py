@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba import prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, register_jitable
 
 from autograd.kernels.fast_math import JIT as FAST_MATH_JIT
 
@@ -65,6 +65,26 @@ def _launch(function_address, arguments, chunks):
     chunk, the chunks shared out among Numba's threads."""
     for chunk in prange(chunks):
         _call_at(function_address, arguments + (np.int64(chunk), chunks))
+
+
+@register_jitable
+def share_of(x, chunk, chunks):
+    """x's rows (or elements) of share `chunk` of `chunks`, as a view indexed from 0: a loop
+    over indices from a run-time start keeps Numba's negative-index check inside it, which
+    stopped LLVM vectorizing GELU (1.7x as long)."""
+    n = x.shape[0]
+    return x[chunk * n // chunks:(chunk + 1) * n // chunks]
+
+
+def chunked(function, name, argument_types, **jit_options):
+    """ChunkedKernel of `function(*args, chunk, chunks)` compiled for argument_types under the
+    name function[name]: Numba's cache is keyed by a function's qualified name, bytecode and
+    closure values, which the builds of one kernel for different dtypes or tiles may share,
+    and one build would then be loaded from the cache in place of another."""
+    function.__qualname__ = f"{function.__qualname__}[{name}]"
+    options = jit_options or JIT
+    compiled = numba.njit(types.void(*argument_types, types.int64, types.int64), **options)(function)
+    return ChunkedKernel(compiled, argument_types)
 
 
 class ChunkedKernel:

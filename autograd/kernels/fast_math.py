@@ -15,22 +15,10 @@ import sys
 
 import numba
 import numpy as np
-from numba import njit
 from numba.extending import intrinsic, register_jitable
 
 FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, error_model="numpy")   # numpy: x / 0 is inf, no check
-
-
-def variant(fn, name, **options):
-    """njit `fn` under its own name.  Numba's cache is keyed by the function's qualified
-    name, bytecode and closure values; the serial and parallel builds of one kernel share
-    all three (the flag is a compile option), so without a distinct name one build would
-    be loaded from the cache in place of the other."""
-    fn.__qualname__ = f"{fn.__qualname__}[{name}]"
-    signatures = options.pop("signatures", None)
-    decorator = njit(signatures, **options, **JIT) if signatures else njit(**options, **JIT)
-    return decorator(fn)
 
 
 def _bits_to_float_python(bits):

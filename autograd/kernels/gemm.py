@@ -541,16 +541,12 @@ def _make_gemm(dtype):
                       matrix_at(c, t // c2, t % c2), i0, rows, kb * KC, kc, in_place, kb == 0, tile)
 
     name = np.dtype(dtype).name
-    for function in (shared_panels, pack_shared_chunk, gemm_chunk):
-        function.__qualname__ = f"{function.__qualname__}[{name}]"        # Numba's cache keys
     operand, _, index, _, result = argument_types = driver_argument_types(dtype)
     packed = numba.types.Array(numba.from_dtype(np.dtype(dtype)), 4, "C")
-    chunk_types = (numba.int64, numba.int64)
+    shared_panels.__qualname__ = f"shared_panels[{name}]"                 # Numba's cache key
     with slp_vectorizer():
-        body = chunks.ChunkedKernel(njit(numba.void(*argument_types, packed, *chunk_types), **JIT)(gemm_chunk),
-                                    argument_types + (packed,))
-        pack = chunks.ChunkedKernel(njit(numba.void(operand, packed, *chunk_types), **JIT)(pack_shared_chunk),
-                                    (operand, packed))
+        body = chunks.chunked(gemm_chunk, name, argument_types + (packed,), **JIT)
+        pack = chunks.chunked(pack_shared_chunk, name, (operand, packed), **JIT)
         buffer = njit(packed(operand, operand, result, numba.int64), **JIT)(shared_panels)
     unshared = np.empty((0, 1, KC, nr), dtype)
 

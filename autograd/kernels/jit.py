@@ -27,11 +27,12 @@ import sys
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numba.extending import register_jitable
 
 from autograd.kernels import compile_once, gemm, small_gemm
-from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max, variant
+from autograd.kernels.chunks import chunked, share_of
+from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max
 from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
 # A matmul below this many FLOPs runs on one thread.  On two threads, called in a loop, the
@@ -44,6 +45,20 @@ PARALLEL_MIN_ELEMENTS = 1 << 16
 
 def _use_threads(work, threshold):
     return work >= threshold and numba.get_num_threads() > 1
+
+
+def _chunks_for(work, threshold):
+    """How many chunks a row-wise or elementwise kernel's call is cut into (chunks.py): one a
+    thread, or one in all for less work than threshold."""
+    return numba.get_num_threads() if work >= threshold else 1
+
+
+def _types(dtype, *kinds):
+    """numba array types for dtype: "2r" a C-contiguous 2-D array read only, "2w" written,
+    "1r" and "1w" 1-D; "s" a scalar of dtype."""
+    t = numba.from_dtype(np.dtype(dtype))
+    return tuple(t if kind == "s" else numba.types.Array(t, int(kind[0]), "C", readonly=kind[1] == "r")
+                 for kind in kinds)
 
 
 # ============================================================================ matmul
@@ -97,7 +112,8 @@ def matmul(a, b, out=None):
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
     chunks = _whole_chunks(items) if parallel else 1
-    kernel = small_gemm.small_gemm_kernel(dtype, small_gemm.tile_for(n, dtype.itemsize)) if small else gemm.gemm_kernel(dtype)
+    kernel = (small_gemm.small_gemm_kernel(dtype, small_gemm.tile_for(n, dtype.itemsize)) if small
+              else gemm.gemm_kernel(dtype))
     kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)
     return out
 
@@ -136,7 +152,7 @@ def _as_4d(x, dtype):
 
 # ============================================================================ row-wise kernels
 
-def _make_rowwise(dtype, parallel):
+def _make_rowwise(dtype):
     """softmax, log-softmax and their backwards over the rows of a 2-D array, for one
     dtype.  Every constant is of that dtype: a float64 literal in a float32 kernel would
     silently turn the whole computation into float64."""
@@ -157,10 +173,12 @@ def _make_rowwise(dtype, parallel):
             total += e
         return total
 
-    def softmax(x, out):
-        """out = softmax of each row of x (zeros for a fully masked row)."""
+    def softmax(x, out, chunk, chunks):
+        """out = softmax of each row of x (zeros for a fully masked row), for the rows of
+        share `chunk` (chunks.py), as every kernel below."""
+        x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
         bits = x.view(itype)
-        for i in prange(x.shape[0]):
+        for i in range(x.shape[0]):
             m = row_max(bits[i])
             if m == NEG_INF:
                 out[i] = ZERO
@@ -169,21 +187,23 @@ def _make_rowwise(dtype, parallel):
             for j in range(x.shape[1]):
                 out[i, j] *= inv
 
-    def softmax_backward(y, dy, dx):
+    def softmax_backward(y, dy, dx, chunk, chunks):
         """dx = y * (dy - sum(dy * y)) row by row."""
-        for i in prange(y.shape[0]):
+        y, dy, dx = share_of(y, chunk, chunks), share_of(dy, chunk, chunks), share_of(dx, chunk, chunks)
+        for i in range(y.shape[0]):
             dot = ZERO
             for j in range(y.shape[1]):
                 dot += dy[i, j] * y[i, j]
             for j in range(y.shape[1]):
                 dx[i, j] = y[i, j] * (dy[i, j] - dot)
 
-    def log_softmax(x, out):
+    def log_softmax(x, out, chunk, chunks):
         """out = x - max - log(sum exp(x - max)) row by row (zeros for a fully masked row).
         Its first lines repeat softmax's on purpose: a shared helper returning (max, sum)
         made short rows 1.5x slower."""
+        x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
         bits = x.view(itype)
-        for i in prange(x.shape[0]):
+        for i in range(x.shape[0]):
             m = row_max(bits[i])
             if m == NEG_INF:
                 out[i] = ZERO
@@ -194,9 +214,10 @@ def _make_rowwise(dtype, parallel):
             for j in range(x.shape[1]):                    # x - (m + log_sum): with x and m near
                 out[i, j] -= log_sum                       # 1e4 that loses 3 digits in float32
 
-    def log_softmax_backward(y, dy, dx):
+    def log_softmax_backward(y, dy, dx, chunk, chunks):
         """dx = dy - exp(y) * sum(dy); zero for a fully masked row (y all 0, so sum exp(y) = n > 1)."""
-        for i in prange(y.shape[0]):
+        y, dy, dx = share_of(y, chunk, chunks), share_of(dy, chunk, chunks), share_of(dx, chunk, chunks)
+        for i in range(y.shape[0]):
             total_dy = ZERO
             for j in range(y.shape[1]):
                 total_dy += dy[i, j]
@@ -207,25 +228,22 @@ def _make_rowwise(dtype, parallel):
             for j in range(y.shape[1]):
                 dx[i, j] = dy[i, j] - dx[i, j] * total_dy
 
-    name = f"{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}"
-    return {kernel.__name__: variant(kernel, name, parallel=parallel)
-            for kernel in (softmax, softmax_backward, log_softmax, log_softmax_backward)}
+    name, forward, backward = np.dtype(dtype).name, _types(dtype, "2r", "2w"), _types(dtype, "2r", "2r", "2w")
+    return {"softmax": chunked(softmax, name, forward), "log_softmax": chunked(log_softmax, name, forward),
+            "softmax_backward": chunked(softmax_backward, name, backward),
+            "log_softmax_backward": chunked(log_softmax_backward, name, backward)}
 
 
 _rowwise_kernels = {}
 
 
-def _rowwise_set(dtype, parallel):
-    key = (np.dtype(dtype), parallel)
-    if key not in _rowwise_kernels:
-        if key[0] == np.float64:     # compiled here, they would give other last bits than loaded
+def _rowwise_set(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in _rowwise_kernels:
+        if dtype == np.float64:      # compiled here, they would give other last bits than loaded
             compile_once.compile_in_a_child_if_needed(sys.modules[__name__], "float64")
-        _rowwise_kernels[key] = _make_rowwise(np.dtype(dtype).type, parallel)
-    return _rowwise_kernels[key]
-
-
-def _rowwise(name, dtype, size):
-    return _rowwise_set(dtype, _use_threads(size, PARALLEL_MIN_ELEMENTS))[name]
+        _rowwise_kernels[dtype] = _make_rowwise(dtype.type)
+    return _rowwise_kernels[dtype]
 
 
 def _as_rows(x, dtype):
@@ -246,7 +264,7 @@ def _forward(name, x):
         return getattr(reference, name)(x)
     rows = _as_rows(x, dtype)
     out = np.empty_like(rows)
-    _rowwise(name, dtype, rows.size)(rows, out)
+    _rowwise_set(dtype)[name](rows, out, _chunks_for(rows.size, PARALLEL_MIN_ELEMENTS))
     return out.reshape(x.shape)
 
 
@@ -257,7 +275,7 @@ def _backward(name, y, dy):
         return getattr(reference, name)(y, dy)
     y_rows, dy_rows = _as_rows(y, dtype), _as_rows(dy, dtype)
     dx = np.empty_like(y_rows)
-    _rowwise(name, dtype, y_rows.size)(y_rows, dy_rows, dx)
+    _rowwise_set(dtype)[name](y_rows, dy_rows, dx, _chunks_for(y_rows.size, PARALLEL_MIN_ELEMENTS))
     return dx.reshape(y.shape)
 
 
@@ -280,17 +298,19 @@ def log_softmax_backward(y, dy):
 
 # ============================================================================ layer norm
 
-def _make_layer_norm(parallel):
-    """Layer norm forward and backward (see reference.layer_norm), serial or parallel.
-    Rows are independent, so threads share them; the parameter gradients are sums over
-    rows, which one thread adds up in row order afterwards (split among threads, the sums
-    would be grouped differently, and every trained model's last bits would change).
-    Serial and parallel give the same bits in float32; in float64, LLVM fuses one of dx's
-    multiply-adds differently in the parallel build, and dx can differ in its last bit."""
+def _make_layer_norm(dtype):
+    """Layer norm forward and backward (see reference.layer_norm) for one dtype.  Rows are
+    independent, so threads share them; the parameter gradients are sums over rows, which
+    the chunk of the first rows adds up, in row order, for all rows (split among threads,
+    the sums would be grouped differently, and every trained model's last bits would
+    change): the thread that has it takes about as long as it did when one thread added
+    them after the others were done."""
 
-    def layer_norm_rows(x, weight, bias, eps, out, xhat, rstd):
+    def layer_norm_rows(x, weight, bias, eps, out, xhat, rstd, chunk, chunks):
+        x, out, xhat, rstd = (share_of(x, chunk, chunks), share_of(out, chunk, chunks), share_of(xhat, chunk, chunks),
+                              share_of(rstd, chunk, chunks))
         n, d = x.shape
-        for i in prange(n):
+        for i in range(n):
             total = x[i, 0] * 0
             for j in range(d):
                 total += x[i, j]
@@ -306,9 +326,18 @@ def _make_layer_norm(parallel):
                 xhat[i, j] = h
                 out[i, j] = h * weight[j] + bias[j]
 
-    def layer_norm_backward_rows(grad, xhat, rstd, weight, dx, dweight, dbias):
+    def layer_norm_backward_rows(grad, xhat, rstd, weight, dx, dweight, dbias, chunk, chunks):
+        if chunk == 0:
+            dweight[:] = 0
+            dbias[:] = 0
+            for i in range(grad.shape[0]):          # each column summed in row order
+                for j in range(grad.shape[1]):
+                    dweight[j] += grad[i, j] * xhat[i, j]
+                    dbias[j] += grad[i, j]
+        grad, xhat, rstd, dx = (share_of(grad, chunk, chunks), share_of(xhat, chunk, chunks),
+                                share_of(rstd, chunk, chunks), share_of(dx, chunk, chunks))
         n, d = grad.shape
-        for i in prange(n):
+        for i in range(n):
             mean_g = grad[i, 0] * 0
             mean_gx = grad[i, 0] * 0
             for j in range(d):
@@ -319,25 +348,20 @@ def _make_layer_norm(parallel):
             mean_gx /= d
             for j in range(d):
                 dx[i, j] = rstd[i, 0] * (grad[i, j] * weight[j] - mean_g - xhat[i, j] * mean_gx)
-        dweight[:] = 0
-        dbias[:] = 0
-        for i in range(n):                    # one thread: each column summed in row order
-            for j in range(d):
-                dweight[j] += grad[i, j] * xhat[i, j]
-                dbias[j] += grad[i, j]
 
-    name = "parallel" if parallel else "serial"
-    return variant(layer_norm_rows, name, parallel=parallel), variant(layer_norm_backward_rows, name, parallel=parallel)
+    name = np.dtype(dtype).name
+    return (chunked(layer_norm_rows, name, _types(dtype, "2r", "1r", "1r", "s", "2w", "2w", "2w")),
+            chunked(layer_norm_backward_rows, name, _types(dtype, "2r", "2r", "2r", "1r", "2w", "1w", "1w")))
 
 
 _layer_norm_kernels = {}
 
 
-def _layer_norm_kernel(size, backward):
-    parallel = _use_threads(size, PARALLEL_MIN_ELEMENTS)
-    if parallel not in _layer_norm_kernels:
-        _layer_norm_kernels[parallel] = _make_layer_norm(parallel)
-    return _layer_norm_kernels[parallel][int(backward)]
+def _layer_norm_kernel(dtype, backward):
+    dtype = np.dtype(dtype)
+    if dtype not in _layer_norm_kernels:
+        _layer_norm_kernels[dtype] = _make_layer_norm(dtype.type)
+    return _layer_norm_kernels[dtype][int(backward)]
 
 
 def layer_norm(x, weight, bias, eps):
@@ -346,8 +370,8 @@ def layer_norm(x, weight, bias, eps):
     x = np.ascontiguousarray(x)
     out, xhat = np.empty_like(x), np.empty_like(x)
     rstd = np.empty((x.shape[0], 1), dtype)
-    _layer_norm_kernel(x.size, False)(x, np.ascontiguousarray(weight, dtype), np.ascontiguousarray(bias, dtype),
-                                      dtype.type(eps), out, xhat, rstd)
+    _layer_norm_kernel(dtype, False)(x, np.ascontiguousarray(weight, dtype), np.ascontiguousarray(bias, dtype),
+                                     dtype.type(eps), out, xhat, rstd, _chunks_for(x.size, PARALLEL_MIN_ELEMENTS))
     return out, xhat, rstd
 
 
@@ -356,13 +380,14 @@ def layer_norm_backward(grad, xhat, rstd, weight):
     grad = np.ascontiguousarray(grad, xhat.dtype)
     dx = np.empty_like(grad)
     dweight, dbias = np.empty(grad.shape[1], xhat.dtype), np.empty(grad.shape[1], xhat.dtype)
-    _layer_norm_kernel(grad.size, True)(grad, xhat, rstd, np.ascontiguousarray(weight, xhat.dtype), dx, dweight, dbias)
+    _layer_norm_kernel(xhat.dtype, True)(grad, xhat, rstd, np.ascontiguousarray(weight, xhat.dtype), dx, dweight, dbias,
+                                         _chunks_for(grad.size, PARALLEL_MIN_ELEMENTS))
     return dx, dweight, dbias
 
 
 # ============================================================================ GELU
 
-def _make_gelu(dtype, parallel):
+def _make_gelu(dtype):
     """GELU forward and backward, elementwise, for one dtype (see reference.gelu).
 
     float64 calls libm's erf, exp and tanh (exact, scalar).  float32 is written so that
@@ -407,20 +432,22 @@ def _make_gelu(dtype, parallel):
         """Phi'(v) = exp(-v^2 / 2) / sqrt(2 pi)."""
         return INV_SQRT_2PI * (math.exp(-HALF * v * v) if exact else exp_nonpositive(-HALF * v * v))
 
-    def gelu_forward(x, out, tanh_form):
+    def gelu_forward(x, out, tanh_form, chunk, chunks):
         """out = x Phi(x)."""
-        for i in prange(x.shape[0]):
-            gemm.prefer_wide_vectors()
+        gemm.prefer_wide_vectors()
+        x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
+        for i in range(x.shape[0]):
             v = x[i]
             if tanh_form:
                 out[i] = HALF * v * (ONE + tanh(SQRT_2_OVER_PI * (v + CUBIC * v * v * v)))
             else:
                 out[i] = v * cdf(v)
 
-    def gelu_backward(x, grad, dx, tanh_form):
+    def gelu_backward(x, grad, dx, tanh_form, chunk, chunks):
         """dx = grad (Phi(x) + x Phi'(x))."""
-        for i in prange(x.shape[0]):
-            gemm.prefer_wide_vectors()
+        gemm.prefer_wide_vectors()
+        x, grad, dx = share_of(x, chunk, chunks), share_of(grad, chunk, chunks), share_of(dx, chunk, chunks)
+        for i in range(x.shape[0]):
             v = x[i]
             if tanh_form:
                 t = tanh(SQRT_2_OVER_PI * (v + CUBIC * v * v * v))
@@ -429,18 +456,19 @@ def _make_gelu(dtype, parallel):
                 slope = cdf(v) + v * pdf(v)
             dx[i] = grad[i] * slope
 
-    name = f"{np.dtype(dtype).name}, {'parallel' if parallel else 'serial'}"
-    return variant(gelu_forward, name, parallel=parallel), variant(gelu_backward, name, parallel=parallel)
+    name, flag = np.dtype(dtype).name, numba.boolean
+    return (chunked(gelu_forward, name, _types(dtype, "1r", "1w") + (flag,)),
+            chunked(gelu_backward, name, _types(dtype, "1r", "1r", "1w") + (flag,)))
 
 
 _gelu_kernels = {}
 
 
-def _gelu_kernel(dtype, size, backward):
-    key = (np.dtype(dtype).type, _use_threads(size, PARALLEL_MIN_ELEMENTS))
-    if key not in _gelu_kernels:
-        _gelu_kernels[key] = _make_gelu(*key)
-    return _gelu_kernels[key][int(backward)]
+def _gelu_kernel(dtype, backward):
+    dtype = np.dtype(dtype)
+    if dtype not in _gelu_kernels:
+        _gelu_kernels[dtype] = _make_gelu(dtype.type)
+    return _gelu_kernels[dtype][int(backward)]
 
 
 def _gelu_form(approximate):
@@ -457,7 +485,7 @@ def gelu(x, approximate):
         return reference.gelu(x, approximate)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    _gelu_kernel(flat.dtype, flat.size, False)(flat, out, tanh_form)
+    _gelu_kernel(flat.dtype, False)(flat, out, tanh_form, _chunks_for(flat.size, PARALLEL_MIN_ELEMENTS))
     return out.reshape(x.shape)
 
 
@@ -469,35 +497,39 @@ def gelu_backward(x, grad, approximate):
         return reference.gelu_backward(x, grad, approximate)
     flat = np.ascontiguousarray(x).reshape(-1)
     dx = np.empty_like(flat)
-    _gelu_kernel(flat.dtype, flat.size, True)(flat, np.ascontiguousarray(grad, x.dtype).reshape(-1), dx, tanh_form)
+    _gelu_kernel(flat.dtype, True)(flat, np.ascontiguousarray(grad, x.dtype).reshape(-1), dx, tanh_form,
+                                   _chunks_for(flat.size, PARALLEL_MIN_ELEMENTS))
     return dx.reshape(x.shape)
 
 
 # ============================================================================ ReLU
 
-def _make_relu(parallel):
-    def relu_forward(x, out):
+def _make_relu(dtype):
+    def relu_forward(x, out, chunk, chunks):
         """out = x where x > 0, else 0 (NaN stays NaN)."""
-        for i in prange(x.shape[0]):
+        x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
+        for i in range(x.shape[0]):
             out[i] = 0 if x[i] <= 0 else x[i]
 
-    def relu_backward(out, grad, dx):
+    def relu_backward(out, grad, dx, chunk, chunks):
         """dx = grad where the output is > 0, else 0."""
-        for i in prange(out.shape[0]):
+        out, grad, dx = share_of(out, chunk, chunks), share_of(grad, chunk, chunks), share_of(dx, chunk, chunks)
+        for i in range(out.shape[0]):
             dx[i] = grad[i] if out[i] > 0 else 0
 
-    name = "parallel" if parallel else "serial"
-    return variant(relu_forward, name, parallel=parallel), variant(relu_backward, name, parallel=parallel)
+    name = np.dtype(dtype).name
+    return (chunked(relu_forward, name, _types(dtype, "1r", "1w")),
+            chunked(relu_backward, name, _types(dtype, "1r", "1r", "1w")))
 
 
 _relu_kernels = {}
 
 
-def _relu_kernel(size, backward):
-    parallel = _use_threads(size, PARALLEL_MIN_ELEMENTS)
-    if parallel not in _relu_kernels:
-        _relu_kernels[parallel] = _make_relu(parallel)
-    return _relu_kernels[parallel][int(backward)]
+def _relu_kernel(dtype, backward):
+    dtype = np.dtype(dtype)
+    if dtype not in _relu_kernels:
+        _relu_kernels[dtype] = _make_relu(dtype.type)
+    return _relu_kernels[dtype][int(backward)]
 
 
 def relu(x):
@@ -507,7 +539,7 @@ def relu(x):
         return reference.relu(x)
     flat = np.ascontiguousarray(x).reshape(-1)
     out = np.empty_like(flat)
-    _relu_kernel(flat.size, False)(flat, out)
+    _relu_kernel(flat.dtype, False)(flat, out, _chunks_for(flat.size, PARALLEL_MIN_ELEMENTS))
     return out.reshape(x.shape)
 
 
@@ -518,26 +550,38 @@ def relu_backward(out, grad):
         return reference.relu_backward(out, grad)
     flat = np.ascontiguousarray(out).reshape(-1)
     dx = np.empty_like(flat)
-    _relu_kernel(flat.size, True)(flat, np.ascontiguousarray(grad, out.dtype).reshape(-1), dx)
+    _relu_kernel(flat.dtype, True)(flat, np.ascontiguousarray(grad, out.dtype).reshape(-1), dx,
+                                   _chunks_for(flat.size, PARALLEL_MIN_ELEMENTS))
     return dx.reshape(out.shape)
 
 
 # ============================================================================ masked fill
 
-def _make_masked_fill(parallel):
-    def masked_fill_rows(rows, mask_rows, row_of, value, out):
+def _make_masked_fill(dtype):
+    def masked_fill_rows(rows, mask_rows, row_of, value, out, chunk, chunks):
         """out[i, j] = value where mask_rows[row_of[i], j], else rows[i, j]."""
+        rows, row_of, out = share_of(rows, chunk, chunks), share_of(row_of, chunk, chunks), share_of(out, chunk, chunks)
         width = rows.shape[1]
-        for i in prange(rows.shape[0]):
+        for i in range(rows.shape[0]):
             mask, source, target = gemm.row_run(mask_rows, row_of[i], 0, width), gemm.row_run(rows, i, 0, width), \
                 gemm.row_run(out, i, 0, width)
             for j in range(width):
                 target[j] = value if mask[j] else source[j]
 
-    return variant(masked_fill_rows, "parallel" if parallel else "serial", parallel=parallel)
+    rows, out, value = _types(dtype, "2r", "2w", "s")
+    mask_rows = numba.types.Array(numba.boolean, 2, "C", readonly=True)
+    row_of = numba.types.Array(numba.intp, 1, "A", readonly=True)           # may be a broadcast (stride 0)
+    return chunked(masked_fill_rows, np.dtype(dtype).name, (rows, mask_rows, row_of, value, out))
 
 
 _masked_fill_kernels = {}
+
+
+def _masked_fill_kernel(dtype):
+    dtype = np.dtype(dtype)
+    if dtype not in _masked_fill_kernels:
+        _masked_fill_kernels[dtype] = _make_masked_fill(dtype.type)
+    return _masked_fill_kernels[dtype]
 
 
 def masked_fill(x, mask, value):
@@ -555,10 +599,8 @@ def masked_fill(x, mask, value):
     row_of = np.broadcast_to(np.arange(len(mask_rows)).reshape(mask.shape[:-1]), x.shape[:-1]).reshape(-1)   # (N,)
     rows = np.ascontiguousarray(x).reshape(-1, width)                   # (N, L)
     out = np.empty_like(rows)
-    parallel = _use_threads(x.size, PARALLEL_MIN_ELEMENTS)
-    if parallel not in _masked_fill_kernels:
-        _masked_fill_kernels[parallel] = _make_masked_fill(parallel)
-    _masked_fill_kernels[parallel](rows, mask_rows, row_of, x.dtype.type(value), out)
+    _masked_fill_kernel(x.dtype)(rows, mask_rows, row_of, x.dtype.type(value), out,
+                                 _chunks_for(x.size, PARALLEL_MIN_ELEMENTS))
     return out.reshape(x.shape)
 
 
@@ -665,44 +707,13 @@ def _warmup_pieces(dtype):
     """(seconds, function) for each kernel (both directions of one op together), with about
     the seconds it took to compile for float32 on an AMD Zen 3, to share them out evenly."""
     rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
-
-    def rowwise(parallel):
-        kernels = _rowwise_set(dtype, parallel)
-        kernels["softmax"](rows, np.empty_like(rows))
-        kernels["log_softmax"](rows, np.empty_like(rows))
-        kernels["softmax_backward"](rows, rows, np.empty_like(rows))
-        kernels["log_softmax_backward"](rows, rows, np.empty_like(rows))
-
-    def layer_norm(parallel):
-        forward, backward = _layer_norm_kernels.setdefault(parallel, _make_layer_norm(parallel))
-        out, xhat, rstd = np.empty_like(rows), np.empty_like(rows), np.empty((2, 1), dtype)
-        forward(rows, rows[0], rows[0], dtype(1e-5), out, xhat, rstd)
-        backward(rows, xhat, rstd, rows[0], np.empty_like(rows), np.empty(3, dtype), np.empty(3, dtype))
-
-    def gelu(parallel):
-        forward, backward = _gelu_kernels.setdefault((dtype, parallel), _make_gelu(dtype, parallel))
-        for tanh_form in (False, True):
-            forward(flat, np.empty_like(flat), tanh_form)
-            backward(flat, flat, np.empty_like(flat), tanh_form)
-
-    def relu(parallel):
-        forward, backward = _relu_kernels.setdefault(parallel, _make_relu(parallel))
-        forward(flat, np.empty_like(flat))
-        backward(flat, flat, np.empty_like(flat))
-
-    def masked_fill(parallel):
-        _masked_fill_kernels.setdefault(parallel, _make_masked_fill(parallel))(
-            rows, np.zeros((1, 3), bool), np.zeros(2, np.intp), dtype(0), np.empty_like(rows))
-
     wide, narrow = small_gemm.TILES
-    return [(14, functools.partial(gemm.gemm_kernel, dtype)),                  # compiled when made
-            (7, functools.partial(small_gemm.small_gemm_kernel, dtype, wide)),
-            (3.5, functools.partial(small_gemm.small_gemm_kernel, dtype, narrow)),
-            (2.7, functools.partial(rowwise, False)), (6.3, functools.partial(rowwise, True)),
-            (1.2, functools.partial(layer_norm, False)), (3.4, functools.partial(layer_norm, True)),
-            (1.2, functools.partial(gelu, False)), (2.2, functools.partial(gelu, True)),
-            (0.4, functools.partial(relu, False)), (1.3, functools.partial(relu, True)),
-            (0.7, functools.partial(masked_fill, False)), (1.4, functools.partial(masked_fill, True)),
+    return [(11.5, functools.partial(gemm.gemm_kernel, dtype)),                # compiled when made
+            (4.6, functools.partial(small_gemm.small_gemm_kernel, dtype, wide)),
+            (3.1, functools.partial(small_gemm.small_gemm_kernel, dtype, narrow)),
+            (4.5, functools.partial(_rowwise_set, dtype)), (2.5, functools.partial(_layer_norm_kernel, dtype, False)),
+            (2.2, functools.partial(_gelu_kernel, dtype, False)), (1.4, functools.partial(_relu_kernel, dtype, False)),
+            (2.0, functools.partial(_masked_fill_kernel, dtype)),
             (0.3, lambda: adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)),
             (0.3, lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])),
             (0.2, lambda: sum_of_squares(flat))]

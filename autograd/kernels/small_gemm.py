@@ -28,7 +28,6 @@ sums again.
 
 import numba
 import numpy as np
-from numba import njit
 
 from autograd.kernels import chunks, gemm
 
@@ -205,11 +204,9 @@ def _make_small_gemm(dtype, tile):
                         else:                               # only what the strip and panel before did not add
                             add_new(c_copy, c_t, top, left, q - top, p - left, min(MR, m - top), min(nr, n - left))
 
-    small_gemm_chunk.__qualname__ = f"small_gemm_chunk[{np.dtype(dtype).name}, {tile}]"    # Numba's cache key
-    argument_types = gemm.driver_argument_types(dtype)
     with gemm.slp_vectorizer():
-        compiled = njit(numba.void(*argument_types, numba.int64, numba.int64), **gemm.JIT)(small_gemm_chunk)
-    return chunks.ChunkedKernel(compiled, argument_types)
+        return chunks.chunked(small_gemm_chunk, f"{np.dtype(dtype).name}, {tile}", gemm.driver_argument_types(dtype),
+                              **gemm.JIT)
 
 
 _kernels = {}

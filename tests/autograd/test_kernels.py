@@ -316,8 +316,7 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
                 y = kernels.softmax(x)
                 for out in (y, kernels.log_softmax(x), kernels.softmax_backward(y, x), kernels.matmul(x, x.T)):
                     digest.update(out.tobytes())
-        loaded = [jit._rowwise_set(dtype, parallel)["softmax"] for parallel in (False, True)
-                  for dtype in (np.float32, np.float64)]
+        loaded = [jit._rowwise_set(dtype)["softmax"].compiled for dtype in (np.float32, np.float64)]
         loaded += [gemm.gemm_kernel(np.float32).compiled, small_gemm.small_gemm_kernel(np.float32, "wide").compiled]
         print(digest.hexdigest(), sum(sum(k.stats.cache_misses.values()) for k in loaded),
               min(sum(k.stats.cache_hits.values()) for k in loaded))
@@ -452,22 +451,50 @@ def test_layer_norm_kernels_match_numpy(dtype, rows, width):
                                    atol=1e-4 if dtype == np.float32 else 1e-11)
 
 
-def test_layer_norm_serial_and_parallel_give_the_same_float32_bits():
-    """Threads share the rows; the parameter gradients are still summed in row order by one
-    thread, so a float32 model trains to the same bits on one thread or two."""
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_wise_and_elementwise_kernels_give_the_same_bits_in_one_chunk_or_three(dtype):
+    """A threaded call cuts the rows (elements) into chunks, one call of the same compiled
+    function each (chunks.py): the result must not depend on the cut, and every row must be
+    written (outputs start as NaN)."""
+    rng = np.random.default_rng(1)
+    x, y = (rng.standard_normal((301, 37)) * 4).astype(dtype), rng.standard_normal((301, 37)).astype(dtype)
+    x[5] = -np.inf                                                   # a fully masked row
+    flat, grad = x[6:].reshape(-1), y[6:].reshape(-1)
+    mask, row_of = rng.random((7, 37)) < 0.3, np.arange(301) % 7
+    rowwise = jit._rowwise_set(dtype)
+    # (kernel, its arguments before the output, after it)
+    calls = [(rowwise["softmax"], (x,), ()), (rowwise["log_softmax"], (x,), ()),
+             (rowwise["softmax_backward"], (reference.softmax(x), y), ()),
+             (rowwise["log_softmax_backward"], (reference.log_softmax(y), y), ()),
+             (jit._gelu_kernel(dtype, False), (flat,), (True,)), (jit._gelu_kernel(dtype, True), (flat, grad), (False,)),
+             (jit._relu_kernel(dtype, False), (flat,), ()), (jit._relu_kernel(dtype, True), (flat, grad), ()),
+             (jit._masked_fill_kernel(dtype), (y, mask, row_of, dtype(-1e9)), ())]
+    for kernel, before, after in calls:
+        outputs = [np.full_like(before[0], np.nan) for _ in range(2)]
+        for out, chunks in zip(outputs, (1, 3)):
+            kernel(*before, out, *after, chunks)
+        assert not np.isnan(outputs[0]).any(), kernel.compiled
+        np.testing.assert_array_equal(*outputs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_in_one_chunk_or_three_gives_the_same_bits(dtype):
+    """Threads share the rows (3 chunks here); the parameter gradients are still summed in
+    row order by one of them, so a model trains to the same bits on one thread or two."""
     rng = np.random.default_rng(0)
-    x, g = rng.standard_normal((2, 700, 130)).astype(np.float32)
-    w, b = rng.standard_normal((2, 130)).astype(np.float32)
+    x, g = rng.standard_normal((2, 700, 130)).astype(dtype)
+    w, b = rng.standard_normal((2, 130)).astype(dtype)
+    forward, backward = jit._layer_norm_kernel(dtype, False), jit._layer_norm_kernel(dtype, True)
     results = []
-    for parallel in (False, True):
-        forward, backward = jit._make_layer_norm(parallel)
-        out, xhat, rstd = np.empty_like(x), np.empty_like(x), np.empty((700, 1), np.float32)
-        forward(x, w, b, np.float32(1e-5), out, xhat, rstd)
-        dx, dw, db = np.empty_like(x), np.empty(130, np.float32), np.empty(130, np.float32)
-        backward(g, xhat, rstd, w, dx, dw, db)
+    for chunks in (1, 3):
+        out, xhat, rstd = np.empty_like(x), np.empty_like(x), np.empty((700, 1), dtype)
+        forward(x, w, b, dtype(1e-5), out, xhat, rstd, chunks)
+        dx, dw, db = np.empty_like(x), np.empty(130, dtype), np.empty(130, dtype)
+        backward(g, xhat, rstd, w, dx, dw, db, chunks)
         results.append((out, xhat, rstd, dx, dw, db))
-    for serial, parallel in zip(*results):
-        np.testing.assert_array_equal(serial, parallel)
+    for serial, threaded in zip(*results):
+        np.testing.assert_array_equal(serial, threaded)
+    np.testing.assert_allclose(results[0][4], (g * results[0][1]).sum(0), rtol=1e-4)   # dweight summed over all rows
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
