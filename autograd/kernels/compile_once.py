@@ -8,8 +8,9 @@ kernel from the cache.  Seen in softmax's serial build: the compiling process ca
 helper's separately compiled copy (exp_row, a vectorized sum), the loading process the copy
 inside the cached object, compiled as part of the kernel.  The two grouped the sum
 differently, so rows came out different in their last bits (a few rows in ten, in the
-serial and the parallel builds), and a training run right after the cache was emptied (a
-fresh clone, an edited kernel) drifted away from every later run with the same seed.
+serial and the parallel builds the kernels then had), and a training run right after the
+cache was emptied (a fresh clone, an edited kernel) drifted away from every later run with
+the same seed.
 
 So the first process that finds the float32 kernels missing from the cache starts child
 processes that compile them (`jit.warmup`, a share each, side by side) and write them to the
@@ -73,7 +74,7 @@ def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
         return
     parts = max(1, min(CHILDREN, os.cpu_count() or 1))
     print(f"autograd: compiling the {dtype} Numba kernels in {parts} child process{'es' if parts > 1 else ''}, once "
-          "(about a minute of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+          "(about 30 s of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
     started = time.perf_counter()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **{IN_PROCESS: "1"},

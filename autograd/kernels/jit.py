@@ -685,8 +685,8 @@ def warmup(dtypes=(np.float32, np.float64), part=0, parts=1):
     only the kernels of share `part` (of `parts` about equal shares): compile_once runs one
     child process a share, side by side on a machine with several cores.  Not the fused
     attention kernels: that op is opt-in (transformer.attention.use_fused_attention; the
-    GPT recipe opts in), and they compile on first use (about 40 s for float32, 20 s for
-    float64, once: then Numba's cache has them)."""
+    GPT recipe opts in), and they compile on first use (about 25 s for float32, once: then
+    Numba's cache has them)."""
     for dtype in dtypes:
         for piece in _share(_warmup_pieces(dtype), part, parts):
             piece()
