@@ -300,11 +300,10 @@ def log_softmax_backward(y, dy):
 
 def _make_layer_norm(dtype):
     """Layer norm forward and backward (see reference.layer_norm) for one dtype.  Rows are
-    independent, so threads share them; the parameter gradients are sums over rows, which
-    the chunk of the first rows adds up, in row order, for all rows (split among threads,
-    the sums would be grouped differently, and every trained model's last bits would
-    change): the thread that has it takes about as long as it did when one thread added
-    them after the others were done."""
+    independent, so threads share them.  The parameter gradients are sums over rows: each
+    chunk adds up a share of the columns, every column over all rows in row order (rows
+    split among threads would group the sums differently, and every trained model's last
+    bits would change with the number of threads)."""
 
     def layer_norm_rows(x, weight, bias, eps, out, xhat, rstd, chunk, chunks):
         x, out, xhat, rstd = (share_of(x, chunk, chunks), share_of(out, chunk, chunks), share_of(xhat, chunk, chunks),
@@ -327,13 +326,15 @@ def _make_layer_norm(dtype):
                 out[i, j] = h * weight[j] + bias[j]
 
     def layer_norm_backward_rows(grad, xhat, rstd, weight, dx, dweight, dbias, chunk, chunks):
-        if chunk == 0:
-            dweight[:] = 0
-            dbias[:] = 0
-            for i in range(grad.shape[0]):          # each column summed in row order
-                for j in range(grad.shape[1]):
-                    dweight[j] += grad[i, j] * xhat[i, j]
-                    dbias[j] += grad[i, j]
+        first, stop = chunk * grad.shape[1] // chunks, (chunk + 1) * grad.shape[1] // chunks
+        dweight_share, dbias_share = dweight[first:stop], dbias[first:stop]     # this chunk's columns
+        dweight_share[:] = 0
+        dbias_share[:] = 0
+        for i in range(grad.shape[0]):              # each column summed in row order
+            grad_row, xhat_row = grad[i, first:stop], xhat[i, first:stop]
+            for j in range(stop - first):
+                dweight_share[j] += grad_row[j] * xhat_row[j]
+                dbias_share[j] += grad_row[j]
         grad, xhat, rstd, dx = (share_of(grad, chunk, chunks), share_of(xhat, chunk, chunks),
                                 share_of(rstd, chunk, chunks), share_of(dx, chunk, chunks))
         n, d = grad.shape

@@ -479,8 +479,8 @@ def test_row_wise_and_elementwise_kernels_give_the_same_bits_in_one_chunk_or_thr
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_layer_norm_in_one_chunk_or_three_gives_the_same_bits(dtype):
-    """Threads share the rows (3 chunks here); the parameter gradients are still summed in
-    row order by one of them, so a model trains to the same bits on one thread or two."""
+    """Threads share the rows (3 chunks here) and the parameter gradients' columns, each
+    column still summed in row order, so a model trains to the same bits on one thread or two."""
     rng = np.random.default_rng(0)
     x, g = rng.standard_normal((2, 700, 130)).astype(dtype)
     w, b = rng.standard_normal((2, 130)).astype(dtype)
