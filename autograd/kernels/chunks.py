@@ -14,13 +14,14 @@ code again for every library it is linked into (the parallel loop's body, its wr
 kernel).  For the matmul drivers, whose bodies are the micro-kernels unrolled, the threaded
 build cost as long again to compile as the serial one: half of a first run's minute of
 compiling.  Here the launcher calls the chunk function through its address, as C calls a
-function pointer, so the chunk function is compiled once, its launcher (a few lines) once
-more; and the threaded run executes the very same machine code as the serial one, so the
+function pointer, so the chunk function is compiled once, and its launcher (a few lines,
+shared by the kernels whose arguments have the same types) once more; and the threaded run executes the very same machine code as the serial one, so the
 two give the same bits.
 
 With NUMBA_DISABLE_JIT=1 the chunks run one after another, as Python a debugger steps through.
 """
 
+import hashlib
 from types import FunctionType
 
 import numba
@@ -87,6 +88,24 @@ def chunked(function, name, argument_types, **jit_options):
     return ChunkedKernel(compiled, argument_types)
 
 
+_launchers = {}
+
+
+def _launcher(argument_types):
+    """The launcher for chunk functions taking argument_types (about 0.6 s to compile, so
+    kernels whose arguments have the same types share one): a copy of _launch named after
+    a digest of the types, because Numba caches each function in files named after it, and
+    the child processes that compile kernels side by side (compile_once.py) would otherwise
+    all write the same file, each with its own types."""
+    if argument_types not in _launchers:
+        digest = hashlib.sha1(str(argument_types).encode()).hexdigest()[:12]
+        launch = FunctionType(_launch.__code__, _launch.__globals__, _launch.__name__)
+        launch.__qualname__ = f"launch[{digest}]"
+        _launchers[argument_types] = numba.njit(types.void(types.int64, types.Tuple(argument_types), types.int64),
+                                                parallel=True, **JIT)(launch)
+    return _launchers[argument_types]
+
+
 class ChunkedKernel:
     """A compiled chunk function `f(*args, chunk, chunks)` and its launcher:
     kernel(*args, chunks) calls f(*args, 0, 1) when chunks is 1, else runs the chunks on
@@ -98,13 +117,7 @@ class ChunkedKernel:
             return
         argument_types = tuple(argument_types)
         self.address = address(chunk_function, types.void(*argument_types, types.int64, types.int64))
-        # a launcher of its own (a copy of _launch named after the chunk function): Numba
-        # caches each function in files named after it, which two compiling processes
-        # would otherwise both write (compile_once.py)
-        launch = FunctionType(_launch.__code__, _launch.__globals__, _launch.__name__)
-        launch.__qualname__ = f"launch[{chunk_function.py_func.__qualname__}]"
-        self.launch = numba.njit(types.void(types.int64, types.Tuple(argument_types), types.int64),
-                                 parallel=True, **JIT)(launch)
+        self.launch = _launcher(argument_types)
 
     def __call__(self, *arguments_then_chunks):
         *arguments, chunks = arguments_then_chunks
