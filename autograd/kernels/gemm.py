@@ -36,12 +36,12 @@ being compiled with LLVM's "prefer-vector-width"="512" attribute (on CPUs withou
 LLVM ignores it).  Only these functions: a process-wide setting would change how every
 other kernel's sums are grouped, and with it every trained model's last bits.
 
-The micro-kernel's source is generated for each (MR, NR) (`micro_kernel_source` shows it);
-with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger steps through it.
+The micro-kernel is in micro_kernel.py: its Python source is generated for each (MR, NR)
+(`micro_kernel_source` shows it); with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger
+steps through it.
 """
 
 import contextlib
-import linecache
 import sys
 
 import llvmlite.binding
@@ -53,7 +53,7 @@ from numba.core import cgutils
 from numba.np.arrayobj import populate_array
 from numba.extending import intrinsic, register_jitable
 
-from autograd.kernels import chunks
+from autograd.kernels import chunks, micro_kernel
 
 def host_vector_bytes():
     """The width of the vector registers Numba compiles for: 64 bytes on a CPU with AVX-512,
@@ -108,39 +108,11 @@ def slp_vectorizer():
         numba.config.SLP_VECTORIZE = previous
 
 
-def micro_kernel_source(mr, nr, inline=True, accumulate=False):
-    """Python source of the mr x nr micro-kernel:  tile = a_panel^T @ b_panel  over k rows,
-    with a_panel (k, mr) and b_panel (k, nr) packed k-major, one scalar per accumulator.
-    inline=False keeps it a function of its own (see `never_inline`); accumulate=True adds
-    the product to the tile (tile += ...) instead of overwriting it."""
-    acc = [[f"c{r}_{j}" for j in range(nr)] for r in range(mr)]
-    function, assign = (f"micro_kernel_{mr}x{nr}_adding", "+=") if accumulate else (f"micro_kernel_{mr}x{nr}", "=")
-    lines = [f"def {function}(a_panel, b_panel, k, tile):",
-             f'    """tile[r, j] {assign} sum over kk < k of a_panel[kk, r] * b_panel[kk, j]  ({mr} x {nr} accumulators)."""']
-    lines.append("    gemm.prefer_wide_vectors()")
-    if not inline:
-        lines.append("    gemm.never_inline()")
-    lines += [f"    {name} = ZERO" for row in acc for name in row]
-    lines.append("    for kk in range(k):")
-    lines += [f"        b{j} = b_panel[kk, {j}]" for j in range(nr)]
-    for r in range(mr):
-        lines.append(f"        a = a_panel[kk, {r}]")
-        lines += [f"        {acc[r][j]} += a * b{j}" for j in range(nr)]
-    lines += [f"    tile[{r}, {j}] {assign} {acc[r][j]}" for r in range(mr) for j in range(nr)]
-    return "\n".join(lines) + "\n"
-
-
 def compile_micro_kernel(mr, nr, dtype, inline=True, accumulate=False):
-    source = micro_kernel_source(mr, nr, inline, accumulate)
-    filename = (f"<generated micro-kernel {mr}x{nr} {np.dtype(dtype).name}{'' if inline else ', not inlined'}"
-                f"{', adding' if accumulate else ''}>")
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)   # for debuggers
-    # this module by reference, not the function: Numba's cache key pickles a generated
-    # function's globals, and a pickled intrinsic differs from process to process
-    namespace = {"ZERO": np.dtype(dtype).type(0), "gemm": sys.modules[__name__]}
-    exec(compile(source, filename, "exec"), namespace)
-    options = {k: v for k, v in JIT.items() if k != "cache"}          # inlined into the (cached) driver
-    return register_jitable(**options)(namespace[source[4:source.index("(")]])
+    """The mr x nr micro-kernel (micro_kernel.py), callable from the drivers'
+    compiled code:  tile (=, or += with accumulate) a_panel^T @ b_panel  over k rows.
+    inline=False keeps it a function of its own with AVX-512 (see `never_inline`)."""
+    return micro_kernel.micro_kernel(mr, nr, dtype, accumulate, separate=not inline and VECTOR_BYTES == 64)
 
 
 @register_jitable

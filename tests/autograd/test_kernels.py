@@ -637,18 +637,30 @@ def test_relu_of_infinities_and_nan():
         np.testing.assert_array_equal(module.relu_backward(out, np.ones_like(x)), [0, 0, 0, 1, 1, 0])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("accumulate", [False, True])
-def test_generated_micro_kernel_overwrites_or_adds_to_its_tile(accumulate):
+def test_generated_micro_kernel_overwrites_or_adds_to_its_tile(accumulate, dtype):
     """tile = a_panel^T @ b_panel, or tile += with accumulate (the fused attention's
-    products add into the gradients they sum)."""
-    from autograd.kernels import gemm
+    products add into the gradients they sum); the compiled kernel (LLVM IR emitted by
+    micro_kernel.py) gives the very bits of its Python source compiled by Numba (both fuse
+    each multiply-add: the 'contract' flag), with a strided a_panel, and with k = 0 (a zero
+    tile, or the tile unchanged)."""
+    from autograd.kernels import gemm, micro_kernel
     rng = np.random.default_rng(0)
-    a_panel, b_panel = rng.standard_normal((5, 2)), rng.standard_normal((5, 3))
-    tile = rng.standard_normal((2, 3))
-    before = tile.copy()
-    kernel = gemm.compile_micro_kernel(2, 3, np.float64, accumulate=accumulate)
-    numba.njit(lambda a, b, k, c: kernel(a, b, k, c))(a_panel, b_panel, 5, tile)
-    np.testing.assert_allclose(tile, a_panel.T @ b_panel + (before if accumulate else 0), rtol=1e-12)
+    a_panel = rng.standard_normal((7, 5)).astype(dtype)[::2, 1:3]       # (4, 2), both strides odd
+    b_panel, tile = rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal((2, 3)).astype(dtype)
+    kernel = gemm.compile_micro_kernel(2, 3, dtype, accumulate=accumulate)
+    python = micro_kernel._python_micro_kernel(2, 3, dtype, accumulate)
+    run = numba.njit(lambda a, b, k, c: kernel(a, b, k, c))
+    if not numba.config.DISABLE_JIT:
+        python = numba.njit(fastmath={"contract"}, error_model="numpy")(python)
+    for k in (4, 0):
+        compiled, expected = tile.copy(), tile.copy()
+        run(a_panel, b_panel, k, compiled)
+        python(a_panel, b_panel, k, expected)
+        np.testing.assert_array_equal(compiled, expected)
+        product = a_panel[:k].T.astype(np.float64) @ b_panel[:k]
+        np.testing.assert_allclose(compiled, product + (tile if accumulate else 0), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("backend", ["numba", "numpy"])
