@@ -151,6 +151,28 @@ def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
     np.testing.assert_array_equal(shared, _run_driver(gemm.gemm_kernel(dtype), a, b[:1], 1))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("b_count", [3, 1])
+def test_goto_driver_gives_the_same_bits_in_any_number_of_chunks(dtype, b_count):
+    """The Goto driver over 3 matrices of several row blocks and K blocks (K 600 > KC),
+    a transposed A, each matrix with its own B or one B for all (packed once, up front):
+    in 1, 2, 3 or 5 chunks (cut inside a matrix's row blocks) every element is the same
+    sum in the same order, so the bits are the same, and no row is left unwritten."""
+    from autograd.kernels import gemm
+    rng = np.random.default_rng(b_count)
+    a = rng.standard_normal((3, 600, 350)).astype(dtype).swapaxes(1, 2)       # (3, 350, 600), transposed
+    b = rng.standard_normal((b_count, 600, 70)).astype(dtype)
+    driver = gemm.gemm_kernel(dtype)
+    outputs = []
+    for chunk_count in (1, 2, 3, 5):
+        out = np.full((1, 3, 350, 70), np.nan, dtype)
+        driver(a[None], b[None], np.arange(3), np.arange(3) % b_count, out, chunk_count)
+        outputs.append(out[0])
+    np.testing.assert_allclose(outputs[0], np.matmul(a, b), rtol=1e-4 if dtype == np.float32 else 1e-11, atol=1e-3)
+    for out in outputs[1:]:
+        np.testing.assert_array_equal(out, outputs[0])
+
+
 @pytest.mark.parametrize("features,width", [("+avx2,+fma,+avx512f,+avx512bw", 64), ("+avx2,+fma,-avx512f", 32),
                                             ("+sse4.2,+avx,+avx2,+fma", 32)])
 def test_register_tiles_follow_the_cpu_features_numba_compiles_for(monkeypatch, features, width):
