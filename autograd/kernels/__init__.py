@@ -67,9 +67,9 @@ def prepare():
 
 
 def prepare_attention(dtype):
-    """For numba, the fused attention kernels for dtype compiled (the first time, about 25 s
-    for float32, said on stderr; while child processes compile the other kernels, if they
-    have to) or loaded from Numba's cache now, not inside the first training step.  A
+    """For numba, the fused attention kernels for dtype compiled (the first time, for float32
+    17 s alone and about 25 s while child processes compile the other kernels, if they have
+    to; said on stderr) or loaded from Numba's cache now, not inside the first training step.  A
     training loop that uses the fused op calls it before its clock starts."""
     global _current
     import sys
@@ -85,7 +85,7 @@ def prepare_attention(dtype):
     def compile_attention():
         compiling = dtype.type not in attention._kernels and not os.path.exists(marker)
         if compiling:
-            print(f"autograd: compiling the fused attention kernels for {dtype.name}, once (about 25 s; "
+            print(f"autograd: compiling the fused attention kernels for {dtype.name}, once (about 20-25 s; "
                   "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
         started = time.perf_counter()
         attention._kernels_for(dtype.type)

@@ -686,7 +686,7 @@ def warmup(dtypes=(np.float32, np.float64), part=0, parts=1):
     only the kernels of share `part` (of `parts` about equal shares): compile_once runs one
     child process a share, side by side on a machine with several cores.  Not the fused
     attention kernels: that op is opt-in (transformer.attention.use_fused_attention; the
-    GPT recipe opts in), and they compile on first use (about 25 s for float32, once: then
+    GPT recipe opts in), and they compile on first use (17-26 s for float32, once: then
     Numba's cache has them)."""
     for dtype in dtypes:
         for piece in _share(_warmup_pieces(dtype), part, parts):
