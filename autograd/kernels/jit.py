@@ -327,14 +327,17 @@ def _make_layer_norm(dtype):
 
     def layer_norm_backward_rows(grad, xhat, rstd, weight, dx, dweight, dbias, chunk, chunks):
         first, stop = chunk * grad.shape[1] // chunks, (chunk + 1) * grad.shape[1] // chunks
-        dweight_share, dbias_share = dweight[first:stop], dbias[first:stop]     # this chunk's columns
-        dweight_share[:] = 0
-        dbias_share[:] = 0
+        # this chunk's columns, summed in buffers of its own: summed in dweight itself, the
+        # chunks' shares met in one cache line, which both threads wrote for every row (two
+        # threads took 1.6x as long as one on a (2048, 256) gradient)
+        dweight_share, dbias_share = np.zeros(stop - first, dweight.dtype), np.zeros(stop - first, dbias.dtype)
         for i in range(grad.shape[0]):              # each column summed in row order
             grad_row, xhat_row = grad[i, first:stop], xhat[i, first:stop]
             for j in range(stop - first):
                 dweight_share[j] += grad_row[j] * xhat_row[j]
                 dbias_share[j] += grad_row[j]
+        dweight[first:stop] = dweight_share
+        dbias[first:stop] = dbias_share
         grad, xhat, rstd, dx = (share_of(grad, chunk, chunks), share_of(xhat, chunk, chunks),
                                 share_of(rstd, chunk, chunks), share_of(dx, chunk, chunks))
         n, d = grad.shape
