@@ -336,8 +336,9 @@ def _make_layer_norm(dtype):
             for j in range(stop - first):
                 dweight_share[j] += grad_row[j] * xhat_row[j]
                 dbias_share[j] += grad_row[j]
-        dweight[first:stop] = dweight_share
-        dbias[first:stop] = dbias_share
+        for j in range(stop - first):               # element by element: a slice assignment
+            dweight[first + j] = dweight_share[j]   # checks the shapes, and its error message
+            dbias[first + j] = dbias_share[j]       # (string formatting) took 3 s to compile
         grad, xhat, rstd, dx = (share_of(grad, chunk, chunks), share_of(xhat, chunk, chunks),
                                 share_of(rstd, chunk, chunks), share_of(dx, chunk, chunks))
         n, d = grad.shape
