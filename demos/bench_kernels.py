@@ -162,7 +162,7 @@ for name in ("softmax_backward", "log_softmax_backward"):
     t = time.perf_counter(); getattr(jit, name)(x, x); times[name] = time.perf_counter() - t
 t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 5), np.float32))
 jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 50), np.float32))
-times["matmul, small-matrix driver (two tiles)"] = time.perf_counter() - t
+times["matmul, small-matrix driver"] = time.perf_counter() - t
 t = time.perf_counter(); jit.matmul(np.zeros((20, 300), np.float32), np.zeros((300, 100), np.float32))
 times["matmul, Goto driver"] = time.perf_counter() - t
 t = time.perf_counter(); jit.gelu(x, "none"); jit.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t

@@ -209,7 +209,7 @@ def collect_kernels(runs):
                 f"| {row['size']} | {row['case']} | {row['count']} | {row['numba_gflops']:.1f} | "
                 f"{row['numpy_gflops']:.1f} | {row['ratio_vs_numpy']:.2f}x |")
     cold, warm = results["compile"]["cold_s"], results["compile"]["warm_s"]
-    drivers = cold["matmul, small-matrix driver (two tiles)"] + cold["matmul, Goto driver"]
+    drivers = cold["matmul, small-matrix driver"] + cold["matmul, Goto driver"]
     claims["compile"] = (f"Compiling every float32 kernel with an empty cache takes {cold['total']:.1f} s in one process "
                          f"({drivers:.1f} s\nof it the matmul's two drivers); a first run, which compiles them in two "
                          f"child processes\nside by side, waits {results['compile']['first_run_s']:.1f} s for them. "

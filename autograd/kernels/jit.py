@@ -112,8 +112,7 @@ def matmul(a, b, out=None):
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
     parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
     chunks = _whole_chunks(items) if parallel else 1
-    kernel = (small_gemm.small_gemm_kernel(dtype, small_gemm.tile_for(n, dtype.itemsize)) if small
-              else gemm.gemm_kernel(dtype))
+    kernel = small_gemm.small_gemm_kernel(dtype) if small else gemm.gemm_kernel(dtype)
     kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)
     return out
 
@@ -712,10 +711,8 @@ def _warmup_pieces(dtype):
     """(seconds, function) for each kernel (both directions of one op together), with about
     the seconds it took to compile for float32 on an AMD Zen 3, to share them out evenly."""
     rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
-    wide, narrow = small_gemm.TILES
     return [(11.5, functools.partial(gemm.gemm_kernel, dtype)),                # compiled when made
-            (4.6, functools.partial(small_gemm.small_gemm_kernel, dtype, wide)),
-            (3.1, functools.partial(small_gemm.small_gemm_kernel, dtype, narrow)),
+            (5.0, functools.partial(small_gemm.small_gemm_kernel, dtype)),
             (4.5, functools.partial(_rowwise_set, dtype)), (2.5, functools.partial(_layer_norm_kernel, dtype, False)),
             (2.2, functools.partial(_gelu_kernel, dtype, False)), (1.4, functools.partial(_relu_kernel, dtype, False)),
             (2.0, functools.partial(_masked_fill_kernel, dtype)),

@@ -14,8 +14,10 @@ the micro-kernel reads the operands where they are:
 
 Edges cost no extra code: when m is not a multiple of MR, the last strip starts at row
 m - MR and overlaps the one before it, computing a few rows twice (to identical values);
-the last panel likewise starts at column n - NR.  Only a matrix smaller than one tile, or
-an operand with no contiguous dimension, goes through zero-padded buffers.
+the last panel likewise starts at column n - NR.  A product at most one vector register
+wide runs on a tile that narrow, and so does a wide product's last panel when at most that
+many columns are left.  Only a matrix smaller than one tile, or an operand with no
+contiguous dimension, goes through zero-padded buffers.
 
 Each entry of C is the same sum in the same order (kk = 0, 1, ..., k - 1, one fused
 multiply-add each) as in the Goto driver when k <= KC, so the two give identical bits and
@@ -32,10 +34,11 @@ import numpy as np
 from autograd.kernels import chunks, gemm
 
 # The register tile: MR rows (8 with AVX-512; 4 with AVX2, whose 16 registers 8 rows of two
-# would overflow) by two vector registers, or one for products at most that narrow
-# (attention's 10-16 column products at the smallest size; a two-register tile would be
-# half padding).  With A read in place (rows apart in memory), AVX2's 4 x 16 float32 tile
-# ran at 83 GFLOP/s, 8 x 8 at 61 and 8 x 16 (spilling) at 38.
+# would overflow) by two vector registers ("wide"); a product at most one register wide, and
+# a wide product's last panel if it has at most that many columns left, run on a tile one
+# register wide ("narrow": a two-register tile would be half padding).  With A read in place
+# (rows apart in memory), AVX2's 4 x 16 float32 tile ran at 83 GFLOP/s, 8 x 8 at 61 and
+# 8 x 16 (spilling) at 38.
 MR = 8 if gemm.VECTOR_BYTES == 64 else 4
 _ONE_REGISTER = {dtype: gemm.VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
 TILES = {"wide": {dtype: 2 * cols for dtype, cols in _ONE_REGISTER.items()}, "narrow": _ONE_REGISTER}
@@ -59,12 +62,6 @@ def small_enough(m, k, n):
     if GOTO_FROM_ROWS is not None and m >= GOTO_FROM_ROWS and n % gemm.NR[np.float32] == 0:
         return False
     return n <= MAX_COLS and (k <= gemm.KC or m <= FEW_ROWS)
-
-
-def tile_for(n, itemsize):
-    """The register tile for an n-column product of numbers of `itemsize` bytes: narrow
-    when a row fits one register."""
-    return "narrow" if n * itemsize <= gemm.VECTOR_BYTES else "wide"
 
 
 @numba.extending.register_jitable
@@ -115,24 +112,31 @@ def copy_b(b, target):
 
 
 @numba.extending.register_jitable
-def add_new(tile, c, top, left, row_from, col_from, rows, cols):
-    """c[top + r, left + j] += tile[r, j] for row_from <= r < rows, col_from <= j < cols: a
-    later K block's tile, without the rows and columns an overlapping strip or panel before
-    it already added."""
-    for r in range(row_from, rows):
-        for j in range(col_from, cols):
-            c[top + r, left + j] += tile[r, j]
+def store_tile(tile, c, top, left, row_from, col_from, rows, cols, first):
+    """C's block at (top, left) from tile[:rows, :cols]: stored whole for the first block of
+    K (rows an overlapping strip or panel wrote already get the same values); for a later
+    block, added, but only where r >= row_from and j >= col_from: the rest the strip and the
+    panel before it (which this one overlaps) added already.  Through row views indexed from
+    0, which LLVM can tell are never negative, so Numba's negative-index checks drop out and
+    the loops vectorize (indexed c[top + r, left + j], they ran one number at a time)."""
+    for r in range(0 if first else row_from, rows):
+        source, target = gemm.row_run(tile, r, 0, cols), gemm.row_run(c, top + r, left, cols)
+        if first:
+            for j in range(cols):
+                target[j] = source[j]
+        else:
+            for j in range(col_from, cols):
+                target[j] += source[j]
 
 
-def _make_small_gemm(dtype, tile):
-    nr = TILES[tile][dtype]
+def _make_small_gemm(dtype):
+    nr, edge = TILES["wide"][dtype], TILES["narrow"][dtype]
     micro_kernel = gemm.compile_micro_kernel(MR, nr, dtype)
-    # The wide tile finishes a product whose last panel has at most half its columns left
-    # (n 33 or 65: attention over T + 1 positions) with the narrow tile, instead of
-    # computing a whole overlapping wide panel (twice the work on 33 columns).
-    NARROW_EDGE = tile == "wide"
-    edge = TILES["narrow"][dtype]
-    edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype) if NARROW_EDGE else micro_kernel
+    # The narrow tile computes a product at most `edge` columns wide (a wide tile would be half
+    # padding), and a wide product's last panel when it has at most `edge` columns left (n 33
+    # or 65: attention over T + 1 positions), instead of a whole overlapping wide panel (twice
+    # the work on 33 columns).  (It used to be a driver of its own, compiled separately: 3-4 s.)
+    edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype)
 
     def small_gemm_chunk(a, b, a_of, b_of, c, chunk, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t; the arguments are gemm.gemm_kernel's.
@@ -148,9 +152,14 @@ def _make_small_gemm(dtype, tile):
         # which operands are read in place (else copied into a zero-padded buffer)
         a_direct = m >= MR and ((a.strides[3] == size and a.strides[2] >= k * size)
                                 or (a.strides[2] == size and a.strides[3] >= m * size))
-        b_direct = n >= nr and b.strides[3] == size and b.strides[2] >= n * size
-        c_direct = m >= MR and n >= nr
-        cols = max(n, nr)
+        tile_cols = edge if n <= edge else nr               # the product's tile: narrow or wide
+        b_direct = n >= tile_cols and b.strides[3] == size and b.strides[2] >= n * size
+        c_direct = m >= MR and n >= tile_cols
+        cols = max(n, tile_cols)
+        # the narrow tile computes the panels from column narrow_from on: all of a product at
+        # most `edge` wide, or a wide one's last columns (when C is written in place)
+        narrow_from = cols - edge if c_direct or n <= edge else cols
+        narrow_left = max(n - edge, 0)                      # where a narrow panel starts
         gemm.prefer_wide_vectors()
         a_copy = gemm.aligned_empty((0 if a_direct else max(m, MR), k), c.dtype)
         b_copy = gemm.aligned_empty((0 if b_direct else k, cols), c.dtype)
@@ -181,41 +190,35 @@ def _make_small_gemm(dtype, tile):
                     top = min(q, last)                      # the last strip overlaps the one before
                     strip = a_strip(a_t, top, k0, kc) if a_direct else a_strip(a_copy, top, k0, kc)
                     for p in range(0, cols, nr):
-                        if NARROW_EDGE:
-                            if c_direct and cols - p <= edge:
-                                panel = (gemm.rows_from(b_t, k0, n - edge, kc) if b_direct
-                                         else gemm.rows_from(b_copy, k0, n - edge, kc))
-                                if first:
-                                    edge_kernel(strip, panel, kc, gemm.rows_from(c_t, top, n - edge, MR))
-                                else:
-                                    edge_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
-                                    add_new(c_copy, c_t, top, n - edge, q - top, p - (n - edge), MR, edge)
-                                continue
+                        if p >= narrow_from:                # overlapping the panel before
+                            panel = (gemm.rows_from(b_t, k0, narrow_left, kc) if b_direct
+                                     else gemm.rows_from(b_copy, k0, narrow_left, kc))
+                            if c_direct and first:
+                                edge_kernel(strip, panel, kc, gemm.rows_from(c_t, top, narrow_left, MR))
+                            else:
+                                edge_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
+                                store_tile(c_copy, c_t, top, narrow_left, q - top, p - narrow_left,
+                                           min(MR, m - top), min(edge, n - narrow_left), first)
+                            continue
                         left = min(p, cols - nr)            # the last panel overlaps too
                         panel = gemm.rows_from(b_t, k0, left, kc) if b_direct else gemm.rows_from(b_copy, k0, left, kc)
                         if c_direct and first:
                             micro_kernel(strip, panel, kc, gemm.rows_from(c_t, top, left, MR))
                             continue
                         micro_kernel(strip, panel, kc, gemm.rows_from(c_copy, 0, 0, MR))
-                        if first:
-                            for r in range(min(MR, m - top)):
-                                for j in range(min(nr, n - left)):
-                                    c_t[top + r, left + j] = c_copy[r, j]
-                        else:                               # only what the strip and panel before did not add
-                            add_new(c_copy, c_t, top, left, q - top, p - left, min(MR, m - top), min(nr, n - left))
+                        store_tile(c_copy, c_t, top, left, q - top, p - left, min(MR, m - top), min(nr, n - left), first)
 
     with gemm.slp_vectorizer():
-        return chunks.chunked(small_gemm_chunk, f"{np.dtype(dtype).name}, {tile}", gemm.driver_argument_types(dtype),
-                              **gemm.JIT)
+        return chunks.chunked(small_gemm_chunk, np.dtype(dtype).name, gemm.driver_argument_types(dtype), **gemm.JIT)
 
 
 _kernels = {}
 
 
-def small_gemm_kernel(dtype, tile):
-    """The compiled small-matrix driver for dtype with the "wide" or "narrow" tile (made
-    once): kernel(a, b, a_of, b_of, c, chunks), on one thread when chunks is 1."""
-    key = (np.dtype(dtype).char, tile)
+def small_gemm_kernel(dtype):
+    """The compiled small-matrix driver for dtype (made once): kernel(a, b, a_of, b_of, c,
+    chunks), on one thread when chunks is 1."""
+    key = np.dtype(dtype).char
     if key not in _kernels:
-        _kernels[key] = _make_small_gemm(np.dtype(dtype).type, tile)
+        _kernels[key] = _make_small_gemm(np.dtype(dtype).type)
     return _kernels[key]

@@ -127,12 +127,14 @@ def _run_driver(kernel, a, b, chunks):
 @pytest.mark.parametrize("layout_a", "CTSG")
 @pytest.mark.parametrize("layout_b", "CTG")
 @pytest.mark.parametrize("m,k,n", [(3, 5, 7), (10, 16, 10), (16, 11, 33), (70, 40, 17), (130, 64, 90),
-                                   (13, 704, 64), (5, 300, 33), (16, 600, 17), (11, 520, 96), (12, 400, 7)])
+                                   (13, 704, 64), (5, 300, 33), (16, 600, 17), (11, 520, 96), (12, 400, 7),
+                                   (20, 12, 8), (17, 9, 4), (10, 300, 4)])
 def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
     """The small-matrix driver (k <= KC, or at most FEW_ROWS rows with K in blocks; n <=
     MAX_COLS): operands read in place or copied, a matrix smaller than one tile, overlapping
     last strips and panels (their later K blocks added once), a narrow last panel (n 33),
-    several row blocks, both tiles; batched, with B broadcast; serial and split in 3
+    several row blocks, the wide tile and the narrow one (a product at most one register
+    wide: n 7 or 8 in float32, 4 in float64); batched, with B broadcast; serial and split in 3
     parallel chunks.  It must give the very bits of the Goto driver (the same sums in the
     same order)."""
     from autograd.kernels import gemm, small_gemm
@@ -144,10 +146,9 @@ def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
     atol = tol(dtype)["atol"] * max(1.0, k / 64)            # sums of up to 704 products round more
     np.testing.assert_allclose(out, np.matmul(a, b), rtol=tol(dtype)["rtol"], atol=atol)
     goto = _run_driver(gemm.gemm_kernel(dtype), a, b, 1)
-    tile = small_gemm.tile_for(n, np.dtype(dtype).itemsize)
     np.testing.assert_array_equal(out, goto)
-    np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype, tile), a, b, 3), goto)
-    shared = _run_driver(small_gemm.small_gemm_kernel(dtype, tile), a, b[:1], 1)   # one B for every A
+    np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype), a, b, 3), goto)
+    shared = _run_driver(small_gemm.small_gemm_kernel(dtype), a, b[:1], 1)   # one B for every A
     np.testing.assert_array_equal(shared, _run_driver(gemm.gemm_kernel(dtype), a, b[:1], 1))
 
 
@@ -339,7 +340,7 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
                 for out in (y, kernels.log_softmax(x), kernels.softmax_backward(y, x), kernels.matmul(x, x.T)):
                     digest.update(out.tobytes())
         loaded = [jit._rowwise_set(dtype)["softmax"].compiled for dtype in (np.float32, np.float64)]
-        loaded += [gemm.gemm_kernel(np.float32).compiled, small_gemm.small_gemm_kernel(np.float32, "wide").compiled]
+        loaded += [gemm.gemm_kernel(np.float32).compiled, small_gemm.small_gemm_kernel(np.float32).compiled]
         print(digest.hexdigest(), sum(sum(k.stats.cache_misses.values()) for k in loaded),
               min(sum(k.stats.cache_hits.values()) for k in loaded))
     """)
@@ -389,7 +390,7 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
         assert (target == 2.0 * x.T).all()
         from autograd.kernels import gemm, small_gemm
         a3, b3, index = rng.standard_normal((1, 1, 70, 40)), rng.standard_normal((1, 1, 40, 17)), np.zeros(1, np.int64)
-        for driver in (gemm.gemm_kernel(np.float64), small_gemm.small_gemm_kernel(np.float64, "wide")):
+        for driver in (gemm.gemm_kernel(np.float64), small_gemm.small_gemm_kernel(np.float64)):
             c3 = np.full((1, 1, 70, 17), np.nan)
             driver(a3, b3, index, index, c3, 3)                        # in 3 chunks, one after another
             np.testing.assert_allclose(c3[0, 0], a3[0, 0] @ b3[0, 0], rtol=1e-12)
