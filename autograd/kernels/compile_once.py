@@ -74,7 +74,7 @@ def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
         return
     parts = max(1, min(CHILDREN, os.cpu_count() or 1))
     print(f"autograd: compiling the {dtype} Numba kernels in {parts} child process{'es' if parts > 1 else ''}, once "
-          "(about 30 s of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+          "(about 25 s of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
     started = time.perf_counter()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **{IN_PROCESS: "1"},
