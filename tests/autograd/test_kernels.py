@@ -361,6 +361,49 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
     assert (misses, hits) == ("0", "1") and counts == ["0", "1"]      # loaded, not compiled, both times
 
 
+def test_no_kernel_links_numbas_string_code(tmp_path):
+    """A kernel that assigns one array to a slice of another (x[a:b] = y) makes Numba compile
+    the shape check's error message, formatted at run time: unicode repr, concatenation,
+    integers to text.  Nothing fails and nothing runs slower; only the compile takes longer
+    (4.6 s of the float32 set's, when LayerNorm's backward had one).  So every kernel is
+    compiled here with an empty cache (a kernel loaded from the cache carries no code to
+    read) and its LLVM module searched for Numba's unicode functions; a function with such a
+    slice assignment, compiled alongside, shows that the search finds them."""
+    script = textwrap.dedent("""
+        import gc
+        import numba
+        import numpy as np
+        from numba.core.dispatcher import Dispatcher
+        from autograd.kernels import attention, jit
+
+        def links_string_code(dispatcher):
+            return any("7unicode" in overload.library.get_llvm_str() for overload in dispatcher.overloads.values())
+
+        @numba.njit
+        def assigns_a_slice(x, y):
+            x[1:3] = y
+        assigns_a_slice(np.zeros(4), np.ones(2))
+        assert links_string_code(assigns_a_slice)
+
+        jit.warmup(dtypes=(np.float32,))
+        attention._kernels_for(np.float32)
+        def is_ours(x):
+            try:
+                return isinstance(x, Dispatcher) and (x.py_func.__module__ or "").startswith("autograd")
+            except ReferenceError:                      # a weak proxy whose object is gone
+                return False
+        ours = [x for x in gc.get_objects() if is_ours(x)]
+        print(sum(len(x.overloads) for x in ours), [x.py_func.__qualname__ for x in ours if links_string_code(x)])
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), AUTOGRAD_COMPILE_IN_PROCESS="1")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    compiled, offenders = result.stdout.split(" ", 1)
+    assert int(compiled) >= 60                         # the float32 set and the fused attention were searched
+    assert offenders.strip() == "[]", f"kernels that compile Numba's string code: {offenders}"
+
+
 def test_kernels_run_as_plain_python_with_jit_disabled():
     script = textwrap.dedent("""
         import numpy as np
