@@ -7,6 +7,15 @@ and with the composed ops (matmul, masked_fill, softmax, matmul), interleaved in
 one process, and prints the medians of the rounds and the median of the rounds' ratios
 (each round times both paths within a few milliseconds of each other, so that the host's
 load, which moves from minute to minute on a shared machine, falls on both sides of it).
+
+It also prints the products' share of the work, as bench_train prints a step's "BLAS
+limit": the multiply-adds of the products each path must do, timed at numpy's
+large-matrix rate (measured in the same run).  The composed path does six products over
+every score (two forward; backward dV, dP, dQ, dK); the fused op does seven, the backward
+recomputing the scores, but only over the scores a query may see (under a causal mask
+T(T+1)/2 of the T^2).  The fused op's limit, against half the composed path's time, says how
+much of a 2x speed-up the products alone would leave to the rest (exp, masking, reading and
+writing the operands).
 """
 
 import argparse
@@ -70,13 +79,30 @@ def main(argv=None):
     result = {name: float(np.median(ms)) for name, ms in rounds.items()}
     ratios = [fused / composed for fused, composed in zip(rounds["fused"], rounds["composed"])]
     result.update(ratio=float(np.median(ratios)), shape=list(shape), threads=args.threads)
+    from demos.gemm_calls import blas_rate
+    result.update(product_limits(args.batch * args.heads, args.length, args.d_head, mask, blas_rate()))
     print(f"attention forward + backward, (B, H, T, d_head) = {shape}, causal mask, {args.threads} thread(s):")
     print(f"  fused    {result['fused']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['fused'])})")
     print(f"  composed {result['composed']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['composed'])})")
     print(f"  fused / composed = {result['ratio']:.2f}x (median of the rounds' ratios)")
+    print(f"  products at numpy's large-matrix rate ({result['blas_gflops']:.0f} GFLOP/s): composed "
+          f"{result['composed_mflop']:.0f} MFLOP, {result['composed_blas_ms']:.2f} ms; fused (the visible scores) "
+          f"{result['fused_mflop']:.0f} MFLOP, {result['fused_blas_ms']:.2f} ms, against {result['composed'] / 2:.2f} ms "
+          f"for half the composed path's time")
     if args.json:
         write_json(args.json, result)
     return result
+
+
+def product_limits(matrices, length, d_head, mask, gflops):
+    """The multiply-adds of each path's products for `matrices` attention matrices with one
+    (length, length) mask (module docstring), and their time at `gflops` (numpy's
+    large-matrix rate) in ms."""
+    visible = int(mask.sum())                                 # scores a query may see, per matrix
+    composed = 6 * 2 * length ** 2 * d_head * matrices
+    fused = 7 * 2 * visible * d_head * matrices
+    return {"blas_gflops": gflops, "composed_mflop": composed / 1e6, "fused_mflop": fused / 1e6,
+            "composed_blas_ms": composed / gflops / 1e6, "fused_blas_ms": fused / gflops / 1e6}
 
 
 if __name__ == "__main__":
