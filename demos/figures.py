@@ -233,6 +233,12 @@ def collect_steps(runs):
     return claims, {}
 
 
+def collect_threads(runs):
+    r = load(f"{runs}/bench/threads.json")
+    return {f"threads {size}": (f"| {size} | {x['one_ms']:.1f} | {x['many_ms']:.1f} | {x['ratio']:.2f}x | "
+                                f"{x['threaded_calls']} of {x['calls']} |") for size, x in r["sizes"].items()}, {}
+
+
 def gpt_step_commands(runs):
     return [["demos.bench_train", "--model", "gpt", "--threads", "1", "--attention", "fused", "composed", "--json",
              f"{runs}/bench/gpt-1.json"],
@@ -283,6 +289,7 @@ GROUPS = {
                              "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
                             for t in "12"], collect_steps),
     "gpt_steps": (gpt_step_commands, collect_gpt_steps),
+    "threads": (lambda runs: [["demos.bench_threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
     "attention": (lambda runs: [["demos.bench_attention", "--json", f"{runs}/bench/attention.json"]],
                   collect_attention),
 

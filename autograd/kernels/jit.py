@@ -35,10 +35,14 @@ from autograd.kernels.chunks import chunked, share_of
 from autograd.kernels.fast_math import JIT, make_exp_nonpositive, make_row_max
 from autograd.kernels.attention import attention_backward, attention_forward  # noqa: F401  (the fused kernels)
 
-# A matmul below this many FLOPs runs on one thread.  On two threads, called in a loop, the
-# size-S step's 5-6 MFLOP products ran 0.75-1.46x as fast as on one (1.0x in the median),
-# its 10-12 MFLOP ones 1.3-1.7x as fast; in a step, a parallel region also waits for its
-# slower thread, which on a shared machine is often one the host has descheduled.
+# A matmul below this many FLOPs runs on one thread; through the Goto driver, below twice as
+# many, since its threaded call is two parallel regions (B's panels packed once, then the
+# product).  A region waits for threads that slept since the last one (45-70 us after a
+# stretch of Python, 10-20 us back to back) and for its slower thread, which on a shared
+# machine is often one the host has descheduled.  On two threads, called in a loop, the
+# size-S step's 5-6 MFLOP products ran 0.75-1.46x as fast as on one, its 10-12 MFLOP ones
+# 1.3-1.7x as fast; but in the step, those (its linear layers, through the Goto driver)
+# made it 1.01-1.07x as long as on one thread (demos.bench_threads).
 PARALLEL_MIN_FLOPS = 1 << 23
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
@@ -110,7 +114,8 @@ def matmul(a, b, out=None):
     small = small_gemm.small_enough(m, k, n)
     # (matrix, block of rows): the work items threads share
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
-    parallel = items > 1 and _use_threads(2 * out.size * k, PARALLEL_MIN_FLOPS)
+    min_flops = PARALLEL_MIN_FLOPS if small else 2 * PARALLEL_MIN_FLOPS      # (see PARALLEL_MIN_FLOPS)
+    parallel = items > 1 and _use_threads(2 * out.size * k, min_flops)
     chunks = _whole_chunks(items) if parallel else 1
     kernel = small_gemm.small_gemm_kernel(dtype) if small else gemm.gemm_kernel(dtype)
     kernel(_as_4d(a, dtype), _as_4d(b, dtype), a_of, b_of, c, chunks)

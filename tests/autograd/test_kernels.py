@@ -543,6 +543,39 @@ def test_row_wise_and_elementwise_kernels_give_the_same_bits_in_one_chunk_or_thr
         np.testing.assert_array_equal(*outputs)
 
 
+def test_a_matmul_runs_threaded_only_with_the_work_its_driver_needs(monkeypatch):
+    """With two threads a product runs threaded from PARALLEL_MIN_FLOPS through the
+    small-matrix driver (attention's products, all heads in one call), from twice that
+    through the Goto driver, whose threaded call is two parallel regions (B's panels packed
+    up front, then the product): the size-S step's 10-12 MFLOP linear layers stay serial,
+    which kept two threads from making that step slower than one."""
+    from autograd.kernels import chunks
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 2)
+    calls = []
+    original = chunks.ChunkedKernel.__call__
+
+    def recording(self, *arguments_then_chunks):
+        calls.append((self.compiled.py_func.__qualname__.split("[")[0], arguments_then_chunks[-1]))
+        return original(self, *arguments_then_chunks)
+
+    monkeypatch.setattr(chunks.ChunkedKernel, "__call__", recording)
+    rng = np.random.default_rng(0)
+    threshold = jit.PARALLEL_MIN_FLOPS
+    cases = [((640, 64), (64, 128), "gemm_chunk", 1),                  # 10.5 MFLOP: under twice the threshold
+             ((640, 64), (64, 256), "gemm_chunk", 2),                  # 21 MFLOP
+             ((40, 4, 32, 32), (40, 4, 32, 32), "small_gemm_chunk", 2),   # 10.5 MFLOP in 160 matrices
+             ((20, 4, 32, 32), (20, 4, 32, 32), "small_gemm_chunk", 1)]   # 5.2 MFLOP
+    for a_shape, b_shape, driver, least_chunks in cases:
+        a, b = rng.standard_normal(a_shape).astype(np.float32), rng.standard_normal(b_shape).astype(np.float32)
+        flops = 2 * a.size // a_shape[-1] * a_shape[-1] * b_shape[-1]
+        assert (flops >= threshold * (1 if driver == "small_gemm_chunk" else 2)) == (least_chunks > 1)
+        calls.clear()
+        np.testing.assert_allclose(jit.matmul(a, b), np.matmul(a, b), rtol=1e-4, atol=1e-4)
+        product = [chunk_count for name, chunk_count in calls if name.endswith(driver)]
+        assert len(product) == 1, calls
+        assert (product[0] > 1) == (least_chunks > 1), (a_shape, b_shape, calls)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_layer_norm_in_one_chunk_or_three_gives_the_same_bits(dtype):
     """Threads share the rows (3 chunks here) and the parameter gradients' columns, each
