@@ -3,7 +3,7 @@
     python -m demos.bench_threads [--threads 2] [--sizes S M L] [--rounds 7] [--json FILE]
 
 The kernels decide per call whether to run threaded, from the work it has (a matmul from
-8 MFLOP and two blocks of rows, a row-wise kernel from 64 Ki numbers: autograd/kernels/jit.py),
+8 or 16 MFLOP and two blocks of rows, a row-wise kernel from 128 Ki numbers: autograd/kernels/jit.py),
 so that a second thread should never make a step slower, and make it faster where there is
 enough work.  demos.bench_train measures one thread count per process, minutes apart, and
 on this shared machine a step's time moves by more than a small model gains from a thread

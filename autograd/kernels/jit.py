@@ -42,9 +42,9 @@ from autograd.kernels.attention import attention_backward, attention_forward  # 
 # machine is often one the host has descheduled.  On two threads, called in a loop, the
 # size-S step's 5-6 MFLOP products ran 0.75-1.46x as fast as on one, its 10-12 MFLOP ones
 # 1.3-1.7x as fast; but in the step, those (its linear layers, through the Goto driver)
-# made it 1.01-1.07x as long as on one thread (demos.bench_threads).
+# made it 1.01-1.07x as long as on one thread (demos.bench_threads); its ReLUs gained nothing.
 PARALLEL_MIN_FLOPS = 1 << 23
-PARALLEL_MIN_ELEMENTS = 1 << 16
+PARALLEL_MIN_ELEMENTS = 1 << 17        # and a row-wise or elementwise kernel below this many numbers (20-40 us)
 
 
 def _use_threads(work, threshold):
