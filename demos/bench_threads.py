@@ -17,7 +17,6 @@ its ops calls numpy's matmul.
 """
 
 import argparse
-import time
 
 from demos._results import write_json
 from demos._threads import use_threads
@@ -31,12 +30,8 @@ def median(values):
 
 def step_ms(step, steps):
     """Median milliseconds of `steps` calls of step()."""
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return median(times) * 1e3
+    from demos.bench_train import _median
+    return _median(step, steps) * 1e3
 
 
 def count_threaded_calls(step):
