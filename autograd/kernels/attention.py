@@ -34,9 +34,10 @@ register tile reads either layout of its left operand, so P V and G K take S^T a
 
 Only the keys a block of queries may see are visited: a causal mask skips the blocks above
 the diagonal (the composed path computes them and masks them).  Inside a block, the
-products that multiply weights (P V, P^T dout, G^T Q, G K) run each strip of 8 rows only
+products that multiply weights (P V, P^T dout, G^T Q, G K) run each strip of MR rows only
 over the keys (or queries) that its rows see: under a causal mask, a quarter fewer
-multiply-adds (`describe` finds these ranges once per distinct mask).  Operands whose
+multiply-adds; the products of scores (S^T, (dout V^T)^T) skip the register tiles that no
+query of theirs sees (`describe` finds these ranges once per distinct mask).  Operands whose
 queries are not whole blocks of QUERY_BLOCK, or whose other dims are not multiples of the
 register tile, are first copied into zero-padded buffers, so that the products and the
 softmax's loops need no edge cases; padded keys and queries count as masked.  q^T and dout^T
@@ -189,14 +190,24 @@ def _make_attention(dtype):
     adding_kernel = gemm.compile_micro_kernel(MR, NR, dtype, inline=False, accumulate=True)
 
     @register_jitable
-    def product(a, a_row, rows, b, b_col, cols, k, c):
+    def product(a, a_row, rows, b, b_col, cols, k, c, seen_by, strip):
         """c[:rows, :cols] = A @ B on the register tile, rows a multiple of MR and cols of NR:
         A (rows x k) is a[a_row:a_row+rows, :k], B (k x cols) is b[:k, b_col:b_col+cols];
-        b's and c's rows are contiguous."""
+        b's and c's rows are contiguous.  C is scores (keys x queries): seen_by[strip + t]
+        is [first, last) of the queries (counted as b_col is) that see one of the keys of
+        C's strip t of rows; a tile that none of its queries sees is zeroed, not computed
+        (under a causal mask, a sixth of the tiles at T = 64)."""
         for top in range(0, rows, MR):
-            strip = gemm.submatrix(a, a_row + top, 0, MR, k).T
+            a_strip = gemm.submatrix(a, a_row + top, 0, MR, k).T
+            first, last = seen_by[strip + top // MR, 0], seen_by[strip + top // MR, 1]
             for left in range(0, cols, NR):
-                micro_kernel(strip, gemm.rows_from(b, 0, b_col + left, k), k, gemm.rows_from(c, top, left, MR))
+                if last <= b_col + left or first >= b_col + left + NR:
+                    for r in range(top, top + MR):
+                        tile_row = gemm.row_run(c, r, left, NR)
+                        for j in range(NR):
+                            tile_row[j] = ZERO
+                    continue
+                micro_kernel(a_strip, gemm.rows_from(b, 0, b_col + left, k), k, gemm.rows_from(c, top, left, MR))
 
     @register_jitable
     def add_product(a, a_transposed, rows, b, b_row, cols, k, c, strips, strip, k_origin, summed, c_strip):
@@ -322,7 +333,8 @@ def _make_attention(dtype):
                 o[:] = ZERO
                 for j0 in range(low, high, KEY_BLOCK):
                     width = min(KEY_BLOCK, high - j0)                 # a multiple of KEY_STEP
-                    product(k_n, j0, width, q_t, i0, rows, d, st)      # S^T (width, rows)
+                    seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
+                    product(k_n, j0, width, q_t, i0, rows, d, st, seen_by, strip)   # S^T (width, rows)
                     mask_and_max(st, visible, j0, i0, width, block_max)
                     for r in range(rows):                             # the running statistics
                         new = block_max[r] if (block_max[r] > m[r] or block_max[r] != block_max[r]) else m[r]
@@ -415,10 +427,10 @@ def _make_attention(dtype):
                 dq_blk = gemm.rows_from(dq_n, i0, 0, rows)
                 for j0 in range(low, high, KEY_BLOCK):
                     width = min(KEY_BLOCK, high - j0)
-                    product(k_n, j0, width, q_t, i0, rows, d, pt)       # S^T
-                    product(v_n, j0, width, do_t, i0, rows, d_v, gt)    # (dout V^T)^T
-                    weights_and_grads(pt, gt, visible, j0, i0, width, row_lse, d_rows, scale)
                     seen_by, strip = key_strips[i0 // QUERY_BLOCK], (j0 - low) // MR
+                    product(k_n, j0, width, q_t, i0, rows, d, pt, seen_by, strip)       # S^T
+                    product(v_n, j0, width, do_t, i0, rows, d_v, gt, seen_by, strip)    # (dout V^T)^T
+                    weights_and_grads(pt, gt, visible, j0, i0, width, row_lse, d_rows, scale)
                     add_product(pt, False, width, do_n, i0, d_v_padded, rows,             # dV += P^T dout
                                 gemm.rows_from(dv_n, j0, 0, width), seen_by, strip, i0, summed_v, j0 // MR)
                     add_product(gt, False, width, q_n, i0, d_padded, rows,                # dK += scale G^T Q

@@ -44,21 +44,40 @@ def test_kernels_match_their_numpy_twins(dtype, with_mask, t_q, t_k, d):
         assert lse[1, 2] == -np.inf and (out[1, 2] == 0).all()          # the fully masked query
 
 
+def assert_kernels_match_twins(q, k, v, mask, scale=0.2):
+    """Forward and backward (a random upstream gradient) against the numpy twins."""
+    tol = TOLERANCE[q.dtype.type]
+    out, lse = fused.attention_forward(q, k, v, mask, scale)
+    want_out, want_lse = reference.attention_forward(q, k, v, mask, scale)
+    np.testing.assert_allclose(out, want_out, atol=tol, rtol=tol)
+    dout = np.random.default_rng(4).standard_normal(out.shape).astype(q.dtype)
+    for got, want in zip(fused.attention_backward(q, k, v, mask, scale, out, lse, dout),
+                         reference.attention_backward(q, k, v, mask, scale, want_out, want_lse, dout)):
+        np.testing.assert_allclose(got, want, atol=10 * tol, rtol=10 * tol)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("t", [64, 96, 40])
 def test_causal_mask_skips_the_keys_each_strip_does_not_see(dtype, t):
     """Under a causal mask each strip of 8 queries (or keys) multiplies only over the keys
     (or queries) it sees; whole tiles (64, 96: read in place) and padded ones (40)."""
     q, k, v, _ = operands(dtype, n=2, t_q=t, t_k=t, d=32, d_v=32, seed=3)
-    mask = np.broadcast_to(causal_mask(t), (2, t, t))
-    out, lse = fused.attention_forward(q, k, v, mask, 0.2)
-    want_out, want_lse = reference.attention_forward(q, k, v, mask, 0.2)
-    tol = TOLERANCE[dtype]
-    np.testing.assert_allclose(out, want_out, atol=tol, rtol=tol)
-    dout = np.random.default_rng(4).standard_normal(out.shape).astype(dtype)
-    for got, want in zip(fused.attention_backward(q, k, v, mask, 0.2, out, lse, dout),
-                         reference.attention_backward(q, k, v, mask, 0.2, want_out, want_lse, dout)):
-        np.testing.assert_allclose(got, want, atol=10 * tol, rtol=10 * tol)
+    assert_kernels_match_twins(q, k, v, np.broadcast_to(causal_mask(t), (2, t, t)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t_q", [64, 45])                         # whole tiles, padded
+def test_a_tile_of_scores_one_query_sees_is_computed(dtype, t_q):
+    """The scores' products skip the tiles no query of theirs sees.  Here each strip of MR
+    keys is seen by one query only (strip s by query s), so every column of a tile, its
+    first and its last included, is the only one to see some strip: a tile skipped when
+    the query seeing it sits on its edge would show up."""
+    t_k = fused.MR * t_q
+    mask = np.zeros((2, t_q, t_k), bool)
+    for s in range(t_q):
+        mask[:, s, s * fused.MR:(s + 1) * fused.MR] = True
+    q, k, v, _ = operands(dtype, n=2, t_q=t_q, t_k=t_k, d=32, d_v=32, seed=5)
+    assert_kernels_match_twins(q, k, v, mask)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
