@@ -234,6 +234,25 @@ def test_row_kernels_backward_match_numpy(dtype, n, name, forward):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [10, 63])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_short_rows_go_a_block_at_a_time_with_their_edge_cases(dtype, n, name):
+    """Rows shorter than jit.SHORT_ROW are exponentiated in blocks of several rows: fully
+    masked, NaN and huge rows at the first and last row of a block and of the array."""
+    per_block = jit.BLOCK_NUMBERS // n
+    x = (3 * np.random.default_rng(n).standard_normal((2 * per_block + 5, n))).astype(dtype)
+    masked, nan, huge = [0, per_block - 1, 2 * per_block + 4], [per_block, 2 * per_block - 1], [per_block + 1]
+    x[masked] = -np.inf
+    x[nan, n // 2] = np.nan
+    x[huge, 0] = 1e4
+    with np.errstate(invalid="ignore"):
+        out, want = getattr(jit, name)(x), getattr(reference, name)(x)
+    np.testing.assert_allclose(out, want, **tol(dtype))                # NaN where want has NaN
+    assert (out[masked] == 0).all() and np.isnan(out[nan]).all()
+    assert np.isfinite(np.delete(out, nan, axis=0)).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_fast_exp_is_accurate_over_its_whole_range(dtype):
     """softmax([d, 0]) = e^d / (1 + e^d) exercises the kernel's exp for d from -700 to 0."""
     low = -80 if dtype == np.float32 else -700
