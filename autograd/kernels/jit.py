@@ -157,12 +157,14 @@ def _as_4d(x, dtype):
 # ============================================================================ row-wise kernels
 
 # A row shorter than SHORT_ROW numbers is exponentiated together with its neighbours, about
-# BLOCK_NUMBERS numbers (4 KiB of float32) at a time: LLVM's vector loop takes 32 float32 a
-# turn (8 lanes, 4 registers), so a loop over one row of 10 (attention's at size S) ran
-# entirely in its scalar remainder.  (Softmax of 256 Ki numbers in rows of 10, 16, 32: 2.1x,
-# 1.9x, 1.3x as fast so, log-softmax 1.7x, 1.45x, 1.15x; rows of 64 gained nothing, rows of
-# 128 or more ran slower, their maxima spread out first.)
-SHORT_ROW = 64
+# BLOCK_NUMBERS numbers (4 KiB of float32) at a time: LLVM's loop over one row's exps takes
+# 16 float32 a turn (8 lanes, 2 registers), so a row of 10 (attention's at size S) ran
+# entirely in the loop's scalar remainder (softmax of rows of 8 to 13 numbers: 1.9-2.2x as
+# fast so, log-softmax 1.4x).  Below 16 numbers the rows' sums are added in the same order
+# as the loop over one row adds them (one by one), so float32 softmax gives the same bits.
+# Longer rows would gain too (1.9x at 16, 1.3x at 32, nothing at 64), but their sums would
+# be grouped otherwise, changing every larger trained model's last bits.
+SHORT_ROW = 16
 BLOCK_NUMBERS = 1024
 
 
