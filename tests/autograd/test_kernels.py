@@ -253,6 +253,23 @@ def test_short_rows_go_a_block_at_a_time_with_their_edge_cases(dtype, n, name):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [3, jit.LONG_ROW, jit.LONG_ROW + 1])
+def test_log_softmax_backward_goes_a_block_at_a_time_with_masked_rows_at_its_edges(dtype, n):
+    """Rows up to jit.LONG_ROW take their exps a block of rows at a time (longer ones row by
+    row): fully masked rows (y = 0) at the first and last row of a block and of the array
+    get zero gradient, and every other row the reference's."""
+    per_block = max(1, jit.BLOCK_NUMBERS // n)
+    x = (3 * np.random.default_rng(n).standard_normal((2 * per_block + 5, n))).astype(dtype)
+    masked = [0, per_block - 1, per_block, 2 * per_block + 4]
+    x[masked] = -np.inf
+    y = reference.log_softmax(x)
+    dy = np.random.default_rng(n + 1).standard_normal(x.shape).astype(dtype)
+    dx = jit.log_softmax_backward(y, dy)
+    np.testing.assert_allclose(dx, reference.log_softmax_backward(y, dy), **tol(dtype))
+    assert (dx[masked] == 0).all() and (np.delete(dx, masked, axis=0) != 0).any(axis=1).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_fast_exp_is_accurate_over_its_whole_range(dtype):
     """softmax([d, 0]) = e^d / (1 + e^d) exercises the kernel's exp for d from -700 to 0."""
     low = -80 if dtype == np.float32 else -700
