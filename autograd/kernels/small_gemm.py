@@ -7,11 +7,12 @@ the micro-kernel reads the operands where they are:
 
 - a strip of MR rows of A is read in place whether A is row-major or a transposed view
   (the micro-kernel loads single numbers of A, to broadcast them);
-- B's panel of NR columns is read in place when B's rows are contiguous (the micro-kernel
-  loads NR consecutive numbers of a row of B at a time); a transposed B, such as the keys
-  k^T of q @ k^T, is first copied into a row-major buffer (k x n numbers, 1/m of the work),
-  a square of vector registers at a time (transpose.py: copied a number at a time, it took
-  a quarter of q @ k^T's time at (32, 8, 64, 32) @ (32, 8, 32, 64));
+- B's panel of NR columns is read in place when B's rows are contiguous and less than
+  1 KiB apart (the micro-kernel loads NR consecutive numbers of a row of B at a time);
+  else B is first copied into a row-major buffer (k x n numbers, 1/m of the work).  A
+  transposed B, such as the keys k^T of q @ k^T, is copied a square of vector registers
+  at a time (transpose.py: a number at a time, it took a quarter of q @ k^T's time at
+  (32, 8, 64, 32) @ (32, 8, 32, 64));
 - the MR x NR tile is stored straight into C.
 
 Edges cost no extra code: when m is not a multiple of MR, the last strip starts at row
@@ -148,11 +149,16 @@ def _make_small_gemm(dtype):
         size = a.itemsize
         blocks = row_blocks(m)
         work = t_count * blocks
-        # which operands are read in place (else copied into a zero-padded buffer)
+        # which operands are read in place (else copied into a zero-padded buffer).  B's
+        # panel is read again by every strip, so its rows stay in L1 only if they spread over
+        # its sets: rows IN_PLACE_MAX_STRIDE bytes apart or more (dout at 8 heads of 32
+        # float32, in P^T @ dout) crowd a few, and copied first L's (32, 8, 65, 65)^T @
+        # (32, 8, 65, 32) ran at 0.99x numpy's speed, read in place at 0.72-0.85x.
         a_direct = m >= MR and ((a.strides[3] == size and a.strides[2] >= k * size)
                                 or (a.strides[2] == size and a.strides[3] >= m * size))
         tile_cols = edge if n <= edge else nr               # the product's tile: narrow or wide
-        b_direct = n >= tile_cols and b.strides[3] == size and b.strides[2] >= n * size
+        b_direct = (n >= tile_cols and b.strides[3] == size and b.strides[2] >= n * size
+                    and b.strides[2] < gemm.IN_PLACE_MAX_STRIDE)
         c_direct = m >= MR and n >= tile_cols
         cols = max(n, tile_cols)
         # the narrow tile computes the panels from column narrow_from on: all of a product at

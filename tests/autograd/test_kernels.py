@@ -153,6 +153,24 @@ def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("heads", [2, 8])
+def test_small_matmul_reads_b_in_place_or_copies_it_by_its_row_stride(dtype, heads):
+    """Attention's P^T @ dout, dout one head of a (batch, T, heads x d) array: B's rows are
+    heads x d numbers apart.  The small driver reads them in place when that is under
+    gemm.IN_PLACE_MAX_STRIDE bytes, else copies them (rows 1 KiB apart crowd a few sets of
+    L1; 8 heads of float32: 1 KiB): both give the Goto driver's bits."""
+    from autograd.kernels import gemm, small_gemm
+    rng = np.random.default_rng(heads)
+    t, d = 65, 32
+    p = rng.random((3, t, t)).astype(dtype).swapaxes(1, 2)
+    dout = rng.standard_normal((3, t, heads * d)).astype(dtype)[:, :, d:2 * d]
+    out = jit.matmul(p, dout)
+    np.testing.assert_allclose(out, np.matmul(p, dout), **tol(dtype))
+    np.testing.assert_array_equal(out, _run_driver(gemm.gemm_kernel(dtype), p, dout, 1))
+    np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype), p, dout, 3), out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("b_count", [3, 1])
 def test_goto_driver_gives_the_same_bits_in_any_number_of_chunks(dtype, b_count):
     """The Goto driver over 3 matrices of several row blocks and K blocks (K 600 > KC),
