@@ -2,12 +2,14 @@
 
     python -m demos.bench_kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L]
 
-Prints medians of repeated runs: matmul GFLOP/s against numpy's BLAS; every matmul shape
-one training step of the benchmark Transformer makes at each size of demos.bench_train
-(operand layouts included: C row-major, T a transposed view, S strided rows), ours
-against numpy on the very operands the step passed, interleaved; softmax and
-log-softmax forward and backward in microseconds against the numpy twins (and PyTorch);
-compile time of each kernel with an empty cache, and start-up with the cache warm.
+Prints matmul GFLOP/s against numpy's BLAS (and PyTorch); every matmul shape one training
+step of the benchmark Transformer makes at each size of demos.bench_train (operand
+layouts included: C row-major, T a transposed view, S strided rows), ours against numpy
+on the very operands the step passed; softmax and log-softmax forward and backward in
+microseconds against the numpy twins (and PyTorch); compile time of each kernel with an
+empty cache, and start-up with the cache warm.  Ours and each baseline alternate in short
+rounds (medians; each ratio the median of the rounds' ratios), so that a change in the
+shared machine's load falls on both.
 Thread counts are fixed before numpy is imported, so BLAS, Numba and PyTorch all use
 `--threads` threads.
 """
@@ -33,26 +35,6 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def median_time(fn, repeats, min_total=0.2):
-    """Median seconds per call; calls are batched so each timing lasts >= ~1 ms."""
-    fn()
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-7)
-    inner = max(1, int(1e-3 / once))
-    times = []
-    deadline = time.perf_counter() + min_total
-    while len(times) < repeats or time.perf_counter() < deadline:
-        start = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        times.append((time.perf_counter() - start) / inner)
-        if len(times) >= 5 * repeats:
-            break
-    times.sort()
-    return times[len(times) // 2]
-
-
 def matmul_cases():
     cases = [(f"square {n} {dt}", (n, n), (n, n), dt) for dt in ("float32", "float64")
              for n in (64, 128, 256, 512, 1024)]
@@ -64,20 +46,24 @@ def matmul_cases():
     return cases
 
 
-def bench_matmul(np, jit, repeats, torch):
+def bench_matmul(np, jit, rounds, torch):
+    """Square, attention-sized and layer-sized products: ours against numpy (and PyTorch),
+    alternating in short rounds (gemm_calls.interleaved); each ratio is the median of the
+    rounds' ratios, so that a change in the shared machine's load falls on both sides."""
+    from demos import gemm_calls
     rng = np.random.default_rng(0)
     rows = []
     for name, a_shape, b_shape, dt in matmul_cases():
         a = rng.standard_normal(a_shape).astype(dt)
         b = rng.standard_normal(b_shape).astype(dt)
         flops = 2 * a.size * b_shape[-1]
-        t_numba = median_time(lambda: jit.matmul(a, b), repeats)
-        t_numpy = median_time(lambda: np.matmul(a, b), repeats)
-        row = {"case": name, "numba_gflops": flops / t_numba / 1e9, "numpy_gflops": flops / t_numpy / 1e9}
-        row["ratio_vs_numpy"] = row["numba_gflops"] / row["numpy_gflops"]
+        t_numba, t_numpy, ratio = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: np.matmul(a, b), rounds)
+        row = {"case": name, "numba_gflops": flops / t_numba / 1e9, "numpy_gflops": flops / t_numpy / 1e9,
+               "ratio_vs_numpy": 1 / ratio}
         if torch is not None:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-            row["torch_gflops"] = flops / median_time(lambda: torch.matmul(ta, tb), repeats) / 1e9
+            _, t_torch, _ = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: torch.matmul(ta, tb), rounds)
+            row["torch_gflops"] = flops / t_torch / 1e9
         rows.append(row)
         extra = f"  torch {row['torch_gflops']:6.1f}" if torch is not None else ""
         print(f"  {name:<38} numba {row['numba_gflops']:6.1f}  numpy {row['numpy_gflops']:6.1f} GFLOP/s"
@@ -110,7 +96,10 @@ def bench_step_shapes(np, jit, sizes, rounds):
     return rows
 
 
-def bench_rowwise(np, jit, reference, repeats, torch):
+def bench_rowwise(np, jit, reference, rounds, torch):
+    """softmax, log-softmax and their backwards: ours against the numpy twins (and PyTorch),
+    alternating in short rounds as bench_matmul does."""
+    from demos import gemm_calls
     rng = np.random.default_rng(1)
     rows = []
     for shape in ((64, 4, 32, 32), (640, 1000)):
@@ -136,13 +125,13 @@ def bench_rowwise(np, jit, reference, repeats, torch):
                 "log_softmax_backward": lambda: aten._log_softmax_backward_data(tdy, ty_log, -1, tx.dtype),
             }
         for name, (numba_fn, numpy_fn) in cases.items():
-            row = {"case": f"{name} {shape} float32", "numba_us": median_time(numba_fn, repeats) * 1e6,
-                   "numpy_us": median_time(numpy_fn, repeats) * 1e6}
-            row["ratio_vs_numpy"] = row["numba_us"] / row["numpy_us"]
+            t_numba, t_numpy, ratio = gemm_calls.interleaved(numba_fn, numpy_fn, rounds)
+            row = {"case": f"{name} {shape} float32", "numba_us": t_numba * 1e6, "numpy_us": t_numpy * 1e6,
+                   "ratio_vs_numpy": ratio}
             extra = ""
             if name in torch_cases:
-                row["torch_us"] = median_time(torch_cases[name], repeats) * 1e6
-                row["ratio_vs_torch"] = row["numba_us"] / row["torch_us"]
+                _, t_torch, ratio = gemm_calls.interleaved(numba_fn, torch_cases[name], rounds)
+                row["torch_us"], row["ratio_vs_torch"] = t_torch * 1e6, ratio
                 extra = f"  torch {row['torch_us']:8.1f} us  ratio {row['ratio_vs_torch']:.2f}x"
             rows.append(row)
             print(f"  {row['case']:<45} numba {row['numba_us']:8.1f} us  numpy {row['numpy_us']:8.1f} us"
@@ -208,19 +197,19 @@ def main(argv=None):
     import numpy as np
     from autograd import kernels
     from autograd.kernels import jit, reference
-    repeats = 5 if args.quick else 21
+    rounds = 11 if args.quick else 31
     import platform
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": args.threads,
                "numpy": np.__version__, "torch": getattr(torch, "__version__", None)}
     print(f"machine: {machine}")
     kernels.warmup()
     print("matmul (GFLOP/s, higher is better):")
-    results = {"machine": machine, "matmul": bench_matmul(np, jit, repeats, torch)}
+    results = {"machine": machine, "matmul": bench_matmul(np, jit, rounds, torch)}
     if args.sizes:
         print("every matmul of one training step (time-rate against numpy on the same operands; higher is better):")
-        results["step_shapes"] = bench_step_shapes(np, jit, args.sizes, 11 if args.quick else 31)
+        results["step_shapes"] = bench_step_shapes(np, jit, args.sizes, rounds)
     print("row-wise kernels (microseconds, lower is better):")
-    results["rowwise"] = bench_rowwise(np, jit, reference, repeats, torch)
+    results["rowwise"] = bench_rowwise(np, jit, reference, rounds, torch)
     if not args.quick:
         print("compile time (float32 serial kernels):")
         results["compile"] = bench_compile()
