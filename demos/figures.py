@@ -67,7 +67,7 @@ def collect_train(runs):
     main = load(f"{runs}/reverse/metrics.json")          # the main demo's log excerpt in the README
     for which, entry in (("first", main["history"]["eval"][0]), ("last", main["history"]["eval"][-1])):
         losses = main["history"]["loss"][entry["step"] - 100:entry["step"]]
-        claims[f"log {which} step"] = f"step {entry['step']:5d}  loss {np.mean(losses):.4f}  "   # (lr: not recorded)
+        claims[f"log {which} step"] = f"step {entry['step']:5d}  loss {np.mean(losses):.4f}  lr {entry['lr']:.2e}  "
         claims[f"log {which} accuracy"] = (f"exact {entry['exact_match']:.1%}  tokens {entry['token_accuracy']:.1%}  "
                                            f"{entry['seconds']:5.1f}s")
     claims["log result"] = (f"reached 99% exact match: {main['exact_match']:.1%} after {main['steps']} steps, "

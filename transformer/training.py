@@ -133,9 +133,10 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
                 result = evaluate(model, heldout, data.max_output_len + 1)
                 elapsed = time.perf_counter() - started
-                history["eval"].append({"step": step, "seconds": elapsed, **result})
+                lr = optimizer.param_groups[0]["lr"]
+                history["eval"].append({"step": step, "seconds": elapsed, "lr": lr, **result})
                 log(f"step {step:5d}  loss {np.mean(history['loss'][-cfg.eval_every:]):.4f}  "
-                    f"lr {optimizer.param_groups[0]['lr']:.2e}  exact {result['exact_match']:.1%}  "
+                    f"lr {lr:.2e}  exact {result['exact_match']:.1%}  "
                     f"tokens {result['token_accuracy']:.1%}  {elapsed:5.1f}s")
                 reached = result["exact_match"] >= cfg.target_accuracy
             done = reached or interrupted or step == cfg.max_steps

@@ -89,9 +89,13 @@ def test_task_errors():
 def test_short_training_run_halves_the_copy_loss(tmp_path):
     cfg = TrainConfig(task="copy", num_symbols=6, max_len=5, batch_size=32, max_steps=150, eval_every=150,
                       eval_size=50, warmup=30, decay_steps=150, seed=0, out_dir=str(tmp_path))
-    model, metrics = train(cfg, log=lambda line: None, d_model=32, num_heads=2, d_ff=64)
+    lines = []
+    model, metrics = train(cfg, log=lines.append, d_model=32, num_heads=2, d_ff=64)
     losses = metrics["history"]["loss"]
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
+    last = metrics["history"]["eval"][-1]                 # the learning rate it printed, recorded
+    assert last["step"] == 150 and last["lr"] == pytest.approx(cfg.lr / 10)     # decayed by decay_steps
+    assert any(line.startswith("step   150") and f"lr {last['lr']:.2e}" in line for line in lines)
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "checkpoint.npz").exists()
     again = evaluate(model, tasks.heldout_set("copy", 50, 5, 6, seed=10_000), 6)
     assert again["exact_match"] == metrics["exact_match"]
