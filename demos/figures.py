@@ -72,6 +72,11 @@ def collect_train(runs):
                                            f"{entry['seconds']:5.1f}s")
     claims["log result"] = (f"reached 99% exact match: {main['exact_match']:.1%} after {main['steps']} steps, "
                             f"{main['seconds']:.1f} s")
+    for i, line in enumerate(main["sample_decodes"]):
+        claims[f"log sample {i}"] = line
+    b = main["beam_vs_greedy"]
+    claims["log beam"] = (f"on {b['examples']} other held-out sequences: greedy exact match {b['greedy_exact_match']:.1%}, "
+                          f"beam search (beam {b['beam_size']}) {b['beam_exact_match']:.1%}")
     images = {"reverse_cross_attention.png": f"{runs}/reverse/attention_decoder_cross_attn.png",
               "reverse_loss.png": f"{runs}/reverse/loss.png"}
     return claims, images

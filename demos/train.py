@@ -120,9 +120,11 @@ def main(argv=None):
           f"{metrics['steps']} steps, {metrics['seconds']:.1f} s")
 
     print("\nsample decodes (source -> greedy output):")
+    metrics["sample_decodes"] = []                       # as printed (the README quotes them)
     for src, want, got in sample_decodes(model, data, count=4):
         mark = "ok" if got == want else f"WRONG, expected {spell(want, data.tgt_label)}"
-        print(f"  {spell(src, data.src_label):<20} -> {spell(got, data.tgt_label):<20} {mark}")
+        metrics["sample_decodes"].append(f"  {spell(src, data.src_label):<20} -> {spell(got, data.tgt_label):<20} {mark}")
+        print(metrics["sample_decodes"][-1])
 
     metrics["beam_vs_greedy"] = compare_beam_and_greedy(model, data, cfg.seed, args.beam_size, args.beam_examples)
     if args.average_last:
