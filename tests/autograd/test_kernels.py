@@ -124,6 +124,29 @@ def _run_driver(kernel, a, b, chunks):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n", [(70, 37), (260, 70)])
+def test_goto_driver_packs_b_row_by_row_or_panel_by_panel_into_the_same_bits(dtype, m, n):
+    """A B whose rows are contiguous (C, S) is packed a row of B at a time (pack_b_rows),
+    one whose rows are not (T, G) a panel at a time (pack_b); the panels, and so the
+    products, must be the same bits.  K = 600: three K blocks, the last partial; n 37 and
+    70: a partial last panel, zero padded.  On one thread (each chunk packs its own), in 3
+    chunks, and with one B for 3 matrices (both pack it once up front, in shares of rows
+    of every panel or of panels)."""
+    from autograd.kernels import gemm
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((3, m, 600)).astype(dtype)
+    b = rng.standard_normal((1, 600, n)).astype(dtype)
+    driver = gemm.gemm_kernel(dtype)
+    for chunks in (1, 3):
+        for operands in ((a[:1], b), (a, b)):
+            results = [_run_driver(driver, operands[0], _with_layout(operands[1], layout), chunks) for layout in "CSTG"]
+            for result in results[1:]:
+                np.testing.assert_array_equal(result, results[0])
+            np.testing.assert_allclose(results[0], np.matmul(*operands), rtol=1e-4 if dtype == np.float32 else 1e-11,
+                                       atol=1e-3 if dtype == np.float32 else 1e-11)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout_a", "CTSG")
 @pytest.mark.parametrize("layout_b", "CTG")
 @pytest.mark.parametrize("m,k,n", [(3, 5, 7), (10, 16, 10), (16, 11, 33), (70, 40, 17), (130, 64, 90),
