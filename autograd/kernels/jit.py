@@ -96,7 +96,7 @@ def matmul(a, b, out=None):
         if b.ndim == 2 and a.ndim > 2:   # (..., M, K) @ (K, N): one GEMM over all rows
             return matmul(a.reshape(-1, k), b).reshape(a.shape[:-1] + (n,))
         out = np.empty(batch + (m, n), dtype)
-        c = out.reshape(math.prod(batch), 1, m, n)                      # (matrices, 1, M, N)
+        c = _as_4d(out, dtype)                                           # (1 or C1, 1 or C2, M, N)
     else:
         if out.shape != batch + (m, n):
             raise ValueError(f"matmul: out has shape {out.shape}; {a.shape} @ {b.shape} is {batch + (m, n)}")
@@ -110,7 +110,7 @@ def matmul(a, b, out=None):
         out[...] = 0
         return out
     a_of = _batch_index(a.shape[:-2], batch)
-    b_of = _batch_index(b.shape[:-2], batch)
+    b_of = a_of if b.shape[:-2] == a.shape[:-2] else _batch_index(b.shape[:-2], batch)
     small = small_gemm.small_enough(m, k, n)
     # (matrix, block of rows): the work items threads share
     items = len(a_of) * (small_gemm.row_blocks(m) if small else -(-m // gemm.MC_THREADED))
@@ -145,12 +145,15 @@ def _as_4d_in_place(x):
     return view
 
 
+_NEW_AXES = {2: (None, None), 3: (None,), 4: ()}       # x[_NEW_AXES[x.ndim]] is 4-D
+
+
 def _as_4d(x, dtype):
     """x viewed as (batch1, batch2, rows, cols) without copying when it has <= 4 dims."""
     if x.dtype != dtype:
         x = x.astype(dtype)
     if x.ndim <= 4:
-        return x[(None,) * (4 - x.ndim)]
+        return x[_NEW_AXES[x.ndim]]
     return x.reshape((-1,) + x.shape[-3:])
 
 
