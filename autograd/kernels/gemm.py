@@ -93,7 +93,6 @@ THREAD_BLOCK_STRIPS = 16
 IN_PLACE_PANELS = 4                     # see in_place in gemm()
 IN_PLACE_MAX_STRIDE = 1024              # bytes; ditto
 B_IN_PLACE_MAX_ROWS = 16                # see b_in_place in gemm()
-SHARED_PACK_ROWS = 32                   # rows of a K block one task packs, when B's panels are shared
 FASTMATH = {"contract"}
 JIT = dict(fastmath=FASTMATH, cache=True, boundscheck=False, nogil=True, error_model="numpy")
 
@@ -351,15 +350,18 @@ def _make_gemm(dtype):
     def pack_b(b, k0, kc, p, packed):
         """Panel p of B[k0:k0+kc, :] (its columns p nr .. p nr + nr - 1), k-major, into the
         rows p KC .. p KC + kc of packed:  packed[p KC + kk, j] = B[k0 + kk, p nr + j], zero
-        padded (whatever np.empty left there could be a denormal, whose arithmetic is slow).
-        For a B whose rows are not contiguous (a transposed view, or strided); pack_b_rows
-        packs one whose rows are."""
+        padded (whatever np.empty left there could be a denormal, whose arithmetic is slow)."""
         n = b.shape[1]
         j0, top = p * nr, p * KC
         width = min(nr, n - j0)
         if width < nr:
             packed[top:top + kc, width:] = 0
-        if b.strides[0] == b.itemsize:                            # a transposed view: down its columns
+        if b.strides[1] == b.itemsize:                            # rows contiguous: copy along them
+            for kk in range(kc):
+                source, target = row_run(b, k0 + kk, j0, width), row_run(packed, top + kk, 0, width)
+                for j in range(width):
+                    target[j] = source[j]
+        elif b.strides[0] == b.itemsize:                          # a transposed view: down its columns
             for j in range(width):
                 source = col_run(b, k0, j0 + j, kc)
                 for kk in range(kc):
@@ -368,36 +370,6 @@ def _make_gemm(dtype):
             for kk in range(kc):
                 for j in range(width):
                     packed[top + kk, j] = b[k0 + kk, j0 + j]
-
-    @register_jitable(**JIT)
-    def pack_b_rows(b, k0, first, last, packed):
-        """Rows first .. last - 1 of every panel of B[k0:k0+KC, :], a B whose rows are
-        contiguous, into packed as pack_b lays them out:  packed[p KC + kk, j] = B[k0 + kk,
-        p nr + j], zero padded.  Row by row of B, in the order B lies in memory: panel by
-        panel, each row of a panel is a line or two of a different row of B, and when B's
-        rows are 4 KiB apart or more, each on a page of its own, where the CPU's prefetcher
-        does not follow (a (256, 2048)^T @ (2048, 1024) weight gradient took 1.23-1.30x
-        numpy's time packed panel by panel, 1.01-1.05x row by row)."""
-        n = b.shape[1]
-        for kk in range(first, last):
-            source = row_run(b, k0 + kk, 0, n)
-            for p in range((n + nr - 1) // nr):
-                width = min(nr, n - p * nr)
-                target = row_run(packed, p * KC + kk, 0, nr)
-                for j in range(width):
-                    target[j] = source[p * nr + j]
-                for j in range(width, nr):
-                    target[j] = 0
-
-    @register_jitable(**JIT)
-    def pack_b_block(b, k0, kc, packed):
-        """Every panel of B[k0:k0+kc, :] into packed (pack_b's layout), in the order that
-        reads B best."""
-        if b.strides[1] == b.itemsize:
-            pack_b_rows(b, k0, 0, kc, packed)
-        else:
-            for p in range((b.shape[1] + nr - 1) // nr):
-                pack_b(b, k0, kc, p, packed)
 
     @register_jitable(**JIT)
     def prefetch_tile(c, top, height, j0, width):
@@ -446,8 +418,11 @@ def _make_gemm(dtype):
         While a tile computes, the next one's rows of C are asked for (the next strip's, or
         the next panel's first): a tile walks down C's columns, a row of C per page when its
         rows are 4 KiB apart, where the CPU's prefetcher does not follow, and a later K
-        block reads the rows it adds to (a (2048, 1024) @ (1024, 256) took 1.14-1.21x numpy's
-        time without, 1.02-1.03x with this and pack_b_rows)."""
+        block reads the rows it adds to (medians over four placements of the operands in
+        memory, one thread: L's (256, 2048)^T @ (2048, 1024) and (2080, 1024) @ (1024, 256)
+        took 0.91x and 0.93x the time they took without, M's shapes 0.96-1.01x).
+        (Packing B a row of B at a time, rather than a panel at a time, made M's weight
+        gradients 1.07-1.13x as long.)"""
         n = c.shape[1]
         strips = (rows + MR - 1) // MR
         panels = (n + nr - 1) // nr
@@ -464,9 +439,9 @@ def _make_gemm(dtype):
                     strip = k_major_strip(a, top, k0, kc, MR)
                 else:
                     strip = submatrix(packed_a, q * A_STRIP_ROWS, 0, kc, MR)
-                next_p, next_q = (p, q + 1) if q + 1 < strips else (p + 1, 0)
+                next_p, next_top = (p, top + MR) if q + 1 < strips else (p + 1, i0)
                 if next_p < panels:
-                    prefetch_tile(c, i0 + next_q * MR, min(MR, rows - next_q * MR), next_p * nr, min(nr, n - next_p * nr))
+                    prefetch_tile(c, next_top, min(MR, i0 + rows - next_top), next_p * nr, min(nr, n - next_p * nr))
                 direct = first and height == MR and width == nr
                 micro_kernel(strip, panel, kc, rows_from(c, top, j0, MR) if direct else rows_from(tile, 0, 0, MR))
                 if direct:
@@ -524,22 +499,13 @@ def _make_gemm(dtype):
         return aligned_empty((b.shape[0] * b.shape[1] if shared else 0, k_blocks, n_panels * KC, nr), c.dtype)
 
     def pack_shared_chunk(b, packed_all, chunk, chunks):
-        """Share `chunk` of the packing of every B matrix and K block into packed_all: a
-        task is SHARED_PACK_ROWS rows of every panel (pack_b_rows) when B's rows are
-        contiguous, else one panel."""
+        """Share `chunk` of the panels of every B matrix and K block, packed into packed_all."""
         k = b.shape[2]
         k_blocks, n_panels = packed_all.shape[1], packed_all.shape[2] // KC
-        by_rows = b.strides[3] == b.itemsize
-        pieces = -(-KC // SHARED_PACK_ROWS) if by_rows else n_panels
-        tasks = packed_all.shape[0] * k_blocks * pieces
+        tasks = packed_all.shape[0] * k_blocks * n_panels
         for task in range(chunk * tasks // chunks, (chunk + 1) * tasks // chunks):
-            which, kb, piece = task // (k_blocks * pieces), task // pieces % k_blocks, task % pieces
-            b_t, kc = b[which // b.shape[1], which % b.shape[1]], min(KC, k - kb * KC)
-            if by_rows:
-                first = min(piece * SHARED_PACK_ROWS, kc)
-                pack_b_rows(b_t, kb * KC, first, min(first + SHARED_PACK_ROWS, kc), packed_all[which, kb])
-            else:
-                pack_b(b_t, kb * KC, kc, piece, packed_all[which, kb])
+            which, kb, p = task // (k_blocks * n_panels), task // n_panels % k_blocks, task % n_panels
+            pack_b(b[which // b.shape[1], which % b.shape[1]], kb * KC, min(KC, k - kb * KC), p, packed_all[which, kb])
 
     def gemm_chunk(a, b, a_of, b_of, c, packed_all, chunk, chunks):
         """c[t] = a[a_of[t]] @ b[b_of[t]] for every t (the arguments are gemm's), with
@@ -568,7 +534,8 @@ def _make_gemm(dtype):
                 kc = min(KC, k - kb * KC)
                 if not shared and not b_in_place and packed_for != (b_of[t], kb):
                     packed_for = (b_of[t], kb)
-                    pack_b_block(b_t, kb * KC, kc, own[0])
+                    for p in range(n_panels):
+                        pack_b(b_t, kb * KC, kc, p, own[0])
                 panels = packed_all[b_of[t], kb] if shared else own[0]
                 for blk in range(first_block, last_block):
                     i0 = blk * mc

@@ -125,13 +125,13 @@ def _run_driver(kernel, a, b, chunks):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n", [(70, 37), (260, 70)])
-def test_goto_driver_packs_b_row_by_row_or_panel_by_panel_into_the_same_bits(dtype, m, n):
-    """A B whose rows are contiguous (C, S) is packed a row of B at a time (pack_b_rows),
-    one whose rows are not (T, G) a panel at a time (pack_b); the panels, and so the
-    products, must be the same bits.  K = 600: three K blocks, the last partial; n 37 and
-    70: a partial last panel, zero padded.  On one thread (each chunk packs its own), in 3
-    chunks, and with one B for 3 matrices (both pack it once up front, in shares of rows
-    of every panel or of panels)."""
+def test_goto_driver_packs_b_of_every_layout_into_the_same_bits(dtype, m, n):
+    """gemm.pack_b copies a B whose rows are contiguous (C, S) along its rows, a transposed
+    one (T) down its columns, and one with no unit stride (G) number by number; the
+    panels, and so the products, must be the same bits, and the tiles' prefetches of C
+    must not disturb them.  K = 600: three K blocks, the last partial; n 37 and 70: a
+    partial last panel, zero padded.  On one thread (each chunk packs its own), in 3
+    chunks, and with one B for 3 matrices (both pack it once up front, shared)."""
     from autograd.kernels import gemm
     rng = np.random.default_rng(m + n)
     a = rng.standard_normal((3, m, 600)).astype(dtype)
