@@ -585,12 +585,19 @@ def driver_argument_types(dtype):
 _kernels = {}
 
 
-def gemm_kernel(dtype):
-    """The driver for dtype (float32 or float64), compiled once: gemm(a, b, a_of, b_of, c, chunks)."""
-    kernel = _kernels.get(dtype)                  # looked up as given: np.dtype() costs a call's 0.2 us
+def made_once(kernels, make, dtype):
+    """kernels[dtype], made by make(dtype's scalar type) on its first use.  Looked up by the
+    dtype as given (np.float32 or np.dtype("float32"), which hash differently), and only
+    then normalized: np.dtype() costs 0.2 us, a few percent of a small product's call."""
+    kernel = kernels.get(dtype)
     if kernel is None:
         key = np.dtype(dtype)
-        if key not in _kernels:
-            _kernels[key] = _make_gemm(key.type)
-        kernel = _kernels[dtype] = _kernels[key]   # under both np.float32 and np.dtype("float32")
+        if key not in kernels:
+            kernels[key] = make(key.type)
+        kernel = kernels[dtype] = kernels[key]
     return kernel
+
+
+def gemm_kernel(dtype):
+    """The driver for dtype (float32 or float64), compiled once: gemm(a, b, a_of, b_of, c, chunks)."""
+    return made_once(_kernels, _make_gemm, dtype)

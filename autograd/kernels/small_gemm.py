@@ -223,10 +223,4 @@ _kernels = {}
 def small_gemm_kernel(dtype):
     """The compiled small-matrix driver for dtype (made once): kernel(a, b, a_of, b_of, c,
     chunks), on one thread when chunks is 1."""
-    kernel = _kernels.get(dtype)                  # looked up as given: np.dtype() costs a call's 0.2 us
-    if kernel is None:
-        key = np.dtype(dtype)
-        if key not in _kernels:
-            _kernels[key] = _make_small_gemm(key.type)
-        kernel = _kernels[dtype] = _kernels[key]   # under both np.float32 and np.dtype("float32")
-    return kernel
+    return gemm.made_once(_kernels, _make_small_gemm, dtype)
