@@ -16,6 +16,11 @@ recomputing the scores, but only over the scores a query may see (under a causal
 T(T+1)/2 of the T^2).  The fused op's limit, against half the composed path's time, says how
 much of a 2x speed-up the products alone would leave to the rest (exp, masking, reading and
 writing the operands).
+
+With PyTorch installed (the optional `bench` extra), the same rounds also time PyTorch's
+fused `scaled_dot_product_attention` and its composed ops on the same operands and mask, so
+that both libraries' fused / composed ratios come from one run; their outputs and gradients
+are first checked equal to ours.
 """
 
 import argparse
@@ -47,7 +52,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    use_threads(args.threads)
+    torch = use_threads(args.threads)
     import numpy as np
 
     from autograd import Tensor, kernels
@@ -71,20 +76,31 @@ def main(argv=None):
             out.backward(grad)
         return run
 
-    rounds = {"fused": [], "composed": []}
+    steps = {"fused": step(True), "composed": step(False)}
+    if torch is not None:
+        steps.update(pytorch_steps(torch, q, k, v, mask, grad))
+    rounds = {name: [] for name in steps}
     for _ in range(args.rounds):
-        for name, fused in (("fused", True), ("composed", False)):
-            rounds[name].append(median_ms(step(fused), args.repeats))
+        for name, run in steps.items():
+            rounds[name].append(median_ms(run, args.repeats))
     use_fused_attention(False)     # the default again
     result = {name: float(np.median(ms)) for name, ms in rounds.items()}
-    ratios = [fused / composed for fused, composed in zip(rounds["fused"], rounds["composed"])]
-    result.update(ratio=float(np.median(ratios)), shape=list(shape), threads=args.threads)
+    result.update(ratio=ratio_of_rounds(rounds, "fused", "composed"), shape=list(shape), threads=args.threads,
+                  rounds=rounds)
+    if torch is not None:
+        result.update(pytorch_ratio=ratio_of_rounds(rounds, "pytorch_fused", "pytorch_composed"),
+                      fused_vs_pytorch_fused=ratio_of_rounds(rounds, "fused", "pytorch_fused"))
     from demos.gemm_calls import blas_rate
     result.update(product_limits(args.batch * args.heads, args.length, args.d_head, mask, blas_rate()))
     print(f"attention forward + backward, (B, H, T, d_head) = {shape}, causal mask, {args.threads} thread(s):")
     print(f"  fused    {result['fused']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['fused'])})")
     print(f"  composed {result['composed']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['composed'])})")
     print(f"  fused / composed = {result['ratio']:.2f}x (median of the rounds' ratios)")
+    if torch is not None:
+        for name in ("pytorch_fused", "pytorch_composed"):
+            print(f"  {name:16} {result[name]:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds[name])})")
+        print(f"  PyTorch: fused / composed = {result['pytorch_ratio']:.2f}x; our fused / PyTorch's fused = "
+              f"{result['fused_vs_pytorch_fused']:.2f}x")
     print(f"  products at numpy's large-matrix rate ({result['blas_gflops']:.0f} GFLOP/s): composed "
           f"{result['composed_mflop']:.0f} MFLOP, {result['composed_blas_ms']:.2f} ms; fused (the visible scores) "
           f"{result['fused_mflop']:.0f} MFLOP, {result['fused_blas_ms']:.2f} ms, against {result['composed'] / 2:.2f} ms "
@@ -92,6 +108,53 @@ def main(argv=None):
     if args.json:
         write_json(args.json, result)
     return result
+
+
+def ratio_of_rounds(rounds, ours, baseline):
+    """The median of the rounds' ratios rounds[ours][i] / rounds[baseline][i]."""
+    import numpy as np
+    return float(np.median([a / b for a, b in zip(rounds[ours], rounds[baseline])]))
+
+
+def pytorch_steps(torch, q, k, v, mask, grad):
+    """Forward + backward of PyTorch's fused scaled_dot_product_attention (is_causal) and of
+    its composed ops (matmul, masked_fill, softmax, matmul, with the boolean mask: True may
+    attend) on copies of our q, k, v (Tensors), as {name: run}.  Both are first checked
+    against our composed path's output and gradients under the mask, which must then be
+    causal, so that the rounds time the same computation."""
+    import numpy as np
+
+    from transformer.attention import scaled_dot_product_attention, use_fused_attention
+    tq, tk, tv = (torch.tensor(x.data, requires_grad=True) for x in (q, k, v))
+    allowed, tgrad = torch.from_numpy(np.ascontiguousarray(mask)), torch.from_numpy(grad)
+    scale = q.shape[-1] ** -0.5
+
+    def fused():                      # is_causal: its fastest form (its flash-attention CPU kernel)
+        return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+
+    def composed():
+        scores = (tq @ tk.transpose(-2, -1)) * scale                  # (B, H, T, T)
+        return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ tv
+
+    use_fused_attention(False)
+    for x in (q, k, v):
+        x.grad = None
+    out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=False)
+    out.backward(grad)
+    expected = [out.data] + [x.grad for x in (q, k, v)]
+    runs = {}
+    for name, forward in (("pytorch_fused", fused), ("pytorch_composed", composed)):
+        def run(forward=forward):
+            for x in (tq, tk, tv):
+                x.grad = None
+            result = forward()
+            result.backward(tgrad)
+            return [result.detach().numpy()] + [x.grad.numpy() for x in (tq, tk, tv)]
+        for got, want in zip(run(), expected):
+            if not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+                raise AssertionError(f"{name} differs from our attention by {np.abs(got - want).max():.2e}")
+        runs[name] = run
+    return runs
 
 
 def product_limits(matrices, length, d_head, mask, gflops):

@@ -266,8 +266,19 @@ def collect_gpt_steps(runs):
 
 def collect_attention(runs):
     r = load(f"{runs}/bench/attention.json")
-    return {"fused vs composed": (f"measured the fused op at {r['ratio']:.2f}x the composed path's time "
-                                  f"({r['fused']:.1f} ms against {r['composed']:.1f} ms)"),
+    pytorch = {} if "pytorch_ratio" not in r else {
+        "pytorch fused vs composed": (f"PyTorch's own fused op took {r['pytorch_ratio']:.2f}x its composed ops' time "
+                                      f"({r['pytorch_fused']:.1f} ms against {r['pytorch_composed']:.1f} ms), and "
+                                      f"ours {r['fused_vs_pytorch_fused']:.2f}x its fused op's")}
+    composed_rounds, half, products = r["rounds"]["composed"], r["composed"] / 2, r["fused_blas_ms"]
+    return {**pytorch,
+            "fused vs composed": (f"measured the fused op at {r['ratio']:.2f}x the composed path's time "
+                                  f"({r['fused']:.1f} ms against {r['composed']:.1f} ms), the median of "
+                                  f"{len(composed_rounds)} interleaved rounds' ratios (the composed rounds took "
+                                  f"{min(composed_rounds):.1f}-{max(composed_rounds):.1f} ms"),
+            "attention rest": (f"here the rest took {r['fused'] - products:.1f} ms ({r['fused']:.2f} - "
+                               f"{products:.2f}) against the {half - products:.1f} ms ({half:.2f} - {products:.2f}) "
+                               f"that would leave"),
             "attention products": (f"at numpy's large-matrix rate in the same run ({r['blas_gflops']:.0f} GFLOP/s), "
                                    f"the fused op's products alone would take {r['fused_blas_ms']:.2f} ms "
                                    f"({r['fused_mflop']:.0f} MFLOP), the composed path's {r['composed_blas_ms']:.2f} ms "

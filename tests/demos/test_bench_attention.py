@@ -16,3 +16,11 @@ def test_product_limits_count_the_composed_and_the_visible_scores():
     assert np.isclose(limits["composed_blas_ms"], 6 * 2 * 25 * 4 * 6 / 2e9 * 1e3)
     everything = product_limits(6, 5, 4, np.ones((5, 5), bool), gflops=2.0)
     assert np.isclose(everything["fused_mflop"], limits["composed_mflop"] * 7 / 6)   # no mask: seven products to six
+
+
+def test_ratio_of_rounds_is_the_median_of_each_rounds_ratio_not_a_ratio_of_medians():
+    from demos.bench_attention import ratio_of_rounds
+    rounds = {"ours": [1.0, 4.0, 9.0], "theirs": [2.0, 2.0, 3.0]}      # ratios 0.5, 2, 3
+    assert ratio_of_rounds(rounds, "ours", "theirs") == 2.0
+    rounds = {"ours": [1.0, 8.0, 9.0], "theirs": [2.0, 2.0, 9.0]}      # ratios 0.5, 4, 1
+    assert ratio_of_rounds(rounds, "ours", "theirs") == 1.0                # medians' ratio: 8 / 2 = 4
