@@ -4,8 +4,8 @@
 
 Prints matmul GFLOP/s against numpy's BLAS (and PyTorch); every matmul shape one training
 step of the benchmark Transformer makes at each size of demos.bench_train (operand
-layouts included: C row-major, T a transposed view, S strided rows), ours against numpy
-on the very operands the step passed; softmax and log-softmax forward and backward in
+layouts included: C row-major, T a transposed view, S strided rows), ours and PyTorch's
+against numpy on the very operands the step passed; softmax and log-softmax forward and backward in
 microseconds against the numpy twins (and PyTorch); compile time of each kernel with an
 empty cache, and start-up with the cache warm.  Ours and each baseline alternate in short
 rounds (medians; each ratio the median of the rounds' ratios), so that a change in the
@@ -71,28 +71,43 @@ def bench_matmul(np, jit, rounds, torch):
     return rows
 
 
-def bench_step_shapes(np, jit, sizes, rounds):
-    """Every distinct matmul of one training step at each size: ours against numpy."""
+def bench_step_shapes(np, jit, sizes, rounds, torch):
+    """Every distinct matmul of one training step at each size: ours against numpy, and
+    PyTorch's torch.matmul against numpy on the same operands (strides included) when it is
+    installed, each pair interleaved in its own rounds."""
     from demos import bench_train, gemm_calls
     rows = []
     for size in sizes:
         calls = gemm_calls.record_matmuls(bench_train.ours(size))
-        total_ours = total_numpy = 0.0
+        totals = {"ours": 0.0, "numpy": 0.0, "torch": 0.0}
         for call in sorted(calls, key=lambda c: -c["flops"] * c["count"]):
             a, b = call["a"], call["b"]
             t_ours, t_numpy, ratio = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: np.matmul(a, b), rounds)
             row = {"size": size, "case": gemm_calls.describe(call), "count": call["count"],
                    "numba_gflops": call["flops"] / t_ours / 1e9, "numpy_gflops": call["flops"] / t_numpy / 1e9,
                    "ratio_vs_numpy": 1 / ratio}
-            total_ours += call["count"] * t_ours
-            total_numpy += call["count"] * t_numpy
+            totals["ours"] += call["count"] * t_ours
+            totals["numpy"] += call["count"] * t_numpy
+            extra = ""
+            if torch is not None:
+                ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+                t_torch, _, torch_ratio = gemm_calls.interleaved(lambda: torch.matmul(ta, tb), lambda: np.matmul(a, b),
+                                                                 rounds)
+                row.update(torch_gflops=call["flops"] / t_torch / 1e9, torch_ratio_vs_numpy=1 / torch_ratio)
+                totals["torch"] += call["count"] * t_torch
+                extra = f"  torch {row['torch_gflops']:6.1f} GFLOP/s  ratio {row['torch_ratio_vs_numpy']:.2f}x"
             rows.append(row)
             print(f"  {size} {row['case']:<44} x{row['count']:<3} numba {row['numba_gflops']:6.1f}  numpy "
-                  f"{row['numpy_gflops']:6.1f} GFLOP/s  ratio {row['ratio_vs_numpy']:.2f}x", flush=True)
-        rows.append({"size": size, "case": "all of one step", "numba_ms": total_ours * 1e3, "numpy_ms": total_numpy * 1e3,
-                     "ratio_vs_numpy": total_numpy / total_ours})
-        print(f"  {size} all matmuls of one step: numba {total_ours * 1e3:.1f} ms, numpy {total_numpy * 1e3:.1f} ms, "
-              f"ratio {total_numpy / total_ours:.2f}x", flush=True)
+                  f"{row['numpy_gflops']:6.1f} GFLOP/s  ratio {row['ratio_vs_numpy']:.2f}x{extra}", flush=True)
+        total = {"size": size, "case": "all of one step", "numba_ms": totals["ours"] * 1e3,
+                 "numpy_ms": totals["numpy"] * 1e3, "ratio_vs_numpy": totals["numpy"] / totals["ours"]}
+        extra = ""
+        if torch is not None:
+            total.update(torch_ms=totals["torch"] * 1e3, torch_ratio_vs_numpy=totals["numpy"] / totals["torch"])
+            extra = f", torch {total['torch_ms']:.1f} ms, ratio {total['torch_ratio_vs_numpy']:.2f}x"
+        rows.append(total)
+        print(f"  {size} all matmuls of one step: numba {total['numba_ms']:.1f} ms, numpy {total['numpy_ms']:.1f} ms, "
+              f"ratio {total['ratio_vs_numpy']:.2f}x{extra}", flush=True)
     return rows
 
 
@@ -207,7 +222,7 @@ def main(argv=None):
     results = {"machine": machine, "matmul": bench_matmul(np, jit, rounds, torch)}
     if args.sizes:
         print("every matmul of one training step (time-rate against numpy on the same operands; higher is better):")
-        results["step_shapes"] = bench_step_shapes(np, jit, args.sizes, rounds)
+        results["step_shapes"] = bench_step_shapes(np, jit, args.sizes, rounds, torch)
     print("row-wise kernels (microseconds, lower is better):")
     results["rowwise"] = bench_rowwise(np, jit, reference, rounds, torch)
     if not args.quick:

@@ -208,11 +208,13 @@ def collect_kernels(runs):
         if row["case"] == "all of one step":
             claims[f"step shapes {row['size']} total"] = (f"| {row['size']} | all matmuls of one step | | "
                                                           f"{row['numba_ms']:.1f} ms | {row['numpy_ms']:.1f} ms | "
-                                                          f"{row['ratio_vs_numpy']:.2f}x |")
+                                                          f"{row['ratio_vs_numpy']:.2f}x | {row['torch_ms']:.1f} ms | "
+                                                          f"{row['torch_ratio_vs_numpy']:.2f}x |")
         elif shown[row["size"]] <= 6 or row is slowest[row["size"]]:
             claims[f"step shapes {row['size']} {row['case']}"] = (
                 f"| {row['size']} | {row['case']} | {row['count']} | {row['numba_gflops']:.1f} | "
-                f"{row['numpy_gflops']:.1f} | {row['ratio_vs_numpy']:.2f}x |")
+                f"{row['numpy_gflops']:.1f} | {row['ratio_vs_numpy']:.2f}x | {row['torch_gflops']:.1f} | "
+                f"{row['torch_ratio_vs_numpy']:.2f}x |")
     cold, warm = results["compile"]["cold_s"], results["compile"]["warm_s"]
     drivers = cold["matmul, small-matrix driver"] + cold["matmul, Goto driver"]
     claims["compile"] = (f"Compiling every float32 kernel with an empty cache takes {cold['total']:.1f} s in one process "
