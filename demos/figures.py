@@ -266,7 +266,13 @@ def collect_gpt_steps(runs):
     return claims, {}
 
 
+LONGER_ATTENTION = (128, 256)             # lengths bench_attention also runs at (besides 64)
+
+
 def collect_attention(runs):
+    longer = [load(f"{runs}/bench/attention-{length}.json") for length in LONGER_ATTENTION]
+    lengths = " and ".join(f"{r['ratio']:.2f}x at length {r['shape'][2]}" for r in longer)
+    theirs = " and ".join(f"{r['pytorch_ratio']:.2f}x" for r in longer)
     r = load(f"{runs}/bench/attention.json")
     pytorch = {} if "pytorch_ratio" not in r else {
         "pytorch fused vs composed": (f"PyTorch's own fused op took {r['pytorch_ratio']:.2f}x its composed ops' time "
@@ -274,6 +280,7 @@ def collect_attention(runs):
                                       f"ours {r['fused_vs_pytorch_fused']:.2f}x its fused op's")}
     composed_rounds, half, products = r["rounds"]["composed"], r["composed"] / 2, r["fused_blas_ms"]
     return {**pytorch,
+            "longer attention": (f"the fused op took {lengths} of the composed path's time (PyTorch's: {theirs})"),
             "fused vs composed": (f"measured the fused op at {r['ratio']:.2f}x the composed path's time "
                                   f"({r['fused']:.1f} ms against {r['composed']:.1f} ms), the median of "
                                   f"{len(composed_rounds)} interleaved rounds' ratios (the composed rounds took "
@@ -308,8 +315,9 @@ GROUPS = {
                             for t in "12"], collect_steps),
     "gpt_steps": (gpt_step_commands, collect_gpt_steps),
     "threads": (lambda runs: [["demos.bench_threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
-    "attention": (lambda runs: [["demos.bench_attention", "--json", f"{runs}/bench/attention.json"]],
-                  collect_attention),
+    "attention": (lambda runs: [["demos.bench_attention", "--json", f"{runs}/bench/attention.json"]]
+                  + [["demos.bench_attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
+                     for length in LONGER_ATTENTION], collect_attention),
 
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
                                ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
