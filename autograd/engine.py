@@ -4,8 +4,6 @@
 reverse-mode differentiation happen one node at a time.
 """
 
-import sys
-
 import numpy as np
 
 from autograd import anomaly
@@ -38,23 +36,20 @@ def graph_nodes(root_node, for_backward=False):
     return order
 
 
-# References to a gradient array that only the loop below holds: the `input_grads` tuple,
-# zip's result tuple (CPython reuses it, and it holds its items until the next step), the
-# variable `g`, and getrefcount's own argument.  A leaf's .grad must not share memory with
-# anything else (an optimizer scales or zeroes it in place), so a gradient that views another
-# array, or that a node also returned for another input or kept for itself, is copied; one
-# that backward has just made and handed over (or a reshape of it) is kept as it is, when it
-# is C-contiguous (PyTorch's AccumulateGrad keeps an unshared gradient the same way).
-UNSHARED_REFERENCES = 4
+def held_by(node):
+    """The arrays a node holds: those it saved for backward and any other it keeps as an attribute."""
+    return [*node.saved_tensors, *(value for value in vars(node).values() if isinstance(value, np.ndarray))]
 
 
-def _sole_view(g):
-    """Whether g owns its memory, or views all of an array that nothing but g refers to
-    (an op's backward reshaping the fresh array it made: references to that array are
-    g.base, the variable `base` and getrefcount's argument)."""
-    base = g.base
-    return base is None or (isinstance(base, np.ndarray) and base.base is None and base.size == g.size
-                            and sys.getrefcount(base) <= 3)
+def _unshared(g, others):
+    """Whether g can become a leaf's .grad as it is: C-contiguous, and sharing memory with
+    none of `others` (the node's upstream gradients, its other inputs' gradients and the
+    arrays it holds), so that nothing else sees it change when an optimizer scales or zeroes
+    .grad in place.  Add's backward, for one, hands its upstream gradient to both inputs:
+    then both leaves get copies.  (np.may_share_memory compares the arrays' address ranges
+    only: an overlap it cannot rule out costs a copy, never a wrong gradient.)"""
+    return g.flags.c_contiguous and not any(isinstance(other, np.ndarray) and np.may_share_memory(g, other)
+                                            for other in others)
 
 
 def run_backward(root, grad, retain_graph=False):
@@ -68,7 +63,7 @@ def run_backward(root, grad, retain_graph=False):
     for node in reversed(order):     # outputs first, inputs last
         out_grads = output_grads(node, grads.pop(node))
         input_grads = node.backward(*out_grads)
-        del out_grads                # not held here while the leaves take their gradients (_sole_view)
+        held = held_by(node)
         if not retain_graph:
             node.saved_tensors = None
             node.freed = True
@@ -76,7 +71,7 @@ def run_backward(root, grad, retain_graph=False):
             input_grads = (input_grads,)
         if anomaly.is_anomaly_enabled():
             anomaly.check_backward(node, input_grads)
-        for t, needs, g in zip(node.inputs, node.needs_input_grad, input_grads):
+        for i, (t, needs, g) in enumerate(zip(node.inputs, node.needs_input_grad, input_grads)):
             if not needs or g is None:
                 continue
             g = unbroadcast(np.asarray(g), t.data.shape)
@@ -84,11 +79,11 @@ def run_backward(root, grad, retain_graph=False):
                 g = g.astype(t.data.dtype)
             if t._node is None:            # a leaf: accumulate into .grad, as PyTorch does
                 if t._hooks:
-                    g = run_hooks(t._hooks, g)
+                    g = run_hooks(t._hooks, g).copy()      # a hook may have kept the array
                 if t.grad is not None:
                     t.grad = t.grad + g
-                elif g.flags.c_contiguous and sys.getrefcount(g) <= UNSHARED_REFERENCES and _sole_view(g):
-                    t.grad = g                 # a fresh array no one else holds: kept, not copied
+                elif _unshared(g, (*out_grads, *input_grads[:i], *input_grads[i + 1:], *held)):
+                    t.grad = g                 # this node's own fresh array: kept, not copied
                 else:
                     t.grad = g.copy()          # shared with something else: .grad gets its own memory
             else:

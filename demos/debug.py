@@ -1,6 +1,6 @@
 """Run a demo under pdb, with `step` staying inside this project's code.
 
-    python -m demos.debug -b autograd/engine.py:66 demos.tour
+    python -m demos.debug -b autograd/engine.py:61 demos.tour
     python -m demos.debug -b autograd/ops/matmul.py:37 demos.train --task reverse --steps 1
 
 Like `python -m pdb -c "b FILE:LINE" -c c -m MODULE ARGS`, except that the debugger skips

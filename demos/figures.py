@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from demos import bench_train
+from demos.bench import train as bench_train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = os.path.join(ROOT, "docs", "figures.json")
@@ -247,9 +247,9 @@ def collect_threads(runs):
 
 
 def gpt_step_commands(runs):
-    return [["demos.bench_train", "--model", "gpt", "--threads", "1", "--attention", "fused", "composed", "--json",
+    return [["demos.bench.train", "--model", "gpt", "--threads", "1", "--attention", "fused", "composed", "--json",
              f"{runs}/bench/gpt-1.json"],
-            ["demos.bench_train", "--model", "gpt", "--threads", "2", "--json", f"{runs}/bench/gpt-2.json"]]
+            ["demos.bench.train", "--model", "gpt", "--threads", "2", "--json", f"{runs}/bench/gpt-2.json"]]
 
 
 def collect_gpt_steps(runs):
@@ -304,19 +304,19 @@ GROUPS = {
                                ["demos.decoder_only", "--out", f"{runs}/decoder_only"],
                                ["demos.vit", "--out", f"{runs}/vit"]], collect_families),
     "gpt": (lambda runs: [["demos.gpt", "--out", f"{runs}/gpt"]], collect_gpt),
-    "gpt_recipe": (lambda runs: [["demos.bench_train", "--model", "gpt", "--recipe", "--json",
+    "gpt_recipe": (lambda runs: [["demos.bench.train", "--model", "gpt", "--recipe", "--json",
                                   f"{runs}/bench/gpt-recipe.json"]], collect_gpt_recipe),
     "scan": (lambda runs: [["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
              + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
                 for kind in ("rope", "alibi", "relative")], collect_scan),
-    "kernels": (lambda runs: [["demos.bench_kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
-    "steps": (lambda runs: [["demos.bench_train", "--size", size, "--steps", str(steps), "--threads", t,
+    "kernels": (lambda runs: [["demos.bench.kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
+    "steps": (lambda runs: [["demos.bench.train", "--size", size, "--steps", str(steps), "--threads", t,
                              "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
                             for t in "12"], collect_steps),
     "gpt_steps": (gpt_step_commands, collect_gpt_steps),
-    "threads": (lambda runs: [["demos.bench_threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
-    "attention": (lambda runs: [["demos.bench_attention", "--json", f"{runs}/bench/attention.json"]]
-                  + [["demos.bench_attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
+    "threads": (lambda runs: [["demos.bench.threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
+    "attention": (lambda runs: [["demos.bench.attention", "--json", f"{runs}/bench/attention.json"]]
+                  + [["demos.bench.attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
                      for length in LONGER_ATTENTION], collect_attention),
 
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],

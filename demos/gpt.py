@@ -57,7 +57,7 @@ def parse_args(argv=None):
     p.add_argument("--eval-iters", type=int, default=d.eval_iters, help="batches per loss estimate")
     p.add_argument("--log-every", type=int, default=d.log_every, help="iterations between progress lines")
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--attention", choices=("fused", "composed"), default=d.attention,
+    p.add_argument("--attention", choices=("fused", "composed"), default="fused",
                    help="fused: one op (the default, faster); composed: matmul, masked_fill, softmax, matmul, "
                         "the nodes to step through in a debugger")
     p.add_argument("--sample-tokens", type=int, default=500, help="characters in the sample written at the end")
@@ -92,19 +92,19 @@ def main(argv=None):
                             lr=args.lr, min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay,
                             beta2=args.beta2, grad_clip=args.grad_clip, eval_every=args.eval_every,
                             eval_iters=args.eval_iters, log_every=args.log_every, save_every=args.save_every,
-                            seed=args.seed, attention=args.attention)
+                            seed=args.seed)
         data_path = args.data
         text, source = load_corpus(data_path)
         data = CharDataset(text, cfg.block_size)
         manual_seed(cfg.seed)
         model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, args.layers, args.heads, args.d_model,
-                                       args.dropout, args.bias))
+                                       args.dropout, args.bias, args.attention))
     c = model.config
     n_params = sum(p.data.size for p in model.parameters())
     print(f"{source}: {len(text):,} characters, vocabulary {len(data.vocab)}; train {len(data.splits['train']):,}, "
           f"validation {len(data.splits['val']):,}")
     print(f"GPT: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, context {cfg.block_size}, "
-          f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {cfg.attention} attention")
+          f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = our_engine(model, cfg)
     if start is not None:
         optimizer.load_state_dict(state["optimizer"])

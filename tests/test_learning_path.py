@@ -61,8 +61,8 @@ def _function_at(path, line):
 
 def test_demos_debug_steps_from_the_engine_into_an_ops_backward(tmp_path):
     commands = "n\nn\nn\nn\ns\np ctx\nq\n"      # from the graph search to the first node.backward call
-    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", "autograd/engine.py:66", "demos.tour",
+    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", "autograd/engine.py:61", "demos.tour",
                              "--out", str(tmp_path)], cwd=ROOT, input=commands, capture_output=True, text=True,
                             timeout=300)
-    assert "> " + os.path.join(ROOT, "autograd", "engine.py") + "(66)run_backward()" in result.stdout
+    assert "> " + os.path.join(ROOT, "autograd", "engine.py") + "(61)run_backward()" in result.stdout
     assert "ops/reduce.py(47)backward()" in result.stdout and "<Mean node, output shape ()>" in result.stdout

@@ -9,10 +9,8 @@ Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head size, 
 softmax does not saturate into a one-hot choice (see demos/scaling.py).
 """
 
-import contextlib
 import functools
 import math
-import os
 
 import numpy as np
 
@@ -23,35 +21,6 @@ from nn import functional as F
 from transformer.relative_position import is_position_aware
 from transformer.scores import scaled_dot_scores
 from transformer.validation import require_positive
-
-
-# The composed path is the default: it is the one a learner steps through, and on this
-# project's machine the fused op (one thread, batch 32, 4 heads, length 64, d_head 32,
-# forward + backward) is faster but not twice as fast (python -m demos.bench_attention; the
-# README has the last figure): not enough to change every trained model's last bits for, or
-# to add its 30 s of compilation to a first run.  The GPT recipe, whose step it makes 0.87-0.96x
-# as long, chooses it (transformer/lm_training.py, LMTrainConfig.attention).
-FUSED = os.environ.get("AUTOGRAD_ATTENTION", "composed") == "fused"
-
-
-def use_fused_attention(fused=True):
-    """Choose how attention without dropout or a custom score runs: composed (matmul,
-    masked_fill, softmax, matmul: the nodes a learner steps through; the default) or fused
-    (one op, autograd/ops/attention.py).  The environment variable AUTOGRAD_ATTENTION=fused
-    sets the same before import.  Returns the previous setting."""
-    global FUSED
-    previous, FUSED = FUSED, bool(fused)
-    return previous
-
-
-@contextlib.contextmanager
-def attention_kind(fused):
-    """use_fused_attention(fused) inside the block, the previous setting after it."""
-    previous = use_fused_attention(fused)
-    try:
-        yield
-    finally:
-        use_fused_attention(previous)
 
 
 def _checked_mask(mask, scores_shape):
@@ -67,7 +36,7 @@ def _checked_mask(mask, scores_shape):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None, score=None,
-                                 need_weights=True):
+                                 fused=False):
     """Returns (output, weights).
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v);  mask: boolean, True = may
@@ -76,8 +45,10 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     `score(q, k)` replaces q k^T / sqrt(d_k) when given (see transformer/scores.py; then
     q and k may differ in size).
 
-    With need_weights=False, no dropout in effect and no custom score, and the fused op
-    chosen (use_fused_attention), the fused op runs and the weights returned are None.
+    fused=True runs the whole computation as one op (autograd/ops/attention.py), which keeps
+    no weights (they are returned as None), when no dropout is in effect and no custom
+    score is given; otherwise, and by default, the composed ops below run: the nodes a
+    learner steps through.
     """
     d_k = q.shape[-1]
     if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
@@ -85,7 +56,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
                          "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
     scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)     # (..., T_q, T_k)
     mask = None if mask is None else _checked_mask(mask, scores_shape)
-    if FUSED and not need_weights and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
+    if fused and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
         return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
     scores = (score or scaled_dot_scores)(q, k)                      # (..., T_q, T_k)
     if mask is not None:
@@ -110,11 +81,11 @@ class MultiHeadAttention(nn.Module):
     projected back to d_model.
 
     `score` (a module from transformer/scores.py, sized for d_head) replaces the scaled dot
-    product.  forward returns the output only (PyTorch's returns (output, weights)); the last
+    product.  fused=True computes attention as one op (see scaled_dot_product_attention).  forward returns the output only (PyTorch's returns (output, weights)); the last
     attention weights are available, detached, as `self.attn_weights` (B, H, T_q, T_k) for plotting.
     """
 
-    def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None):
+    def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None, fused=False):
         super().__init__()
         require_positive("MultiHeadAttention", d_model=d_model, num_heads=num_heads)
         if d_model % num_heads:
@@ -122,6 +93,7 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
         self.dropout = dropout
         self.score = score            # None: scaled dot product; else a module from transformer/scores.py
+        self.fused = fused
         self.q_proj = nn.Linear(d_model, d_model, bias)
         self.k_proj = nn.Linear(d_model, d_model, bias)
         self.v_proj = nn.Linear(d_model, d_model, bias)
@@ -170,11 +142,11 @@ class MultiHeadAttention(nn.Module):
         if is_position_aware(score):
             score = functools.partial(self.score, q_offset=past)
         out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score,
-                                                    need_weights=False)
+                                                    fused=self.fused)
         self._weights = None if weights is None else weights.data                    # (B, H, T_q, T_k), no graph
         self._weights_from = None if weights is not None else (q.data, k.data, None if mask is None else np.asarray(mask))
         out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)   # (B, T_q, d_model)
         return self.out_proj(out)
 
     def extra_repr(self):
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}"
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}" + (", fused" if self.fused else "")

@@ -40,12 +40,14 @@ class DecoderOnlyConfig(BlockConfig):
     positive_fields = ("vocab", "num_layers", "max_len")
 
 
-def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False):
+def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
+               attention="composed"):
     """nanoGPT's GPT under nanoGPT's argument names (its CPU recipe's size by default):
-    d_ff = 4 d_model, exact GELU, tied embeddings, no lm-head bias, GPT-2 init, no padding."""
+    d_ff = 4 d_model, exact GELU, tied embeddings, no lm-head bias, GPT-2 init, no padding.
+    attention="fused" runs attention as one op, as nanoGPT's flash attention does."""
     return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, d_ff=4 * n_embd, num_layers=n_layer,
                              max_len=block_size, dropout=dropout, pad_id=None, activation="gelu", bias=bias,
-                             head_bias=False, tie_weights=True, init="gpt2")
+                             head_bias=False, tie_weights=True, init="gpt2", attention=attention)
 
 
 class KVCache:
@@ -72,7 +74,8 @@ class DecoderOnly(nn.Module):
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
         self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
-                                         activation=c.activation, bias=c.bias, make_self_score=make_self_score)
+                                         activation=c.activation, bias=c.bias, make_self_score=make_self_score,
+                                         fused_attention=c.attention == "fused")
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()

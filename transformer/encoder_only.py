@@ -42,7 +42,7 @@ class EncoderOnly(nn.Module):
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
         self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
-                               make_self_score=make_self_score)
+                               make_self_score=make_self_score, fused_attention=c.attention == "fused")
         self.mlm_head = nn.Linear(c.d_model, c.vocab)
         self.cls_head = nn.Linear(c.d_model, c.num_classes)
         self.embed.weight.data *= c.d_model ** -0.5

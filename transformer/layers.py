@@ -51,9 +51,9 @@ class EncoderLayer(nn.Module):
     transformer/relative_position.py's, which put positions into attention."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
-                 self_score=None):
+                 self_score=None, fused_attention=False):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
         self.sublayer1 = Residual(d_model, dropout, norm_first, bias)
         self.sublayer2 = Residual(d_model, dropout, norm_first, bias)
@@ -72,10 +72,10 @@ class DecoderLayer(nn.Module):
     sequences)."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
-                 self_score=None):
+                 self_score=None, fused_attention=False):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, bias)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, fused=fused_attention)
         self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
         self.sublayer1 = Residual(d_model, dropout, norm_first, bias)
         self.sublayer2 = Residual(d_model, dropout, norm_first, bias)
@@ -95,13 +95,14 @@ class SelfAttentionStack(nn.Module):
     plus a final LayerNorm when pre-norm.  The encoder of the encoder-decoder is one
     (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
     Vision Transformer models.  make_self_score: None, or a zero-argument function giving
-    each layer its own self-attention score module."""
+    each layer its own self-attention score module.  fused_attention: every attention as one
+    op (MultiHeadAttention's fused)."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True, make_self_score=None):
+                 bias=True, make_self_score=None, fused_attention=False):
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
-                                                 make_self_score and make_self_score())
+                                                 make_self_score and make_self_score(), fused_attention)
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
@@ -120,10 +121,10 @@ class Decoder(nn.Module):
     """num_layers decoder layers (plus a final LayerNorm when pre-norm); make_self_score as in Encoder."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True, make_self_score=None):
+                 bias=True, make_self_score=None, fused_attention=False):
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
-                                                 make_self_score and make_self_score())
+                                                 make_self_score and make_self_score(), fused_attention)
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 

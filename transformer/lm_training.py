@@ -16,10 +16,8 @@ import numpy as np
 import nn
 from autograd import default_generator, kernels, no_grad
 from nn import functional as F
-from nn.allocator import keep_freed_memory
 from nn.optim import AdamW, clip_grad_norm_
 from nn.schedule import warmup_cosine
-from transformer.attention import attention_kind
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
 from transformer.run_state import StopOnInterrupt, generator_state, restore_generator
 from transformer.text import CharVocab
@@ -45,18 +43,12 @@ class LMTrainConfig:
     log_every: int = 100
     save_every: int = 0              # also checkpoint every this many iterations (0: only at the end)
     seed: int = 1337
-    # our engine's attention: "fused" (one op, as nanoGPT's flash attention; the default: the
-    # step takes 0.87-0.96x the composed path's time) or "composed" (matmul, masked_fill,
-    # softmax, matmul: the nodes to step through in a debugger)
-    attention: str = "fused"
 
     def __post_init__(self):
         require_positive("LMTrainConfig", **{name: getattr(self, name) for name in (
             "block_size", "batch_size", "max_iters", "eval_every", "eval_iters", "log_every")})
         if not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"LMTrainConfig: need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
-        if self.attention not in ("fused", "composed"):
-            raise ValueError(f"LMTrainConfig: attention must be 'fused' or 'composed', got {self.attention!r}")
 
     def lr_at(self, it):
         """The learning rate of iteration `it` (from 0): linear warm-up, cosine decay to min_lr."""
@@ -72,18 +64,15 @@ def decay_groups(model, weight_decay):
 
 
 def our_engine(model, cfg):
-    """(step, evaluate, optimizer) for our DecoderOnly, its attention cfg.attention."""
+    """(step, evaluate, optimizer) for our DecoderOnly, the kernels prepared for it."""
     optimizer = AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, cfg.beta2))
     params = model.parameters()
-    fused = cfg.attention == "fused"
-    if fused:
-        kernels.prepare_attention(params[0].dtype)        # compiled here, not in the first (timed) step
+    kernels.prepare(params[0].dtype, fused_attention=model.config.attention == "fused")   # not on the clock
 
     def step(x, y, lr):
         for group in optimizer.param_groups:
             group["lr"] = lr
-        with attention_kind(fused):
-            loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()
         clip_grad_norm_(params, cfg.grad_clip)
@@ -92,7 +81,7 @@ def our_engine(model, cfg):
 
     def evaluate(x, y):
         model.eval()
-        with no_grad(), attention_kind(fused):
+        with no_grad():
             loss = F.cross_entropy(model(x), y).item()
         model.train()
         return loss
@@ -116,8 +105,6 @@ def train_lm(data, step, evaluate, cfg, log=print, start=None, should_stop=None,
     current step.  checkpoint(history) is called every cfg.save_every iterations.  Returns
     the history, whose "progress" entry (the generators' states) lets save_lm write a
     checkpoint that resumes."""
-    keep_freed_memory()                                 # steps reuse their memory (nn/allocator.py)
-    kernels.prepare()                                   # a first run compiles the kernels here, not on the clock
     batch_rng, eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
     history = {"iter": [], "loss": [], "lr": [], "evals": [], "seconds": 0.0}
     if start is not None:
@@ -194,7 +181,7 @@ def resume_state(path):
         raise ValueError(f"resume: {path!r} holds no resumable run (written by demos.gpt?)")
     run = {k: str(v) for k, v in state["run"].items()}
     saved = json.loads(str(state["train_config"]))
-    saved.setdefault("attention", "composed")     # a run saved before the choice existed used the composed path
+    saved.pop("attention", None)      # how attention runs is the model's config now, not the training's
     return state, LMTrainConfig(**saved), run
 
 

@@ -9,7 +9,6 @@ import numpy as np
 
 import nn
 from autograd import default_generator, kernels, manual_seed, no_grad
-from nn.allocator import keep_freed_memory
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
 from transformer import tasks
@@ -92,15 +91,15 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
     best.npz); `resume` (such a checkpoint, or its folder) continues that run exactly.
     Ctrl-C, or should_stop(step) returning True, ends the run after the current step
     with everything saved.  Returns (model, metrics); metrics["interrupted"] says which."""
-    kernels.prepare()                 # a first run compiles the kernels here, not on the clock
-    started = time.perf_counter()
-    keep_freed_memory()
     manual_seed(cfg.seed)
     saved = load_run(resume) if resume else None
     if saved:
         model = Transformer(TransformerConfig(**json.loads(str(saved["model_config"]))))
     data = data or make_task(cfg)
     model = model or build_model(cfg, data, **model_overrides)
+    kernels.prepare(model.parameters()[0].dtype,                    # a first run compiles here, not on the clock
+                    fused_attention=getattr(model.config, "attention", "composed") == "fused")
+    started = time.perf_counter()
     optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps, cfg.schedule,
                                          getattr(model.config, "d_model", None))
     stream = data.stream(cfg.batch_size, seed=cfg.seed)

@@ -8,6 +8,7 @@ import numpy as np
 from transformer.positional import POSITIONAL_KINDS
 
 DTYPES = ("float32", "float64")
+ATTENTION_KINDS = ("composed", "fused")
 
 
 def require_positive(owner, **values):
@@ -32,6 +33,8 @@ def check_model_config(config, *positive):
     if not 0.0 <= config.dropout < 1.0:
         raise ValueError(f"{owner}: dropout must be in [0, 1), got {config.dropout}")
     require_dtype(owner, config.dtype)
+    if config.attention not in ATTENTION_KINDS:
+        raise ValueError(f"{owner}: attention must be one of {ATTENTION_KINDS}, got {config.attention!r}")
     if config.positional not in POSITIONAL_KINDS:
         raise ValueError(f"{owner}: positional must be one of {POSITIONAL_KINDS}, got {config.positional!r}")
     if config.positional == "rope" and (config.d_model // config.num_heads) % 2:
@@ -50,6 +53,9 @@ class BlockConfig:
     dropout: float = 0.0
     positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
+    # how attention runs: "composed" (matmul, masked_fill, softmax, matmul: the nodes a learner
+    # steps through) or "fused" (one op that keeps no weights: faster, autograd/ops/attention.py)
+    attention: str = "composed"
 
     positive_fields = ()
 

@@ -57,7 +57,7 @@ class VisionTransformer(nn.Module):
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, num_patches + 1,
                                                            c.dropout)
         self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
-                               make_self_score=make_self_score)
+                               make_self_score=make_self_score, fused_attention=c.attention == "fused")
         self.head = nn.Linear(c.d_model, c.num_classes)
         self.to(c.dtype)
 

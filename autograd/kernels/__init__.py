@@ -1,117 +1,98 @@
-"""The hot kernels of the tensor engine (and the Adam update of nn.optim), behind one switch.
+"""The kernels: the few array functions the ops spend their time in, in three tiers behind one switch.
 
-Ops call `kernels.matmul`, `kernels.softmax`, ... and this module forwards the call to
-the chosen backend: "numba" (JIT-compiled, `autograd/kernels/jit.py`) or "numpy" (the
-plain reference twins, `autograd/kernels/reference.py`).  Choose with the environment
-variable AUTOGRAD_KERNELS=numpy|numba before import (numba is the default), or
-`use_backend(name)` at run time.
+    tier     where                          what it is
+    numpy    kernels/reference.py           each kernel's definition, in numpy
+    loops    kernels/loops.py               matmul, softmax, log-softmax and their backwards as
+                                            plain Numba loops, the code a learner steps into
+    fast     autograd/engine_room/          the speed engine (its README); the default
+
+Ops call `kernels.matmul`, `kernels.softmax`, ... below, and each call goes to the chosen
+tier.  Every tier offers the same kernel names and signatures; a tier that does not write a
+kernel runs its numpy definition.  Choose with the environment variable
+AUTOGRAD_KERNELS=numpy|loops|fast before import, or `use_tier(name)` at run time.
+NUMBA_DISABLE_JIT=1 on its own chooses "loops": turning the JIT off means stepping into
+loops one can read.
 """
 
 import os
+import types
 
 from autograd.kernels import reference
 
-_current = None      # the backend every call below goes to: the reference module, jit, or _NumbaOnFirstCall
-_numba_ready = False
+TIERS = ("numpy", "loops", "fast")
+KERNELS = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
+           "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
+           "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
+
+_tier = None         # the chosen tier's name
+_current = None      # where every kernel call below goes: a namespace of the tier's kernels
 
 
-def _numba_backend(meanwhile=None):
-    """The jit module, its kernels first compiled in child processes if Numba's cache lacks
-    them, so that this process runs them as loaded from the cache (see compile_once.py);
-    meanwhile, if given, runs here while the child compiles."""
-    global _numba_ready
-    from autograd.kernels import compile_once, jit
-    if not _numba_ready:
-        compile_once.compile_in_a_child_if_needed(jit, meanwhile=meanwhile)
-        _numba_ready = True
-    return jit
+def _namespace(module):
+    """The tier's kernels: the module's own, the numpy definition for any it does not write."""
+    return types.SimpleNamespace(**{name: getattr(module, name, getattr(reference, name)) for name in KERNELS})
 
 
-class _NumbaOnFirstCall:
-    """Stands for the numba backend until the first kernel call, which makes it ready and
-    puts the jit module in its place: importing autograd (as the scalar engine's demos do)
-    compiles nothing."""
-
-    def __getattr__(self, name):
-        global _current
-        _current = _numba_backend()
-        return getattr(_current, name)
-
-
-def _load_backend(name):
-    if name not in ("numpy", "numba"):
-        raise ValueError(f"unknown kernel backend {name!r}; expected 'numpy' or 'numba'")
+def _load(name):
+    """The kernels of tier `name`, ready to call."""
     if name == "numpy":
         return reference
-    return _numba_backend() if _numba_ready else _NumbaOnFirstCall()
+    if name == "loops":
+        from autograd.kernels import loops
+        return _namespace(loops)
+    from autograd import engine_room
+    engine_room.ready()
+    return _namespace(engine_room)
 
 
-def use_backend(name):
-    """Route every kernel call to backend `name` ("numpy" or "numba")."""
+class _LoadedOnFirstCall:
+    """Stands for the chosen tier until the first kernel call, which loads it: importing
+    autograd (as the scalar engine's demos do) compiles nothing."""
+
+    def __getattr__(self, kernel):
+        global _current
+        _current = _load(_tier)
+        return getattr(_current, kernel)
+
+
+def use_tier(name):
+    """Send every kernel call to tier `name`: "numpy", "loops" or "fast"."""
+    global _tier, _current
+    if name not in TIERS:
+        raise ValueError(f"unknown kernel tier {name!r}; expected one of {', '.join(TIERS)}")
+    _tier, _current = name, _LoadedOnFirstCall()
+
+
+def tier():
+    """The name of the tier the ops use now."""
+    return _tier
+
+
+def prepare(dtype="float32", fused_attention=False):
+    """Make the chosen tier ready before a training loop starts its clock, so that no step
+    pays for compiling: the one hook a training loop calls.  The fast tier compiles its
+    kernels here the first time (saying so), and for a model with fused attention those
+    kernels too; it also keeps freed memory for the next step (engine_room/allocator.py)."""
     global _current
-    _current = _load_backend(name)
+    if _tier == "fast":
+        from autograd import engine_room
+        engine_room.prepare(dtype, fused_attention)
+    if isinstance(_current, _LoadedOnFirstCall):
+        _current = _load(_tier)
 
 
-def backend():
-    """The name of the backend the ops use now."""
-    return "numpy" if _current is reference else "numba"
+def _default_tier():
+    if "AUTOGRAD_KERNELS" in os.environ:
+        return os.environ["AUTOGRAD_KERNELS"]
+    return "loops" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "fast"
 
 
-def prepare():
-    """Make the chosen backend ready now, before anything is timed: for numba, the float32
-    kernels are compiled in child processes if Numba's cache lacks them (compile_once.py),
-    which the first kernel call would otherwise do.  The training loops call it."""
-    global _current
-    if isinstance(_current, _NumbaOnFirstCall):
-        _current = _numba_backend()
+# ----- the kernels: each forwards to the chosen tier (step in to reach its code) -----
 
-
-def prepare_attention(dtype):
-    """For numba, the fused attention kernels for dtype compiled (the first time, for float32
-    17 s alone and about 25 s while child processes compile the other kernels, if they have
-    to; said on stderr) or loaded from Numba's cache now, not inside the first training step.  A
-    training loop that uses the fused op calls it before its clock starts."""
-    global _current
-    import sys
-    import time
-    import numba
-    import numpy as np
-    if _current is reference or numba.config.DISABLE_JIT:
-        return
-    from autograd.kernels import attention, compile_once, jit
-    dtype = np.dtype(dtype)
-    marker = compile_once._marker(jit, f"{dtype.name}-attention")
-
-    def compile_attention():
-        compiling = dtype.type not in attention._kernels and not os.path.exists(marker)
-        if compiling:
-            print(f"autograd: compiling the fused attention kernels for {dtype.name}, once (about 20-25 s; "
-                  "later runs load them from Numba's cache)", file=sys.stderr, flush=True)
-        started = time.perf_counter()
-        attention._kernels_for(dtype.type)
-        if compiling:
-            print(f"autograd: the fused attention kernels for {dtype.name} compiled in "
-                  f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-        if os.access(os.path.dirname(marker), os.W_OK):
-            with open(marker, "w") as done:
-                done.write("the fused attention kernels are in Numba's cache\n")
-
-    if isinstance(_current, _NumbaOnFirstCall):
-        _current = _numba_backend(meanwhile=compile_attention)
-    compile_attention()                  # made already if it ran meanwhile: then only looked up
-
-
-def warmup():
-    """Compile (or load from Numba's cache) every Numba kernel now rather than on first use."""
-    _numba_backend().warmup()
-
-
-# ----- the kernels: each forwards to the chosen backend (step in to reach its code) -----
-
-def matmul(a, b, out=None):
-    """a @ b for (..., M, K) and (..., K, N) arrays, batch dims broadcast; written into
-    `out` (any layout) if given, else into a new array."""
-    return _current.matmul(a, b, out)
+def matmul(a, b, like=None):
+    """a @ b for (..., M, K) and (..., K, N) arrays, batch dims broadcast.  like: the operand
+    whose gradient this product is, if it is one (a tier may lay the result out as it is)."""
+    return _current.matmul(a, b, like)
 
 
 def softmax(x):
@@ -154,21 +135,6 @@ def gelu_backward(x, grad, approximate):
     return _current.gelu_backward(x, grad, approximate)
 
 
-def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
-    """One Adam (or AdamW, decoupled=True) update of p, m and v in place."""
-    return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
-
-
-def sum_of_squares(x):
-    """See reference.sum_of_squares."""
-    return _current.sum_of_squares(x)
-
-
-def index_add_rows(out, ids, rows):
-    """out[ids[i]] += rows[i] in place, a repeated id accumulating (a row lookup's gradient)."""
-    return _current.index_add_rows(out, ids, rows)
-
-
 def relu(x):
     """max(x, 0) elementwise; NaN stays NaN."""
     return _current.relu(x)
@@ -184,6 +150,21 @@ def masked_fill(x, mask, value):
     return _current.masked_fill(x, mask, value)
 
 
+def index_add_rows(out, ids, rows):
+    """out[ids[i]] += rows[i] in place, a repeated id accumulating (a row lookup's gradient)."""
+    return _current.index_add_rows(out, ids, rows)
+
+
+def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+    """One Adam (or AdamW, decoupled=True) update of p, m and v in place."""
+    return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
+
+
+def sum_of_squares(x):
+    """The sum of x's squares in float64 (a gradient norm's square)."""
+    return _current.sum_of_squares(x)
+
+
 def attention_forward(q, k, v, mask, scale):
     """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays and a mask (..., T_q, T_k)
     whose leading dims hold the N matrices; returns (out, row log-sum-exp)."""
@@ -195,4 +176,4 @@ def attention_backward(q, k, v, mask, scale, out, lse, dout):
     return _current.attention_backward(q, k, v, mask, scale, out, lse, dout)
 
 
-use_backend(os.environ.get("AUTOGRAD_KERNELS", "numba"))
+use_tier(_default_tier())

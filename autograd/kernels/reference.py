@@ -1,8 +1,9 @@
-"""Plain numpy twins of the Numba kernels: same signatures, same results.
+"""The kernels' definitions in numpy: the "numpy" tier.
 
-They are the definition the kernels are tested against, and what the ops run when the
-numpy backend is chosen (`autograd.kernels.use_backend("numpy")`).  Row-wise kernels work
-along the last axis of an array of any shape.
+Every other tier (loops.py, the engine room) offers these names and signatures and is
+tested against these functions.  They are also what the ops run when the numpy tier is
+chosen (`autograd.kernels.use_tier("numpy")`).  Row-wise kernels work along the last axis
+of an array of any shape.
 
 Fully masked rows: a row whose entries are all -inf (an attention query that may attend
 to nothing) gets softmax 0, log-softmax 0 and zero gradient, never NaN.  PyTorch returns
@@ -17,9 +18,12 @@ import math
 import numpy as np
 
 
-def matmul(a, b, out=None):
-    """(..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast; into out if given."""
-    return np.matmul(a, b, out=out)
+def matmul(a, b, like=None):
+    """C = A @ B for (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast:
+    C[..., i, j] = sum_k A[..., i, k] B[..., k, j].  like: the operand whose gradient this
+    product is, if it is one; a tier may lay C out in memory as that operand is (the engine
+    room does, to save copies); the numbers are the same."""
+    return np.matmul(a, b)
 
 
 def _row_max(x):

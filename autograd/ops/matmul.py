@@ -41,7 +41,7 @@ class MatMul(Function):
             grad = grad[..., None, :]              # grad: (..., M, N)
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = _product_laid_out_as(a2, grad, np.swapaxes(b2, -1, -2))   # (..., M, K)
+            grad_a = kernels.matmul(grad, np.swapaxes(b2, -1, -2), like=a2)      # (..., M, K)
             if ctx.a_vector:
                 grad_a = grad_a[..., 0, :]
         if ctx.needs_input_grad[1]:
@@ -49,31 +49,8 @@ class MatMul(Function):
                 k, n = b2.shape
                 grad_b = kernels.matmul(a2.reshape(-1, k).T, grad.reshape(-1, n))   # (K, N)
             else:
-                grad_b = _product_laid_out_as(b2, np.swapaxes(a2, -1, -2), grad)   # (..., K, N)
+                grad_b = kernels.matmul(np.swapaxes(a2, -1, -2), grad, like=b2)  # (..., K, N)
             if ctx.b_vector:
                 grad_b = grad_b[..., 0]
         return grad_a, grad_b
 
-
-def _product_laid_out_as(operand, left, right):
-    """left @ right, the gradient of `operand`, laid out in memory as the operand is, so
-    that the nodes that made the operand (transposes, reshapes) hand it back without a copy.
-
-    - A transposed view (columns contiguous: attention's k^T) gets (right^T @ left^T)^T, a
-      transposed view of a product laid out as the operand's transpose.  Computed directly
-      it would also be a product as narrow as the keys are few (attention's q^T @ dS is
-      d_head x T_k): 10 columns at the smallest size, under one register tile, ran at half
-      numpy's speed.
-    - A batch of matrices whose rows are contiguous but which is not one contiguous array
-      (a head of (B, T, H, d) seen as (B, H, T, d): attention's q and v) gets its gradient
-      written in the operand's order of dims, (B, T, H, d) seen as (B, H, T, d): then the
-      head split's Transpose and Reshape give back a contiguous (B, T, d_model) without
-      copying it.
-    Each entry is the same sum in the same order whatever the layout."""
-    if operand.ndim > 2 and operand.strides[-2] == operand.itemsize != operand.strides[-1]:
-        return np.swapaxes(_product_laid_out_as(np.swapaxes(operand, -1, -2), np.swapaxes(right, -1, -2),
-                                                np.swapaxes(left, -1, -2)), -1, -2)
-    if operand.ndim > 2 and operand.strides[-1] == operand.itemsize and not operand.flags.c_contiguous \
-            and 0 not in operand.strides and left.shape[:-2] == right.shape[:-2] == operand.shape[:-2]:
-        return kernels.matmul(left, right, out=np.empty_like(operand, order="K"))
-    return kernels.matmul(left, right)

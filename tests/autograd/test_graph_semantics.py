@@ -34,9 +34,10 @@ class _Handing(Function):
 
 
 def test_a_leaf_keeps_a_fresh_gradient_and_copies_a_shared_one():
-    """A gradient that backward has just made and no one else holds becomes .grad as it is
-    (no copy, as PyTorch's AccumulateGrad); one that something else still holds, one that
-    two leaves receive, and a view are copied, so that no .grad shares memory."""
+    """A gradient that backward has just made and its node does not hold becomes .grad as it
+    is (no copy, as PyTorch's AccumulateGrad); one that the node keeps, one that two leaves
+    receive, a view of an upstream gradient and a transposed one are copied, so that no
+    .grad shares memory with anything else."""
     a = leaf(2, 3)
     _Handing.apply(a).sum().backward()
     assert _Handing.made[-1]() is a.grad                       # kept, not copied
@@ -54,8 +55,8 @@ def test_a_leaf_keeps_a_fresh_gradient_and_copies_a_shared_one():
     e.reshape(2, 3).backward(upstream.reshape(2, 3))           # a view of the caller's array
     assert not np.shares_memory(e.grad, upstream)
     f = leaf(6)
-    _Handing.apply(f.reshape(2, 3)).sum().backward()           # a reshape of a fresh array: kept
-    assert np.shares_memory(f.grad, _Handing.made[-1]())
+    _Handing.apply(f.reshape(2, 3)).sum().backward()           # Reshape's view of its upstream gradient
+    assert f.grad.base is None and np.array_equal(f.grad, 2 * np.ones(6))
     g = leaf(2, 3)
     _Handing.apply(g.T).sum().backward()                       # not C-contiguous: copied
     assert g.grad.flags.c_contiguous and not np.shares_memory(g.grad, _Handing.made[-1]())

@@ -16,7 +16,7 @@ import pickle
 import numpy as np
 import torch
 
-from demos.torch_gpt import TorchGPT
+from demos.bench.torch_gpt import TorchGPT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHARS = sorted(set("hello world, 0-9!"))

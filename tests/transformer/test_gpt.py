@@ -254,51 +254,29 @@ def test_short_training_halves_the_loss_and_repeats_with_the_seed(tmp_path):
     assert vocab.chars == data.vocab.chars and os.path.exists(path)
 
 
-def test_our_engine_runs_the_attention_its_config_names(monkeypatch):
-    """cfg.attention="fused" runs the fused op (and only inside the step: the switch is
-    restored after it); both kinds give the same training to float32 rounding."""
-    from autograd import ops
-    from transformer import attention
-    from autograd import kernels
+def test_the_model_config_chooses_the_attention_and_our_engine_prepares_its_kernels(monkeypatch):
+    """DecoderOnlyConfig.attention="fused" runs the fused op, and our_engine has its kernels
+    prepared before the first step; both kinds give the same training to float32 rounding."""
+    from autograd import kernels, ops
     fused_calls, prepared = [], []
     apply = ops.ScaledDotProductAttention.apply
     monkeypatch.setattr(ops.ScaledDotProductAttention, "apply", lambda *a, **k: fused_calls.append(1) or apply(*a, **k))
-    prepare = kernels.prepare_attention
-    monkeypatch.setattr(kernels, "prepare_attention", lambda dtype: prepared.append(dtype) or prepare(dtype))
+    prepare = kernels.prepare
+    monkeypatch.setattr(kernels, "prepare", lambda dtype, fused_attention: prepared.append(fused_attention)
+                        or prepare(dtype, fused_attention))
     data = CharDataset(TEXT, 8)
     x, y = data.batch("train", 4, np.random.default_rng(0))
     losses = {}
+    cfg = LMTrainConfig(block_size=8, batch_size=4)
     for kind in ("composed", "fused"):
-        cfg = LMTrainConfig(block_size=8, batch_size=4, attention=kind)
         manual_seed(0)
-        model = DecoderOnly(gpt_config(len(data.vocab), 8, 2, 2, 16))
+        model = DecoderOnly(gpt_config(len(data.vocab), 8, 2, 2, 16, attention=kind))
         step, evaluate, _ = our_engine(model, cfg)
         calls_before = len(fused_calls)
         losses[kind] = [step(x, y, 1e-2) for _ in range(3)] + [evaluate(x, y)]
         assert (len(fused_calls) > calls_before) == (kind == "fused")      # 2 layers x 4 forwards
-        assert prepared == ([np.float32] if kind == "fused" else [])       # its kernels ready before the first step
-        assert attention.FUSED is False                                    # the default, restored
+        assert prepared[-1] == (kind == "fused")                           # its kernels ready before the first step
     np.testing.assert_allclose(losses["fused"], losses["composed"], rtol=1e-5)
-
-
-def test_a_run_saved_before_the_attention_choice_resumes_composed(tmp_path):
-    import json
-    from transformer.lm_training import resume_state
-    cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=4, eval_every=2, eval_iters=1, log_every=1000)
-    data = CharDataset(TEXT, cfg.block_size)
-    manual_seed(0)
-    model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16))
-    step, evaluate, optimizer = our_engine(model, cfg)
-    history = train_lm(data, step, evaluate, cfg, log=lambda line: None, should_stop=lambda it: it == 2)
-    path = str(tmp_path / "checkpoint.npz")
-    save_lm(path, model, data.vocab, optimizer, cfg, history)
-    state = dict(nn.load(path))
-    old = json.loads(str(state["train_config"]))
-    del old["attention"]
-    state["train_config"] = np.array(json.dumps(old))
-    nn.save(state, path)
-    assert resume_state(path)[1].attention == "composed"
-    assert cfg.attention == "fused"                                        # what a new run uses
 
 
 def test_load_lm_refuses_a_checkpoint_without_a_vocabulary(tmp_path):

@@ -123,7 +123,7 @@ def test_attention_sizes(kwargs, message):
     (lambda: TrainConfig(min_len=5, max_len=3), "min_len 5 is greater than max_len 3"),
     (lambda: TrainConfig(schedule="linear"), "schedule must be 'cosine' or 'noam'"),
     (lambda: LMTrainConfig(batch_size=0), "batch_size must be an integer >= 1"),
-    (lambda: LMTrainConfig(attention="flash"), "attention must be 'fused' or 'composed', got 'flash'"),
+    (lambda: DecoderOnlyConfig(vocab=5, attention="flash"), r"attention must be one of \('composed', 'fused'\), got 'flash'"),
 ])
 def test_bad_configs(make, message):
     with pytest.raises(ValueError, match=message):

@@ -40,7 +40,7 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
-from autograd.kernels.fast_math import JIT as FAST_MATH_JIT
+from autograd.engine_room.fast_math import JIT as FAST_MATH_JIT
 
 JIT = dict(FAST_MATH_JIT, nogil=True)
 THREE_INTEGERS = (types.int64,) * 3

@@ -1,5 +1,5 @@
-"""The GPT half of demos/bench_train.py (`--model gpt`): our DecoderOnly against the same
-GPT in PyTorch (demos/torch_gpt.py), step time and, with --recipe, a whole training run."""
+"""The GPT half of demos/bench/train.py (`--model gpt`): our DecoderOnly against the same
+GPT in PyTorch (demos/bench/torch_gpt.py), step time and, with --recipe, a whole training run."""
 
 import dataclasses
 import time
@@ -11,15 +11,16 @@ from transformer.lm_training import LMTrainConfig
 VOCAB = 101                       # the default corpus's vocabulary size
 
 
-def _models(vocab, cfg):
-    """Our GPT at the recipe's size and the PyTorch twin holding the very same weights."""
+def _models(vocab, cfg, attention="fused"):
+    """Our GPT at the recipe's size, its attention run as `attention`, and the PyTorch twin
+    holding the very same weights."""
     from autograd import manual_seed
-    from demos.torch_gpt import from_config, load_numpy_state
+    from demos.bench.torch_gpt import from_config, load_numpy_state
     from transformer.decoder_only import DecoderOnly, gpt_config
     from transformer.nanogpt import to_nanogpt
 
     manual_seed(cfg.seed)
-    ours = DecoderOnly(gpt_config(vocab, cfg.block_size))
+    ours = DecoderOnly(gpt_config(vocab, cfg.block_size, attention=attention))
     theirs = load_numpy_state(from_config(ours.config), to_nanogpt(ours))
     return ours, theirs
 
@@ -68,12 +69,12 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
     rounds' ratios: rounds a second apart see the same load, which on this shared machine
     moved every engine's median by 20-30% from one minute to the next.  With profile, then
     where our (first) step spends its time (bench_train.profile)."""
-    from demos.bench_train import _median
-    from demos.bench_train import profile as print_profile
+    from demos.bench.train import _median
+    from demos.bench.train import profile as print_profile
     from transformer.lm_training import our_engine
 
     cfg = LMTrainConfig()
-    ours, theirs = _models(VOCAB, cfg)
+    ours, theirs = _models(VOCAB, cfg, attention[0])
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)), rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size))
     result = {"logits_max_abs_diff": None}
@@ -81,8 +82,8 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
         import torch
         with torch.no_grad():
             result["logits_max_abs_diff"] = float(np.abs(theirs(torch.from_numpy(x)).numpy() - ours(x).data).max())
-    # one model, stepped by each engine in turn (only the time of a step is wanted here)
-    steppers = {kind: our_engine(ours, dataclasses.replace(cfg, attention=kind))[0] for kind in attention}
+    # the same starting weights for each kind of attention (only the time of a step is wanted here)
+    steppers = {kind: our_engine(_models(VOCAB, cfg, kind)[0], cfg)[0] for kind in attention}
     steppers["pytorch"] = torch_engine(theirs, cfg)[0]
     for step in steppers.values():
         for _ in range(5):               # warm-up: compilation, caches, allocator
@@ -115,10 +116,10 @@ def recipe(data_path=None, attention="fused"):
     from transformer.lm_training import our_engine, train_lm
     from transformer.text import CharDataset
 
-    cfg = LMTrainConfig(attention=attention)
+    cfg = LMTrainConfig()
     text, source = load_corpus(data_path)
     data = CharDataset(text, cfg.block_size)
-    ours, theirs = _models(len(data.vocab), cfg)
+    ours, theirs = _models(len(data.vocab), cfg, attention)
     runs = {}
     for name, (step, evaluate) in (("ours", our_engine(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
         print(f"\n{name}: {cfg.max_iters} iterations on {source}")

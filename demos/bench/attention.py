@@ -1,6 +1,6 @@
 """Fused attention against the composed path, forward + backward, one thread by default.
 
-    python -m demos.bench_attention [--threads 1] [--batch 32] [--heads 4] [--length 64] [--d-head 32]
+    python -m demos.bench.attention [--threads 1] [--batch 32] [--heads 4] [--length 64] [--d-head 32]
 
 Times scaled_dot_product_attention (causal mask) forward and backward with the fused op
 and with the composed ops (matmul, masked_fill, softmax, matmul), interleaved in rounds in
@@ -27,7 +27,7 @@ import argparse
 import time
 
 from demos._results import write_json
-from demos._threads import use_threads
+from demos.bench._threads import use_threads
 
 
 def median_ms(fn, repeats):
@@ -56,11 +56,11 @@ def main(argv=None):
     import numpy as np
 
     from autograd import Tensor, kernels
-    from nn.allocator import keep_freed_memory
-    from transformer.attention import scaled_dot_product_attention, use_fused_attention
+    from autograd.engine_room.warmup import warmup
+    from transformer.attention import scaled_dot_product_attention
     from transformer.masks import causal_mask
-    keep_freed_memory()                 # as in training: no page faults for each step's arrays
-    kernels.warmup()
+    kernels.prepare(np.float32, fused_attention=True)     # as in training: the kernels ready, freed memory kept
+    warmup()
     rng = np.random.default_rng(0)
     shape = (args.batch, args.heads, args.length, args.d_head)
     q, k, v = (Tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True) for _ in range(3))
@@ -69,10 +69,9 @@ def main(argv=None):
 
     def step(fused):
         def run():
-            use_fused_attention(fused)
             for x in (q, k, v):
                 x.grad = None           # as an optimizer's zero_grad does
-            out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=False)
+            out, _ = scaled_dot_product_attention(q, k, v, mask, fused=fused)
             out.backward(grad)
         return run
 
@@ -83,14 +82,13 @@ def main(argv=None):
     for _ in range(args.rounds):
         for name, run in steps.items():
             rounds[name].append(median_ms(run, args.repeats))
-    use_fused_attention(False)     # the default again
     result = {name: float(np.median(ms)) for name, ms in rounds.items()}
     result.update(ratio=ratio_of_rounds(rounds, "fused", "composed"), shape=list(shape), threads=args.threads,
                   rounds=rounds)
     if torch is not None:
         result.update(pytorch_ratio=ratio_of_rounds(rounds, "pytorch_fused", "pytorch_composed"),
                       fused_vs_pytorch_fused=ratio_of_rounds(rounds, "fused", "pytorch_fused"))
-    from demos.gemm_calls import blas_rate
+    from demos.bench.gemm_calls import blas_rate
     result.update(product_limits(args.batch * args.heads, args.length, args.d_head, mask, blas_rate()))
     print(f"attention forward + backward, (B, H, T, d_head) = {shape}, causal mask, {args.threads} thread(s):")
     print(f"  fused    {result['fused']:7.2f} ms   (rounds {', '.join(f'{x:.2f}' for x in rounds['fused'])})")
@@ -124,7 +122,7 @@ def pytorch_steps(torch, q, k, v, mask, grad):
     causal, so that the rounds time the same computation."""
     import numpy as np
 
-    from transformer.attention import scaled_dot_product_attention, use_fused_attention
+    from transformer.attention import scaled_dot_product_attention
     tq, tk, tv = (torch.tensor(x.data, requires_grad=True) for x in (q, k, v))
     allowed, tgrad = torch.from_numpy(np.ascontiguousarray(mask)), torch.from_numpy(grad)
     scale = q.shape[-1] ** -0.5
@@ -136,10 +134,9 @@ def pytorch_steps(torch, q, k, v, mask, grad):
         scores = (tq @ tk.transpose(-2, -1)) * scale                  # (B, H, T, T)
         return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ tv
 
-    use_fused_attention(False)
     for x in (q, k, v):
         x.grad = None
-    out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=False)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
     out.backward(grad)
     expected = [out.data] + [x.grad for x in (q, k, v)]
     runs = {}

@@ -1,8 +1,8 @@
-"""The products' work that demos.bench_attention times at numpy's rate."""
+"""The products' work that demos.bench.attention times at numpy's rate."""
 
 import numpy as np
 
-from demos.bench_attention import product_limits
+from demos.bench.attention import product_limits
 from transformer.masks import causal_mask
 
 
@@ -19,7 +19,7 @@ def test_product_limits_count_the_composed_and_the_visible_scores():
 
 
 def test_ratio_of_rounds_is_the_median_of_each_rounds_ratio_not_a_ratio_of_medians():
-    from demos.bench_attention import ratio_of_rounds
+    from demos.bench.attention import ratio_of_rounds
     rounds = {"ours": [1.0, 4.0, 9.0], "theirs": [2.0, 2.0, 3.0]}      # ratios 0.5, 2, 3
     assert ratio_of_rounds(rounds, "ours", "theirs") == 2.0
     rounds = {"ours": [1.0, 8.0, 9.0], "theirs": [2.0, 2.0, 9.0]}      # ratios 0.5, 4, 1

@@ -1,4 +1,4 @@
-"""The Numba kernels against their numpy twins, and the ops' gradients with Numba active."""
+"""The engine room's kernels against their numpy definitions, and the ops' gradients with the fast tier."""
 
 import os
 import re
@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 from autograd import gradcheck, kernels
-from autograd.kernels import jit, reference
+from autograd import engine_room
+from autograd.engine_room import dispatch, elementwise, normalization, rowwise, warmup
+from autograd.kernels import reference
 from tests.helpers import leaf
 
 DTYPES = [np.float32, np.float64]
@@ -23,11 +25,11 @@ def tol(dtype):
 
 
 @pytest.fixture
-def numba_backend():
-    previous = kernels.backend()
-    kernels.use_backend("numba")
+def fast_tier():
+    previous = kernels.tier()
+    kernels.use_tier("fast")
     yield
-    kernels.use_backend(previous)
+    kernels.use_tier(previous)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -36,7 +38,7 @@ def test_matmul_matches_numpy(dtype, m, k, n):
     rng = np.random.default_rng(m * 1000 + k * 10 + n)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
-    out = jit.matmul(a, b)
+    out = engine_room.matmul(a, b)
     assert out.dtype == dtype and out.shape == (m, n)
     np.testing.assert_allclose(out, reference.matmul(a, b), **tol(dtype))
 
@@ -46,7 +48,7 @@ def test_matmul_large_enough_for_threads(dtype):
     rng = np.random.default_rng(1)
     a = rng.standard_normal((200, 130)).astype(dtype)
     b = rng.standard_normal((130, 190)).astype(dtype)
-    np.testing.assert_allclose(jit.matmul(a, b), a @ b, rtol=1e-4 if dtype == np.float32 else 1e-11, atol=1e-3)
+    np.testing.assert_allclose(engine_room.matmul(a, b), a @ b, rtol=1e-4 if dtype == np.float32 else 1e-11, atol=1e-3)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -55,12 +57,12 @@ def test_matmul_transposed_and_broadcast_batches(dtype):
     a = rng.standard_normal((3, 1, 9, 5)).astype(dtype)
     b = rng.standard_normal((4, 7, 5)).astype(dtype).transpose(0, 2, 1)   # (4, 5, 7), not contiguous
     assert not b.flags.c_contiguous
-    np.testing.assert_allclose(jit.matmul(a, b), reference.matmul(a, b), **tol(dtype))
+    np.testing.assert_allclose(engine_room.matmul(a, b), reference.matmul(a, b), **tol(dtype))
     at = rng.standard_normal((33, 65)).astype(dtype).T                   # (65, 33) transposed view
     bt = rng.standard_normal((7, 33)).astype(dtype).T
-    np.testing.assert_allclose(jit.matmul(at, bt), reference.matmul(at, bt), **tol(dtype))
+    np.testing.assert_allclose(engine_room.matmul(at, bt), reference.matmul(at, bt), **tol(dtype))
     w = rng.standard_normal((6, 5)).astype(dtype)                          # (..., M, K) @ (K, N) folds rows
-    np.testing.assert_allclose(jit.matmul(a, w.T), reference.matmul(a, w.T), **tol(dtype))
+    np.testing.assert_allclose(engine_room.matmul(a, w.T), reference.matmul(a, w.T), **tol(dtype))
 
 
 def _with_layout(x, layout):
@@ -92,7 +94,7 @@ def test_matmul_every_operand_layout(dtype, layout_a, layout_b, n, m):
     rng = np.random.default_rng(n)
     a = rng.standard_normal((m, 300)).astype(dtype)
     b = rng.standard_normal((300, n)).astype(dtype)
-    out = jit.matmul(_with_layout(a, layout_a), _with_layout(b, layout_b))
+    out = engine_room.matmul(_with_layout(a, layout_a), _with_layout(b, layout_b))
     np.testing.assert_allclose(out, reference.matmul(a, b), **(tol(dtype) if dtype == np.float32 else
                                                               dict(rtol=1e-11, atol=1e-11)))
 
@@ -104,19 +106,19 @@ def test_goto_driver_reads_b_in_place_for_few_rows_with_the_packed_paths_bits(dt
     """With at most B_IN_PLACE_MAX_ROWS rows of A (the output layer's weight gradient
     g^T @ x), the Goto driver reads B's rows where they are instead of packing them: the
     same sums, so each row must equal that row of a taller product, which packs B."""
-    from autograd.kernels import gemm
+    from autograd.engine_room import gemm
     assert m <= gemm.B_IN_PLACE_MAX_ROWS
     rng = np.random.default_rng(m)
     nr = gemm.NR[dtype]
     tall = _with_layout(rng.standard_normal((4 * gemm.B_IN_PLACE_MAX_ROWS, 600)).astype(dtype), layout_a)
     b = rng.standard_normal((600, 2 * nr)).astype(dtype)                 # K blocks 3, whole panels
-    np.testing.assert_array_equal(jit.matmul(tall[:m], b), jit.matmul(tall, b)[:m])
-    np.testing.assert_allclose(jit.matmul(tall[:m], b), reference.matmul(tall[:m], b),
+    np.testing.assert_array_equal(engine_room.matmul(tall[:m], b), engine_room.matmul(tall, b)[:m])
+    np.testing.assert_allclose(engine_room.matmul(tall[:m], b), reference.matmul(tall[:m], b),
                                **(dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else tol(dtype)))   # sums of 600
 
 
 def _run_driver(kernel, a, b, chunks):
-    """kernel (a gemm driver) on one batch of 3-D operands, the way jit.matmul calls it."""
+    """kernel (a gemm driver) on one batch of 3-D operands, the way engine_room.matmul calls it."""
     out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
     index = np.arange(a.shape[0])
     kernel(a[None], b[None], index, index if b.shape[0] == a.shape[0] else np.zeros_like(index), out[None], chunks)
@@ -132,7 +134,7 @@ def test_goto_driver_packs_b_of_every_layout_into_the_same_bits(dtype, m, n):
     must not disturb them.  K = 600: three K blocks, the last partial; n 37 and 70: a
     partial last panel, zero padded.  On one thread (each chunk packs its own), in 3
     chunks, and with one B for 3 matrices (both pack it once up front, shared)."""
-    from autograd.kernels import gemm
+    from autograd.engine_room import gemm
     rng = np.random.default_rng(m + n)
     a = rng.standard_normal((3, m, 600)).astype(dtype)
     b = rng.standard_normal((1, 600, n)).astype(dtype)
@@ -160,12 +162,12 @@ def test_small_matmul_every_layout_and_edge(dtype, layout_a, layout_b, m, k, n):
     wide: n 7 or 8 in float32, 4 in float64); batched, with B broadcast; serial and split in 3
     parallel chunks.  It must give the very bits of the Goto driver (the same sums in the
     same order)."""
-    from autograd.kernels import gemm, small_gemm
+    from autograd.engine_room import gemm, small_gemm
     rng = np.random.default_rng(m + k + n)
     a = _with_layout(rng.standard_normal((4, m, k)).astype(dtype), layout_a)
     b = _with_layout(rng.standard_normal((4, k, n)).astype(dtype), layout_b)
     assert small_gemm.small_enough(m, k, n)
-    out = jit.matmul(a, b)
+    out = engine_room.matmul(a, b)
     atol = tol(dtype)["atol"] * max(1.0, k / 64)            # sums of up to 704 products round more
     np.testing.assert_allclose(out, np.matmul(a, b), rtol=tol(dtype)["rtol"], atol=atol)
     goto = _run_driver(gemm.gemm_kernel(dtype), a, b, 1)
@@ -182,12 +184,12 @@ def test_small_matmul_reads_b_in_place_or_copies_it_by_its_row_stride(dtype, hea
     heads x d numbers apart.  The small driver reads them in place when that is under
     gemm.IN_PLACE_MAX_STRIDE bytes, else copies them (rows 1 KiB apart crowd a few sets of
     L1; 8 heads of float32: 1 KiB): both give the Goto driver's bits."""
-    from autograd.kernels import gemm, small_gemm
+    from autograd.engine_room import gemm, small_gemm
     rng = np.random.default_rng(heads)
     t, d = 65, 32
     p = rng.random((3, t, t)).astype(dtype).swapaxes(1, 2)
     dout = rng.standard_normal((3, t, heads * d)).astype(dtype)[:, :, d:2 * d]
-    out = jit.matmul(p, dout)
+    out = engine_room.matmul(p, dout)
     np.testing.assert_allclose(out, np.matmul(p, dout), **tol(dtype))
     np.testing.assert_array_equal(out, _run_driver(gemm.gemm_kernel(dtype), p, dout, 1))
     np.testing.assert_array_equal(_run_driver(small_gemm.small_gemm_kernel(dtype), p, dout, 3), out)
@@ -200,7 +202,7 @@ def test_goto_driver_gives_the_same_bits_in_any_number_of_chunks(dtype, b_count)
     a transposed A, each matrix with its own B or one B for all (packed once, up front):
     in 1, 2, 3 or 5 chunks (cut inside a matrix's row blocks) every element is the same
     sum in the same order, so the bits are the same, and no row is left unwritten."""
-    from autograd.kernels import gemm
+    from autograd.engine_room import gemm
     rng = np.random.default_rng(b_count)
     a = rng.standard_normal((3, 600, 350)).astype(dtype).swapaxes(1, 2)       # (3, 350, 600), transposed
     b = rng.standard_normal((b_count, 600, 70)).astype(dtype)
@@ -220,7 +222,7 @@ def test_goto_driver_gives_the_same_bits_in_any_number_of_chunks(dtype, b_count)
 def test_register_tiles_follow_the_cpu_features_numba_compiles_for(monkeypatch, features, width):
     """The tiles are sized from the features Numba compiles for (NUMBA_CPU_FEATURES when set):
     an AVX-512 tile compiled for AVX2's 16 registers spills and ran at a third of the speed."""
-    from autograd.kernels import gemm
+    from autograd.engine_room import gemm
     monkeypatch.setattr(numba.config, "CPU_FEATURES", features)
     assert gemm.host_vector_bytes() == width
     # the host's own tile: its accumulators plus a row of B fit the register file (16 or 32)
@@ -231,7 +233,7 @@ def test_register_tiles_follow_the_cpu_features_numba_compiles_for(monkeypatch, 
 @pytest.mark.parametrize("shape_a,shape_b", [((0, 3), (3, 4)), ((2, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 2, 3), (3, 4))])
 def test_matmul_empty_dims(shape_a, shape_b):
     a, b = np.ones(shape_a, np.float32), np.ones(shape_b, np.float32)
-    out = jit.matmul(a, b)
+    out = engine_room.matmul(a, b)
     np.testing.assert_array_equal(out, reference.matmul(a, b))
     assert out.shape == np.matmul(a, b).shape
 
@@ -252,7 +254,7 @@ def _rows_with_edge_cases(n, dtype, seed):
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_row_kernels_forward_match_numpy(dtype, n, name):
     x = _rows_with_edge_cases(n, dtype, n)
-    out = getattr(jit, name)(x)
+    out = getattr(engine_room, name)(x)
     assert out.dtype == dtype and not np.isnan(out).any()
     assert np.isfinite(out[np.isfinite(x)]).all()
     np.testing.assert_allclose(out, getattr(reference, name)(x), **tol(dtype))
@@ -266,7 +268,7 @@ def test_row_kernels_backward_match_numpy(dtype, n, name, forward):
     x = _rows_with_edge_cases(n, dtype, n + 1)
     y = getattr(reference, forward)(x)
     dy = np.random.default_rng(n).standard_normal(x.shape).astype(dtype)
-    dx = getattr(jit, name)(y, dy)
+    dx = getattr(engine_room, name)(y, dy)
     assert np.isfinite(dx).all()
     np.testing.assert_allclose(dx, getattr(reference, name)(y, dy), rtol=1e-4 if dtype == np.float32 else 1e-11,
                                atol=1e-4 if dtype == np.float32 else 1e-11)
@@ -275,37 +277,37 @@ def test_row_kernels_backward_match_numpy(dtype, n, name, forward):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", [3, jit.SHORT_ROW - 1])
+@pytest.mark.parametrize("n", [3, rowwise.SHORT_ROW - 1])
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_short_rows_go_a_block_at_a_time_with_their_edge_cases(dtype, n, name):
-    """Rows shorter than jit.SHORT_ROW are exponentiated in blocks of several rows: fully
+    """Rows shorter than rowwise.SHORT_ROW are exponentiated in blocks of several rows: fully
     masked, NaN and huge rows at the first and last row of a block and of the array."""
-    per_block = jit.BLOCK_NUMBERS // n
+    per_block = rowwise.BLOCK_NUMBERS // n
     x = (3 * np.random.default_rng(n).standard_normal((2 * per_block + 5, n))).astype(dtype)
     masked, nan, huge = [0, per_block - 1, 2 * per_block + 4], [per_block, 2 * per_block - 1], [per_block + 1]
     x[masked] = -np.inf
     x[nan, n // 2] = np.nan
     x[huge, 0] = 1e4
     with np.errstate(invalid="ignore"):
-        out, want = getattr(jit, name)(x), getattr(reference, name)(x)
+        out, want = getattr(engine_room, name)(x), getattr(reference, name)(x)
     np.testing.assert_allclose(out, want, **tol(dtype))                # NaN where want has NaN
     assert (out[masked] == 0).all() and np.isnan(out[nan]).all()
     assert np.isfinite(np.delete(out, nan, axis=0)).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", [3, jit.LONG_ROW, jit.LONG_ROW + 1])
+@pytest.mark.parametrize("n", [3, rowwise.LONG_ROW, rowwise.LONG_ROW + 1])
 def test_log_softmax_backward_goes_a_block_at_a_time_with_masked_rows_at_its_edges(dtype, n):
-    """Rows up to jit.LONG_ROW take their exps a block of rows at a time (longer ones row by
+    """Rows up to rowwise.LONG_ROW take their exps a block of rows at a time (longer ones row by
     row): fully masked rows (y = 0) at the first and last row of a block and of the array
     get zero gradient, and every other row the reference's."""
-    per_block = max(1, jit.BLOCK_NUMBERS // n)
+    per_block = max(1, rowwise.BLOCK_NUMBERS // n)
     x = (3 * np.random.default_rng(n).standard_normal((2 * per_block + 5, n))).astype(dtype)
     masked = [0, per_block - 1, per_block, 2 * per_block + 4]
     x[masked] = -np.inf
     y = reference.log_softmax(x)
     dy = np.random.default_rng(n + 1).standard_normal(x.shape).astype(dtype)
-    dx = jit.log_softmax_backward(y, dy)
+    dx = engine_room.log_softmax_backward(y, dy)
     np.testing.assert_allclose(dx, reference.log_softmax_backward(y, dy), **tol(dtype))
     assert (dx[masked] == 0).all() and (np.delete(dx, masked, axis=0) != 0).any(axis=1).all()
 
@@ -317,7 +319,7 @@ def test_fast_exp_is_accurate_over_its_whole_range(dtype):
     d = np.linspace(low, 0, 2001).astype(dtype)
     x = np.stack([d, np.zeros_like(d)], axis=1)
     expected = np.exp(d.astype(np.float64)) / (1 + np.exp(d.astype(np.float64)))
-    got = jit.softmax(x)[:, 0]
+    got = engine_room.softmax(x)[:, 0]
     rel = np.abs(got - expected) / expected
     assert rel.max() < (2e-6 if dtype == np.float32 else 1e-13)
 
@@ -325,15 +327,15 @@ def test_fast_exp_is_accurate_over_its_whole_range(dtype):
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_row_kernels_on_non_contiguous_empty_and_3d_input(name):
     x = np.random.default_rng(3).standard_normal((5, 7, 4)).astype(np.float32).transpose(0, 2, 1)
-    np.testing.assert_allclose(getattr(jit, name)(x), getattr(reference, name)(x), **tol(np.float32))
+    np.testing.assert_allclose(getattr(engine_room, name)(x), getattr(reference, name)(x), **tol(np.float32))
     empty = np.zeros((0, 5), np.float32)
-    assert getattr(jit, name)(empty).shape == (0, 5)
-    assert getattr(jit, name)(np.zeros((3, 0), np.float32)).shape == (3, 0)
+    assert getattr(engine_room, name)(empty).shape == (0, 5)
+    assert getattr(engine_room, name)(np.zeros((3, 0), np.float32)).shape == (3, 0)
 
 
 def test_large_rows_use_threads_and_agree():
     x = np.random.default_rng(4).standard_normal((300, 400)).astype(np.float32)
-    np.testing.assert_allclose(jit.softmax(x), reference.softmax(x), **tol(np.float32))
+    np.testing.assert_allclose(engine_room.softmax(x), reference.softmax(x), **tol(np.float32))
 
 
 @pytest.mark.parametrize("case", [
@@ -344,47 +346,25 @@ def test_large_rows_use_threads_and_agree():
     (lambda a: a.masked_fill(np.array([False, True, True, False, True]), -np.inf).softmax(-1), [(3, 5)]),
     (lambda a: a.logsumexp(-1), [(4, 6)]),
 ])
-def test_gradcheck_with_numba_kernels(numba_backend, case):
+def test_gradcheck_with_fast_kernels(fast_tier, case):
     fn, shapes = case
-    assert kernels.backend() == "numba"
+    assert kernels.tier() == "fast"
     assert gradcheck(fn, [leaf(*s) for s in shapes])
 
 
-def test_prepare_keeps_the_chosen_backend_and_readies_numba():
+def test_prepare_keeps_the_chosen_tier_and_readies_the_engine_room():
     """kernels.prepare() (the training loops call it before starting their clocks) leaves
-    the numpy backend alone and puts the jit module itself behind the numba one."""
-    from autograd import kernels
-    previous = kernels.backend()
+    the numpy tier alone and puts the engine room's kernels behind the fast one."""
+    previous = kernels.tier()
     try:
-        kernels.use_backend("numpy")
+        kernels.use_tier("numpy")
         kernels.prepare()
-        assert kernels.backend() == "numpy"
-        kernels.use_backend("numba")
+        assert kernels.tier() == "numpy" and kernels._current is reference
+        kernels.use_tier("fast")
         kernels.prepare()
-        assert kernels._current is jit and kernels.backend() == "numba"
+        assert kernels._current.matmul is engine_room.matmul and kernels.tier() == "fast"
     finally:
-        kernels.use_backend(previous)
-
-
-def test_backend_switch():
-    previous = kernels.backend()
-    try:
-        x = np.random.default_rng(0).standard_normal((3, 5))
-        expected, calls = reference.softmax(x), []
-        for name, module in (("numpy", reference), ("numba", jit)):
-            kernels.use_backend(name)
-            assert kernels.backend() == name
-            original = module.softmax
-            module.softmax = lambda x, original=original, name=name: calls.append(name) or original(x)
-            try:
-                np.testing.assert_allclose(kernels.softmax(x), expected, atol=1e-12)
-            finally:
-                module.softmax = original
-        assert calls == ["numpy", "numba"]
-        with pytest.raises(ValueError, match="unknown kernel backend 'cuda'"):
-            kernels.use_backend("cuda")
-    finally:
-        kernels.use_backend(previous)
+        kernels.use_tier(previous)
 
 
 def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits(tmp_path):
@@ -396,14 +376,15 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
     dtypes).  Also, nothing recompiles in the second process: the fast exp, the row max and
     the GEMM driver's packing close over intrinsics, and reached directly an intrinsic
     pickled differently in every process, Numba's cache key with it.  The fused attention
-    kernels, made ready first (kernels.prepare_attention, as the GPT's training does), are
+    kernels, made ready first (kernels.prepare, as the GPT's training does), are
     compiled in this process while the child compiles the others, and give the same bits
     compiled as loaded."""
     script = textwrap.dedent("""
         import hashlib, numpy as np
         from autograd import kernels
-        from autograd.kernels import attention, gemm, jit, small_gemm
-        kernels.prepare_attention(np.float32)
+        from autograd import engine_room
+        from autograd.engine_room import attention, dispatch, elementwise, gemm, normalization, rowwise, small_gemm, warmup
+        kernels.prepare(np.float32, fused_attention=True)
         rng = np.random.default_rng(0)
         digest = hashlib.sha256()
         q = rng.standard_normal((2, 3, 70, 32)).astype(np.float32)
@@ -416,14 +397,14 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
                 y = kernels.softmax(x)
                 for out in (y, kernels.log_softmax(x), kernels.softmax_backward(y, x), kernels.matmul(x, x.T)):
                     digest.update(out.tobytes())
-        loaded = [jit._rowwise_set(dtype)["softmax"].compiled for dtype in (np.float32, np.float64)]
+        loaded = [rowwise._rowwise_set(dtype)["softmax"].compiled for dtype in (np.float32, np.float64)]
         loaded += [gemm.gemm_kernel(np.float32).compiled, small_gemm.small_gemm_kernel(np.float32).compiled]
         print(digest.hexdigest(), sum(sum(k.stats.cache_misses.values()) for k in loaded),
               min(sum(k.stats.cache_hits.values()) for k in loaded))
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     env.pop("AUTOGRAD_COMPILE_IN_PROCESS", None)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
             for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), runs[0].stderr + runs[1].stderr
@@ -451,7 +432,8 @@ def test_no_kernel_links_numbas_string_code(tmp_path):
         import numba
         import numpy as np
         from numba.core.dispatcher import Dispatcher
-        from autograd.kernels import attention, jit
+        from autograd import engine_room
+        from autograd.engine_room import attention, dispatch, elementwise, normalization, rowwise, warmup
 
         def links_string_code(dispatcher):
             return any("7unicode" in overload.library.get_llvm_str() for overload in dispatcher.overloads.values())
@@ -462,7 +444,7 @@ def test_no_kernel_links_numbas_string_code(tmp_path):
         assigns_a_slice(np.zeros(4), np.ones(2))
         assert links_string_code(assigns_a_slice)
 
-        jit.warmup(dtypes=(np.float32,))
+        warmup.warmup(dtypes=(np.float32,))
         attention._kernels_for(np.float32)
         def is_ours(x):
             try:
@@ -473,7 +455,7 @@ def test_no_kernel_links_numbas_string_code(tmp_path):
         print(sum(len(x.overloads) for x in ours), [x.py_func.__qualname__ for x in ours if links_string_code(x)])
     """)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), AUTOGRAD_COMPILE_IN_PROCESS="1")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     compiled, offenders = result.stdout.split(" ", 1)
@@ -484,19 +466,21 @@ def test_no_kernel_links_numbas_string_code(tmp_path):
 def test_kernels_run_as_plain_python_with_jit_disabled():
     script = textwrap.dedent("""
         import numpy as np
-        from autograd.kernels import jit, reference
+        from autograd import engine_room
+        from autograd.engine_room import dispatch, elementwise, normalization, rowwise, warmup
+        from autograd.kernels import reference
         import numba
         assert numba.config.DISABLE_JIT
         rng = np.random.default_rng(0)
         a, b = rng.standard_normal((5, 7)), rng.standard_normal((7, 3))
-        np.testing.assert_allclose(jit.matmul(a, b), a @ b, rtol=1e-12)
+        np.testing.assert_allclose(engine_room.matmul(a, b), a @ b, rtol=1e-12)
         x = rng.standard_normal((3, 6)).astype(np.float32)
         x[1] = -np.inf
         for name in ("softmax", "log_softmax"):
-            np.testing.assert_allclose(getattr(jit, name)(x), getattr(reference, name)(x), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(getattr(engine_room, name)(x), getattr(reference, name)(x), rtol=1e-5, atol=1e-6)
         y = reference.softmax(x)
-        np.testing.assert_allclose(jit.softmax_backward(y, x * 0 + 1), reference.softmax_backward(y, x * 0 + 1), atol=1e-6)
-        from autograd.kernels import attention, transpose
+        np.testing.assert_allclose(engine_room.softmax_backward(y, x * 0 + 1), reference.softmax_backward(y, x * 0 + 1), atol=1e-6)
+        from autograd.engine_room import attention, transpose
         q, k, v = (rng.standard_normal((2, 40, 32)) for _ in range(3))
         mask = np.broadcast_to(np.tril(np.ones((40, 40), bool)), (2, 40, 40))
         out, lse = attention.attention_forward(q, k, v, mask, 0.3)
@@ -508,7 +492,7 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
         x, target = rng.standard_normal((33, 17)), np.zeros((17, 33))
         transpose.copy_transposed(x, target, 2.0)
         assert (target == 2.0 * x.T).all()
-        from autograd.kernels import gemm, small_gemm
+        from autograd.engine_room import gemm, small_gemm
         a3, b3, index = rng.standard_normal((1, 1, 70, 40)), rng.standard_normal((1, 1, 40, 17)), np.zeros(1, np.int64)
         for driver in (gemm.gemm_kernel(np.float64), small_gemm.small_gemm_kernel(np.float64)):
             c3 = np.full((1, 1, 70, 17), np.nan)
@@ -517,7 +501,7 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
         print("steppable")
     """)
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     result = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "steppable" in result.stdout
@@ -532,7 +516,7 @@ def test_adam_step_matches_numpy(dtype, weight_decay, decoupled, size):
     m, v = rng.standard_normal(size).astype(dtype), rng.random(size).astype(dtype)
     states = [[p.copy(), m.copy(), v.copy()] for _ in range(2)]
     for step in (1, 2, 3):
-        for backend, (pp, mm, vv) in zip((jit, reference), states):
+        for backend, (pp, mm, vv) in zip((engine_room, reference), states):
             backend.adam_step(pp, g, mm, vv, 0.01, 0.9, 0.999, 1e-8, weight_decay, decoupled, step)
     for got, want in zip(*states):
         np.testing.assert_allclose(got, want, **tol(dtype))
@@ -542,7 +526,7 @@ def test_adam_step_matches_numpy(dtype, weight_decay, decoupled, size):
 def test_adam_step_refuses_a_non_contiguous_parameter():
     p = np.zeros((4, 3)).T
     with pytest.raises(ValueError, match="contiguous"):
-        jit.adam_step(p, np.ones((3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 0.1, 0.9, 0.999, 1e-8, 0.0, False, 1)
+        engine_room.adam_step(p, np.ones((3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 0.1, 0.9, 0.999, 1e-8, 0.0, False, 1)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -556,7 +540,7 @@ def test_index_add_rows_matches_numpy(dtype, ids):
     rows = rng.standard_normal((7,) + ids.shape).astype(dtype)
     rows = np.moveaxis(rows, 0, -1)                    # (..., 7), not contiguous
     got, want = base.copy(), base.copy()
-    jit.index_add_rows(got, ids, rows)
+    engine_room.index_add_rows(got, ids, rows)
     reference.index_add_rows(want, ids, rows)
     np.testing.assert_array_equal(got, want)
     if ids.size:
@@ -573,7 +557,7 @@ def test_sum_of_squares_matches_numpy(dtype, shape, contiguous):
     x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
     if not contiguous:
         x = np.asfortranarray(x).T if x.ndim > 1 else x[::-1]
-    got, want = jit.sum_of_squares(x), reference.sum_of_squares(x)
+    got, want = engine_room.sum_of_squares(x), reference.sum_of_squares(x)
     assert isinstance(got, float)
     assert got == pytest.approx(want, rel=1e-13, abs=0)
 
@@ -584,12 +568,12 @@ def test_layer_norm_kernels_match_numpy(dtype, rows, width):
     rng = np.random.default_rng(rows * width)
     x = (3 * rng.standard_normal((rows, width)) + 1).astype(dtype)
     w, b = rng.standard_normal(width).astype(dtype), rng.standard_normal(width).astype(dtype)
-    got, want = jit.layer_norm(x, w, b, 1e-5), reference.layer_norm(x, w, b, 1e-5)
+    got, want = engine_room.layer_norm(x, w, b, 1e-5), reference.layer_norm(x, w, b, 1e-5)
     for a, e in zip(got, want):
         assert a.dtype == dtype
         np.testing.assert_allclose(a, e, **tol(dtype))
     g = rng.standard_normal((rows, width)).astype(dtype)
-    for a, e in zip(jit.layer_norm_backward(g, *want[1:], w), reference.layer_norm_backward(g, *want[1:], w)):
+    for a, e in zip(engine_room.layer_norm_backward(g, *want[1:], w), reference.layer_norm_backward(g, *want[1:], w)):
         np.testing.assert_allclose(a, e, rtol=1e-4 if dtype == np.float32 else 1e-11,
                                    atol=1e-4 if dtype == np.float32 else 1e-11)
 
@@ -604,14 +588,14 @@ def test_row_wise_and_elementwise_kernels_give_the_same_bits_in_one_chunk_or_thr
     x[5] = -np.inf                                                   # a fully masked row
     flat, grad = x[6:].reshape(-1), y[6:].reshape(-1)
     mask, row_of = rng.random((7, 37)) < 0.3, np.arange(301) % 7
-    rowwise = jit._rowwise_set(dtype)
+    rows = rowwise._rowwise_set(dtype)
     # (kernel, its arguments before the output, after it)
-    calls = [(rowwise["softmax"], (x,), ()), (rowwise["log_softmax"], (x,), ()),
-             (rowwise["softmax_backward"], (reference.softmax(x), y), ()),
-             (rowwise["log_softmax_backward"], (reference.log_softmax(y), y), ()),
-             (jit._gelu_kernel(dtype, False), (flat,), (True,)), (jit._gelu_kernel(dtype, True), (flat, grad), (False,)),
-             (jit._relu_kernel(dtype, False), (flat,), ()), (jit._relu_kernel(dtype, True), (flat, grad), ()),
-             (jit._masked_fill_kernel(dtype), (y, mask, row_of, dtype(-1e9)), ())]
+    calls = [(rows["softmax"], (x,), ()), (rows["log_softmax"], (x,), ()),
+             (rows["softmax_backward"], (reference.softmax(x), y), ()),
+             (rows["log_softmax_backward"], (reference.log_softmax(y), y), ()),
+             (elementwise._gelu_kernel(dtype, False), (flat,), (True,)), (elementwise._gelu_kernel(dtype, True), (flat, grad), (False,)),
+             (elementwise._relu_kernel(dtype, False), (flat,), ()), (elementwise._relu_kernel(dtype, True), (flat, grad), ()),
+             (elementwise._masked_fill_kernel(dtype), (y, mask, row_of, dtype(-1e9)), ())]
     for kernel, before, after in calls:
         outputs = [np.full_like(before[0], np.nan) for _ in range(2)]
         for out, chunks in zip(outputs, (1, 3)):
@@ -626,7 +610,7 @@ def test_a_matmul_runs_threaded_only_with_the_work_its_driver_needs(monkeypatch)
     through the Goto driver, whose threaded call is two parallel regions (B's panels packed
     up front, then the product): the size-S step's 10-12 MFLOP linear layers stay serial,
     which kept two threads from making that step slower than one."""
-    from autograd.kernels import chunks
+    from autograd.engine_room import chunks
     monkeypatch.setattr(numba, "get_num_threads", lambda: 2)
     calls = []
     original = chunks.ChunkedKernel.__call__
@@ -637,7 +621,7 @@ def test_a_matmul_runs_threaded_only_with_the_work_its_driver_needs(monkeypatch)
 
     monkeypatch.setattr(chunks.ChunkedKernel, "__call__", recording)
     rng = np.random.default_rng(0)
-    threshold = jit.PARALLEL_MIN_FLOPS
+    threshold = dispatch.PARALLEL_MIN_FLOPS
     cases = [((640, 64), (64, 128), "gemm_chunk", 1),                  # 10.5 MFLOP: under twice the threshold
              ((640, 64), (64, 256), "gemm_chunk", 2),                  # 21 MFLOP
              ((40, 4, 32, 32), (40, 4, 32, 32), "small_gemm_chunk", 2),   # 10.5 MFLOP in 160 matrices
@@ -647,7 +631,7 @@ def test_a_matmul_runs_threaded_only_with_the_work_its_driver_needs(monkeypatch)
         flops = 2 * a.size // a_shape[-1] * a_shape[-1] * b_shape[-1]
         assert (flops >= threshold * (1 if driver == "small_gemm_chunk" else 2)) == (least_chunks > 1)
         calls.clear()
-        np.testing.assert_allclose(jit.matmul(a, b), np.matmul(a, b), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(engine_room.matmul(a, b), np.matmul(a, b), rtol=1e-4, atol=1e-4)
         product = [chunk_count for name, chunk_count in calls if name.endswith(driver)]
         assert len(product) == 1, calls
         assert (product[0] > 1) == (least_chunks > 1), (a_shape, b_shape, calls)
@@ -660,7 +644,7 @@ def test_layer_norm_in_one_chunk_or_three_gives_the_same_bits(dtype):
     rng = np.random.default_rng(0)
     x, g = rng.standard_normal((2, 700, 130)).astype(dtype)
     w, b = rng.standard_normal((2, 130)).astype(dtype)
-    forward, backward = jit._layer_norm_kernel(dtype, False), jit._layer_norm_kernel(dtype, True)
+    forward, backward = normalization._layer_norm_kernel(dtype, False), normalization._layer_norm_kernel(dtype, True)
     results = []
     for chunks in (1, 3):
         out, xhat, rstd = np.empty_like(x), np.empty_like(x), np.empty((700, 1), dtype)
@@ -680,8 +664,8 @@ def test_gelu_kernels_match_numpy(dtype, approximate, shape):
     rng = np.random.default_rng(len(shape))
     x = (3 * rng.standard_normal(shape)).astype(dtype)
     g = rng.standard_normal(shape).astype(dtype)
-    for got, want in ((jit.gelu(x, approximate), reference.gelu(x, approximate)),
-                      (jit.gelu_backward(x, g, approximate), reference.gelu_backward(x, g, approximate))):
+    for got, want in ((engine_room.gelu(x, approximate), reference.gelu(x, approximate)),
+                      (engine_room.gelu_backward(x, g, approximate), reference.gelu_backward(x, g, approximate))):
         assert got.dtype == dtype and got.shape == shape
         np.testing.assert_allclose(got, want, **tol(dtype))
 
@@ -689,25 +673,25 @@ def test_gelu_kernels_match_numpy(dtype, approximate, shape):
 def test_gelu_kernels_on_non_contiguous_input_and_known_values():
     x = np.linspace(-4, 4, 24).reshape(4, 6).T                 # (6, 4), a transposed view
     assert not x.flags.c_contiguous
-    np.testing.assert_allclose(jit.gelu(x, "none"), reference.gelu(x, "none"), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(engine_room.gelu(x, "none"), reference.gelu(x, "none"), rtol=1e-12, atol=1e-15)
     # GELU(1) = Phi(1) = 0.8413447460685429..., GELU(-1) = -(1 - Phi(1))
-    np.testing.assert_allclose(jit.gelu(np.array([1.0, -1.0]), "none"), [0.8413447460685429, -0.15865525393145707],
+    np.testing.assert_allclose(engine_room.gelu(np.array([1.0, -1.0]), "none"), [0.8413447460685429, -0.15865525393145707],
                                rtol=1e-14)
     with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
-        jit.gelu(x, "fast")
+        engine_room.gelu(x, "fast")
 
 
 with np.errstate(invalid="ignore"):
     NEG_NAN = float(np.array(np.inf) - np.array(np.inf))   # inf - inf: a NaN with the sign bit set
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ["fast", "numpy"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bad", [np.nan, NEG_NAN, np.inf])
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_nan_and_inf_give_a_nan_row_as_in_pytorch(backend, dtype, bad, name):
     assert np.signbit(np.array([NEG_NAN], dtype))[0] or not np.signbit(bad)
-    module = jit if backend == "numba" else reference
+    module = engine_room if backend == "fast" else reference
     x = np.array([[1.0, bad, 3.0], [1.0, 2.0, 3.0], [-np.inf, -np.inf, -np.inf]], dtype)
     with np.errstate(invalid="ignore"):
         y = getattr(module, name)(x)
@@ -719,9 +703,9 @@ def test_nan_and_inf_give_a_nan_row_as_in_pytorch(backend, dtype, bad, name):
     np.testing.assert_array_equal(dx[2], 0)
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ["fast", "numpy"])
 def test_nan_in_an_upstream_gradient_propagates(backend):
-    module = jit if backend == "numba" else reference
+    module = engine_room if backend == "fast" else reference
     y = module.softmax(np.array([[1.0, 2.0, 3.0]], np.float32))
     assert np.isnan(module.softmax_backward(y, np.array([[0.0, np.nan, 1.0]], np.float32))).all()
     assert np.isnan(module.gelu(np.array([np.nan], np.float32), "none")).all()
@@ -732,15 +716,15 @@ def test_float32_log_softmax_is_accurate_for_large_logits():
     x - (max + lse) loses three digits in float32 (it gave -2.397461)."""
     for x in (np.full((1, 11), 1e4, np.float32), np.array([[1e4, 1e4 - 1, 1e4 - 3, 9e3]], np.float32)):
         want = x.astype(np.float64) - np.log(np.exp(x.astype(np.float64) - x.max()).sum()) - x.max()
-        np.testing.assert_allclose(jit.log_softmax(x), want, rtol=1e-6)
+        np.testing.assert_allclose(engine_room.log_softmax(x), want, rtol=1e-6)
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
+@pytest.mark.parametrize("backend", ["fast", "numpy"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nan_propagates_through_every_fused_kernel(backend, dtype):
     """A NaN in row 0 of the input (or of the gradient) must reach row 0 of every output,
     and leave the other rows alone, in matmul, layer norm, GELU and Adam."""
-    module = jit if backend == "numba" else reference
+    module = engine_room if backend == "fast" else reference
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 5)).astype(dtype)
     x[0, 2] = np.nan
@@ -774,20 +758,20 @@ def test_masked_fill_kernel_matches_numpy(dtype, x_shape, mask_shape):
     x = rng.standard_normal(x_shape).astype(dtype)
     mask = rng.random(mask_shape) < 0.5
     for value in (-np.inf, 0, 2.5):
-        got = jit.masked_fill(x, mask, value)
+        got = engine_room.masked_fill(x, mask, value)
         assert got.dtype == dtype
         np.testing.assert_array_equal(got, reference.masked_fill(x, mask, value))
     if mask.ndim == 4:                                 # a transposed (non-contiguous) input and mask
         x_t, mask_t = x.swapaxes(1, 2), mask.swapaxes(1, 2)
-        np.testing.assert_array_equal(jit.masked_fill(x_t, mask_t, -np.inf), reference.masked_fill(x_t, mask_t, -np.inf))
+        np.testing.assert_array_equal(engine_room.masked_fill(x_t, mask_t, -np.inf), reference.masked_fill(x_t, mask_t, -np.inf))
 
 
 def test_masked_fill_kernel_keeps_nan_and_empty_inputs():
     x = np.array([[np.nan, 1.0, np.inf], [2.0, np.nan, -1.0]], np.float32)
     mask = np.array([True, False, False])
-    np.testing.assert_array_equal(jit.masked_fill(x, mask, 0.0), [[0.0, 1.0, np.inf], [0.0, np.nan, -1.0]])
+    np.testing.assert_array_equal(engine_room.masked_fill(x, mask, 0.0), [[0.0, 1.0, np.inf], [0.0, np.nan, -1.0]])
     empty = np.zeros((0, 3), np.float32)
-    assert jit.masked_fill(empty, mask, 0.0).shape == (0, 3)
+    assert engine_room.masked_fill(empty, mask, 0.0).shape == (0, 3)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -797,17 +781,17 @@ def test_relu_kernels_match_numpy(dtype, shape):
     x = rng.standard_normal(shape).astype(dtype)
     g = rng.standard_normal(shape).astype(dtype)
     for x_in, g_in in ((x, g), (x.T, g.T)):                          # contiguous, then transposed views
-        out = jit.relu(x_in)
+        out = engine_room.relu(x_in)
         np.testing.assert_array_equal(out, reference.relu(x_in))
         assert out.dtype == dtype and out.shape == x_in.shape
-        np.testing.assert_array_equal(jit.relu_backward(out, g_in), reference.relu_backward(out, g_in))
+        np.testing.assert_array_equal(engine_room.relu_backward(out, g_in), reference.relu_backward(out, g_in))
 
 
 def test_relu_of_infinities_and_nan():
     """relu(-inf) is 0 (a * (a > 0) gave NaN there), relu(NaN) is NaN, and no gradient
     passes where the output is 0 or NaN."""
     x = np.array([-np.inf, -1.0, 0.0, 2.0, np.inf, np.nan], np.float32)
-    for module in (jit, reference):
+    for module in (engine_room, reference):
         out = module.relu(x)
         np.testing.assert_array_equal(out, [0.0, 0.0, 0.0, 2.0, np.inf, np.nan])
         np.testing.assert_array_equal(module.relu_backward(out, np.ones_like(x)), [0, 0, 0, 1, 1, 0])
@@ -821,7 +805,7 @@ def test_generated_micro_kernel_overwrites_or_adds_to_its_tile(accumulate, dtype
     micro_kernel.py) gives the very bits of its Python source compiled by Numba (both fuse
     each multiply-add: the 'contract' flag), with a strided a_panel, and with k = 0 (a zero
     tile, or the tile unchanged)."""
-    from autograd.kernels import gemm, micro_kernel
+    from autograd.engine_room import gemm, micro_kernel
     rng = np.random.default_rng(0)
     a_panel = rng.standard_normal((7, 5)).astype(dtype)[::2, 1:3]       # (4, 2), both strides odd
     b_panel, tile = rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal((2, 3)).astype(dtype)
@@ -839,31 +823,44 @@ def test_generated_micro_kernel_overwrites_or_adds_to_its_tile(accumulate, dtype
         np.testing.assert_allclose(compiled, product + (tile if accumulate else 0), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("backend", ["numba", "numpy"])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_matmul_writes_into_an_out_array_of_any_layout(backend, dtype):
-    """kernels.matmul(a, b, out=...): the product's very bits, written where out's strides
+def test_product_writes_into_an_out_array_of_any_layout(dtype):
+    """products.product(a, b, out=...): the product's very bits, written where out's strides
     say (rows contiguous: by the kernels themselves; columns contiguous: through a copy);
     an out of the wrong shape is an error, raised before anything is written."""
-    from autograd import kernels
+    from autograd.engine_room import products
     rng = np.random.default_rng(0)
     a = rng.standard_normal((3, 4, 7, 5)).astype(dtype)
     b = rng.standard_normal((3, 4, 5, 70)).astype(dtype)
-    previous = kernels.backend()
-    kernels.use_backend(backend)
-    try:
-        direct = kernels.matmul(a, b)
-        heads = np.empty((3, 7, 4, 70), dtype).transpose(0, 2, 1, 3)       # (B, T, H, d) seen as (B, H, T, d)
-        columns = np.empty((3, 4, 70, 7), dtype).swapaxes(-1, -2)         # columns contiguous
-        flat = np.empty((7, 70), dtype)[::-1]                               # rows in reverse, 2-D
-        for out in (heads, columns):
-            assert kernels.matmul(a, b, out=out) is out
-            np.testing.assert_array_equal(out, direct)
-        assert kernels.matmul(a[0, 0], b[0, 0], out=flat) is flat
-        np.testing.assert_array_equal(flat, direct[0, 0])
-        untouched = np.zeros((3, 4, 7, 69), dtype)
-        with pytest.raises(ValueError):
-            kernels.matmul(a, b, out=untouched)
-        assert not untouched.any()
-    finally:
-        kernels.use_backend(previous)
+    direct = products.product(a, b)
+    heads = np.empty((3, 7, 4, 70), dtype).transpose(0, 2, 1, 3)       # (B, T, H, d) seen as (B, H, T, d)
+    columns = np.empty((3, 4, 70, 7), dtype).swapaxes(-1, -2)         # columns contiguous
+    flat = np.empty((7, 70), dtype)[::-1]                               # rows in reverse, 2-D
+    for out in (heads, columns):
+        assert products.product(a, b, out=out) is out
+        np.testing.assert_array_equal(out, direct)
+    assert products.product(a[0, 0], b[0, 0], out=flat) is flat
+    np.testing.assert_array_equal(flat, direct[0, 0])
+    untouched = np.zeros((3, 4, 7, 69), dtype)
+    with pytest.raises(ValueError):
+        products.product(a, b, out=untouched)
+    assert not untouched.any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_like_lays_the_product_out_as_the_operand_with_the_same_bits(dtype):
+    """engine_room.matmul(a, b, like=operand): a head of (B, T, H, d) seen as (B, H, T, d)
+    gets its product in that order of dims, a transposed view gets a transposed product;
+    the numbers are those of the plain product, bit for bit."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4, 7, 5)).astype(dtype)
+    b = rng.standard_normal((3, 4, 5, 6)).astype(dtype)
+    direct = engine_room.matmul(a, b)
+    heads = np.empty((3, 7, 4, 6), dtype).transpose(0, 2, 1, 3)
+    laid = engine_room.matmul(a, b, like=heads)
+    assert laid.strides == heads.strides
+    np.testing.assert_array_equal(laid, direct)
+    transposed = np.empty((3, 4, 6, 7), dtype).swapaxes(-1, -2)
+    laid = engine_room.matmul(a, b, like=transposed)
+    assert laid.strides[-2] == laid.itemsize and not laid.flags.c_contiguous
+    np.testing.assert_allclose(laid, direct, **tol(dtype))

@@ -54,8 +54,8 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from autograd.kernels import chunks, gemm, small_gemm, transpose
-from autograd.kernels.fast_math import JIT, make_exp_nonpositive
+from autograd.engine_room import chunks, gemm, small_gemm, transpose
+from autograd.engine_room.fast_math import JIT, make_exp_nonpositive
 
 MR = small_gemm.MR            # rows of the register tile (8; 4 with AVX2)
 QUERY_BLOCK = 32              # queries per block (a multiple of the tile's width)

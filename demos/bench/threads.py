@@ -1,11 +1,11 @@
 """Our training step on one thread and on several, interleaved in one process.
 
-    python -m demos.bench_threads [--threads 2] [--sizes S M L] [--rounds 7] [--json FILE]
+    python -m demos.bench.threads [--threads 2] [--sizes S M L] [--rounds 7] [--json FILE]
 
 The kernels decide per call whether to run threaded, from the work it has (a matmul from
-8 or 16 MFLOP and two blocks of rows, a row-wise kernel from 128 Ki numbers: autograd/kernels/jit.py),
+8 or 16 MFLOP and two blocks of rows, a row-wise kernel from 128 Ki numbers: autograd/kernels/engine_room.py),
 so that a second thread should never make a step slower, and make it faster where there is
-enough work.  demos.bench_train measures one thread count per process, minutes apart, and
+enough work.  demos.bench.train measures one thread count per process, minutes apart, and
 on this shared machine a step's time moves by more than a small model gains from a thread
 in that time.  Here the same model (bench_train's sizes) runs rounds of steps on 1 and on
 --threads Numba threads in turn (numba.set_num_threads between rounds), so that a change in
@@ -19,7 +19,7 @@ its ops calls numpy's matmul.
 import argparse
 
 from demos._results import write_json
-from demos._threads import use_threads
+from demos.bench._threads import use_threads
 
 STEPS_PER_ROUND = {"S": 20, "M": 6, "L": 2}
 
@@ -30,14 +30,14 @@ def median(values):
 
 def step_ms(step, steps):
     """Median milliseconds of `steps` calls of step()."""
-    from demos.bench_train import _median
+    from demos.bench.train import _median
     return _median(step, steps) * 1e3
 
 
 def count_threaded_calls(step):
     """(kernel calls that ran threaded, all kernel calls) in one call of step(): every
     Numba kernel is a chunks.ChunkedKernel, threaded when called with more than one chunk."""
-    from autograd.kernels import chunks
+    from autograd.engine_room import chunks
     counts = [0, 0]
     original = chunks.ChunkedKernel.__call__
 
@@ -57,14 +57,14 @@ def count_threaded_calls(step):
 def compare(step, threads, rounds, steps):
     """Rounds of `steps` steps on 1 and on `threads` threads in turn; the median ms of each
     and the median of the rounds' ratios (threads / 1)."""
-    import numba
+    from autograd.engine_room.dispatch import set_threads
     by_count = {1: [], threads: []}
     for count in by_count:                      # warm-up: caches, allocator, the thread pool
-        numba.set_num_threads(count)
+        set_threads(count)
         step_ms(step, 3)
     for _ in range(rounds):
         for count in by_count:
-            numba.set_num_threads(count)
+            set_threads(count)
             by_count[count].append(step_ms(step, steps))
     ratios = [many / one for one, many in zip(by_count[1], by_count[threads])]
     return {"one_ms": median(by_count[1]), "many_ms": median(by_count[threads]), "ratio": median(ratios),
@@ -81,19 +81,19 @@ def main(argv=None):
     if args.threads < 2:
         parser.error("--threads must be at least 2 (it is compared with one thread)")
     use_threads(args.threads)
-    import numba
+    from autograd.engine_room.dispatch import set_threads
 
     from autograd import kernels
-    from demos import bench_train
-    from nn.allocator import keep_freed_memory
-    keep_freed_memory()                 # as in training: no page faults for each step's arrays
-    kernels.warmup()
+    from demos.bench import train as bench_train
+    from autograd.engine_room.warmup import warmup
+    kernels.prepare()                   # as in training: the kernels ready, freed memory kept
+    warmup()
     results = {}
     print(f"our training step, 1 and {args.threads} threads interleaved ({args.rounds} rounds):")
     print(f"| size | 1 thread ms | {args.threads} threads ms | {args.threads} / 1 | kernel calls threaded |")
     for size in args.sizes:
         step = bench_train.ours(size)
-        numba.set_num_threads(args.threads)
+        set_threads(args.threads)
         threaded, calls = count_threaded_calls(step)
         result = compare(step, args.threads, args.rounds, STEPS_PER_ROUND[size])
         result.update(threaded_calls=threaded, calls=calls)

@@ -1,7 +1,7 @@
 """The matmuls one training step makes: their shapes, operand layouts and FLOPs, and the
-time numpy's BLAS takes for the same operands (for demos.bench_train and bench_kernels).
+time numpy's BLAS takes for the same operands (for demos.bench.train and bench_kernels).
 
-`record_matmuls(step)` runs `step` once with `autograd.kernels.matmul` wrapped, and groups
+`record_matmuls(step)` runs `step` once with the engine room's GEMM entry wrapped, and groups
 the calls by what the kernel sees: both operands' shapes and layouts.  A layout is
 "C" (rows contiguous, row-major), "T" (a transposed view: columns contiguous) or "S"
 (rows contiguous but further apart than a row, e.g. one head's slice of (B, T, H, d)).
@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from autograd import kernels
+from autograd.engine_room import products
 
 
 def layout(x):
@@ -25,9 +25,10 @@ def layout(x):
 
 def record_matmuls(step):
     """Run step() once; returns one dict per distinct (shapes, layouts, dtype) of
-    kernels.matmul's operands: a, b (the first operands seen), count, flops (of one call)."""
+    the GEMM's operands (engine_room.products.product, after matmul's choice of layout): a, b
+    (the first operands seen), count, flops (of one call)."""
     calls = {}
-    original = kernels.matmul
+    original = products.product
 
     def recording(a, b, out=None):        # out: where a gradient is written (timed here without it)
         key = (a.shape, layout(a), b.shape, layout(b), a.dtype.name)
@@ -38,11 +39,11 @@ def record_matmuls(step):
         calls[key]["count"] += 1
         return original(a, b, out)
 
-    kernels.matmul = recording
+    products.product = recording
     try:
         step()
     finally:
-        kernels.matmul = original
+        products.product = original
     return list(calls.values())
 
 

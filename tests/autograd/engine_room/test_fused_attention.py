@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from autograd import Tensor, manual_seed
-from autograd.kernels import attention as fused, reference
-from transformer.attention import MultiHeadAttention, use_fused_attention
+from autograd.engine_room import attention as fused
+from autograd.kernels import reference
+from transformer.attention import MultiHeadAttention
 from transformer.masks import causal_mask
 from tests.transformer.helpers import to_float64
 
@@ -169,10 +170,10 @@ def test_more_than_two_batch_dims_and_rows_out_of_order():
         np.testing.assert_allclose(got, want, atol=1e-11)
 
 
-def test_prepare_attention_makes_the_kernels_ready(monkeypatch):
+def test_prepare_with_fused_attention_makes_its_kernels_ready(monkeypatch):
     from autograd import kernels
     monkeypatch.setattr(fused, "_kernels", {})                  # as in a process that has not used them
-    kernels.prepare_attention(np.float64)
+    kernels.prepare(np.float64, fused_attention=True)
     assert set(fused._kernels) == {np.float64}
 
 
@@ -196,15 +197,14 @@ def test_nan_propagates_like_the_composed_softmax():
     assert np.isnan(out).all()
 
 
-def pair_of_layers(dtype, dropout=0.0):
+def layer_of(dtype, dropout=0.0, fused=False):
     manual_seed(3)
-    layer = MultiHeadAttention(8, 2, dropout=dropout)
+    layer = MultiHeadAttention(8, 2, dropout=dropout, fused=fused)
     return to_float64(layer) if dtype == np.float64 else layer
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_equals_composed_with_causal_padding_and_fully_masked_rows(dtype):
-    layer = pair_of_layers(dtype)
     rng = np.random.default_rng(4)
     x_data = rng.standard_normal((2, 5, 8)).astype(dtype)
     padding = np.array([[True] * 5, [True, True, True, False, False]])[:, None, None, :]    # (B, 1, 1, T)
@@ -213,16 +213,11 @@ def test_fused_equals_composed_with_causal_padding_and_fully_masked_rows(dtype):
     grad = rng.standard_normal((2, 5, 8)).astype(dtype)
     results = {}
     for fused_mode in (True, False):
-        previous = use_fused_attention(fused_mode)
-        try:
-            x = Tensor(x_data, requires_grad=True)
-            for p in layer.parameters():
-                p.grad = None
-            out = layer(x, x, x, mask)
-            out.backward(grad)
-            results[fused_mode] = (out.data, x.grad, [p.grad for p in layer.parameters()], layer.attn_weights)
-        finally:
-            use_fused_attention(previous)
+        layer = layer_of(dtype, fused=fused_mode)             # the same weights both ways
+        x = Tensor(x_data, requires_grad=True)
+        out = layer(x, x, x, mask)
+        out.backward(grad)
+        results[fused_mode] = (out.data, x.grad, [p.grad for p in layer.parameters()], layer.attn_weights)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     (out_f, dx_f, dp_f, w_f), (out_c, dx_c, dp_c, w_c) = results[True], results[False]
     np.testing.assert_allclose(out_f, out_c, atol=tol, rtol=tol)
@@ -234,14 +229,10 @@ def test_fused_equals_composed_with_causal_padding_and_fully_masked_rows(dtype):
 
 
 def test_attention_dropout_uses_the_composed_path():
-    layer = pair_of_layers(np.float64, dropout=0.5)
+    layer = layer_of(np.float64, dropout=0.5, fused=True)
     x = Tensor(np.ones((1, 3, 8)))
-    previous = use_fused_attention(True)
-    try:
-        layer(x, x, x)
-        assert layer._weights is not None and layer._weights_from is None   # weights came from the composed graph
-        layer.eval()
-        layer(x, x, x)
-        assert layer._weights is None and layer._weights_from is not None   # no dropout in eval: fused
-    finally:
-        use_fused_attention(previous)
+    layer(x, x, x)
+    assert layer._weights is not None and layer._weights_from is None   # weights came from the composed graph
+    layer.eval()
+    layer(x, x, x)
+    assert layer._weights is None and layer._weights_from is not None   # no dropout in eval: fused

@@ -5,12 +5,12 @@ import os
 import subprocess
 import sys
 
-from nn.allocator import USER_SETTINGS, keep_freed_memory
+from autograd.engine_room.allocator import USER_SETTINGS, keep_freed_memory
 
 CHURN = """
 import resource, sys
 import numpy as np
-from nn.allocator import keep_freed_memory
+from autograd.engine_room.allocator import keep_freed_memory
 
 applied = keep_freed_memory() if sys.argv[1] == "keep" else None
 

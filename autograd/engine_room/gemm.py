@@ -53,7 +53,7 @@ from numba.core import cgutils
 from numba.np.arrayobj import populate_array
 from numba.extending import intrinsic, register_jitable
 
-from autograd.kernels import chunks, micro_kernel
+from autograd.engine_room import chunks, micro_kernel
 
 def host_vector_bytes():
     """The width of the vector registers Numba compiles for: 64 bytes on a CPU with AVX-512,
@@ -516,7 +516,7 @@ def _make_gemm(dtype):
         (Packing all of a large B first and reading it back for each row block, as this did
         before, sent it through memory twice: the L step's weight gradients, K = 2048-2080,
         ran at 0.75-0.95x numpy's speed, at 0.80-1.05x in Goto's order, in
-        `demos.bench_kernels --sizes L` runs minutes apart.)"""
+        `demos.bench.kernels --sizes L` runs minutes apart.)"""
         prefer_wide_vectors()
         k_blocks, n_panels, row_blocks, mc, work, in_place, b_in_place = plan(a, b, c, chunks)
         m, k = c.shape[2], a.shape[3]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import types
 
-from autograd.kernels import chunks as chunking
+from autograd.engine_room import chunks as chunking
 
 
 def _mark_rows(x, scale, flag, out, chunk, chunks):

@@ -29,7 +29,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
-from autograd.kernels import gemm
+from autograd.engine_room import gemm
 
 SQUARE_BYTES = gemm.VECTOR_BYTES       # one row of the square: one vector register
 

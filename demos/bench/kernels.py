@@ -1,9 +1,9 @@
 """Benchmark the Numba kernels against numpy (and PyTorch CPU, when installed) in one process.
 
-    python -m demos.bench_kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L]
+    python -m demos.bench.kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L]
 
 Prints matmul GFLOP/s against numpy's BLAS (and PyTorch); every matmul shape one training
-step of the benchmark Transformer makes at each size of demos.bench_train (operand
+step of the benchmark Transformer makes at each size of demos.bench.train (operand
 layouts included: C row-major, T a transposed view, S strided rows), ours and PyTorch's
 against numpy on the very operands the step passed; softmax and log-softmax forward and backward in
 microseconds against the numpy twins (and PyTorch); compile time of each kernel with an
@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from demos._results import write_json
-from demos._threads import use_threads
+from demos.bench._threads import use_threads
 
 
 def parse_args(argv=None):
@@ -46,23 +46,23 @@ def matmul_cases():
     return cases
 
 
-def bench_matmul(np, jit, rounds, torch):
+def bench_matmul(np, engine_room, rounds, torch):
     """Square, attention-sized and layer-sized products: ours against numpy (and PyTorch),
     alternating in short rounds (gemm_calls.interleaved); each ratio is the median of the
     rounds' ratios, so that a change in the shared machine's load falls on both sides."""
-    from demos import gemm_calls
+    from demos.bench import gemm_calls
     rng = np.random.default_rng(0)
     rows = []
     for name, a_shape, b_shape, dt in matmul_cases():
         a = rng.standard_normal(a_shape).astype(dt)
         b = rng.standard_normal(b_shape).astype(dt)
         flops = 2 * a.size * b_shape[-1]
-        t_numba, t_numpy, ratio = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: np.matmul(a, b), rounds)
+        t_numba, t_numpy, ratio = gemm_calls.interleaved(lambda: engine_room.matmul(a, b), lambda: np.matmul(a, b), rounds)
         row = {"case": name, "numba_gflops": flops / t_numba / 1e9, "numpy_gflops": flops / t_numpy / 1e9,
                "ratio_vs_numpy": 1 / ratio}
         if torch is not None:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-            _, t_torch, _ = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: torch.matmul(ta, tb), rounds)
+            _, t_torch, _ = gemm_calls.interleaved(lambda: engine_room.matmul(a, b), lambda: torch.matmul(ta, tb), rounds)
             row["torch_gflops"] = flops / t_torch / 1e9
         rows.append(row)
         extra = f"  torch {row['torch_gflops']:6.1f}" if torch is not None else ""
@@ -71,18 +71,18 @@ def bench_matmul(np, jit, rounds, torch):
     return rows
 
 
-def bench_step_shapes(np, jit, sizes, rounds, torch):
+def bench_step_shapes(np, engine_room, sizes, rounds, torch):
     """Every distinct matmul of one training step at each size: ours against numpy, and
     PyTorch's torch.matmul against numpy on the same operands (strides included) when it is
     installed, each pair interleaved in its own rounds."""
-    from demos import bench_train, gemm_calls
+    from demos.bench import train as bench_train, gemm_calls
     rows = []
     for size in sizes:
         calls = gemm_calls.record_matmuls(bench_train.ours(size))
         totals = {"ours": 0.0, "numpy": 0.0, "torch": 0.0}
         for call in sorted(calls, key=lambda c: -c["flops"] * c["count"]):
             a, b = call["a"], call["b"]
-            t_ours, t_numpy, ratio = gemm_calls.interleaved(lambda: jit.matmul(a, b), lambda: np.matmul(a, b), rounds)
+            t_ours, t_numpy, ratio = gemm_calls.interleaved(lambda: engine_room.matmul(a, b), lambda: np.matmul(a, b), rounds)
             row = {"size": size, "case": gemm_calls.describe(call), "count": call["count"],
                    "numba_gflops": call["flops"] / t_ours / 1e9, "numpy_gflops": call["flops"] / t_numpy / 1e9,
                    "ratio_vs_numpy": 1 / ratio}
@@ -111,10 +111,10 @@ def bench_step_shapes(np, jit, sizes, rounds, torch):
     return rows
 
 
-def bench_rowwise(np, jit, reference, rounds, torch):
+def bench_rowwise(np, engine_room, reference, rounds, torch):
     """softmax, log-softmax and their backwards: ours against the numpy twins (and PyTorch),
     alternating in short rounds as bench_matmul does."""
-    from demos import gemm_calls
+    from demos.bench import gemm_calls
     rng = np.random.default_rng(1)
     rows = []
     for shape in ((64, 4, 32, 32), (640, 1000)):
@@ -122,10 +122,10 @@ def bench_rowwise(np, jit, reference, rounds, torch):
         dy = rng.standard_normal(shape).astype(np.float32)
         y_soft, y_log = reference.softmax(x), reference.log_softmax(x)
         cases = {
-            "softmax": (lambda: jit.softmax(x), lambda: reference.softmax(x)),
-            "softmax_backward": (lambda: jit.softmax_backward(y_soft, dy), lambda: reference.softmax_backward(y_soft, dy)),
-            "log_softmax": (lambda: jit.log_softmax(x), lambda: reference.log_softmax(x)),
-            "log_softmax_backward": (lambda: jit.log_softmax_backward(y_log, dy),
+            "softmax": (lambda: engine_room.softmax(x), lambda: reference.softmax(x)),
+            "softmax_backward": (lambda: engine_room.softmax_backward(y_soft, dy), lambda: reference.softmax_backward(y_soft, dy)),
+            "log_softmax": (lambda: engine_room.log_softmax(x), lambda: reference.log_softmax(x)),
+            "log_softmax_backward": (lambda: engine_room.log_softmax_backward(y_log, dy),
                                      lambda: reference.log_softmax_backward(y_log, dy)),
         }
         torch_cases = {}
@@ -157,25 +157,25 @@ def bench_rowwise(np, jit, reference, rounds, torch):
 COMPILE_SCRIPT = """
 import time, json, numpy as np
 t0 = time.perf_counter()
-from autograd.kernels import jit
+from autograd import engine_room
 times = {"import": time.perf_counter() - t0}
 x = np.zeros((3, 5), np.float32)
 for name in ("softmax", "log_softmax"):
-    t = time.perf_counter(); getattr(jit, name)(x); times[name] = time.perf_counter() - t
+    t = time.perf_counter(); getattr(engine_room, name)(x); times[name] = time.perf_counter() - t
 for name in ("softmax_backward", "log_softmax_backward"):
-    t = time.perf_counter(); getattr(jit, name)(x, x); times[name] = time.perf_counter() - t
-t = time.perf_counter(); jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 5), np.float32))
-jit.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 50), np.float32))
+    t = time.perf_counter(); getattr(engine_room, name)(x, x); times[name] = time.perf_counter() - t
+t = time.perf_counter(); engine_room.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 5), np.float32))
+engine_room.matmul(np.zeros((3, 4), np.float32), np.zeros((4, 50), np.float32))
 times["matmul, small-matrix driver"] = time.perf_counter() - t
-t = time.perf_counter(); jit.matmul(np.zeros((20, 300), np.float32), np.zeros((300, 100), np.float32))
+t = time.perf_counter(); engine_room.matmul(np.zeros((20, 300), np.float32), np.zeros((300, 100), np.float32))
 times["matmul, Goto driver"] = time.perf_counter() - t
-t = time.perf_counter(); jit.gelu(x, "none"); jit.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t
-t = time.perf_counter(); out, xhat, rstd = jit.layer_norm(x, x[0], x[0], 1e-5)
-jit.layer_norm_backward(x, xhat, rstd, x[0]); times["layer_norm and backward"] = time.perf_counter() - t
-t = time.perf_counter(); jit.relu_backward(jit.relu(x), x); times["relu and backward"] = time.perf_counter() - t
-t = time.perf_counter(); jit.masked_fill(x, x > 0, 0.0); times["masked_fill"] = time.perf_counter() - t
+t = time.perf_counter(); engine_room.gelu(x, "none"); engine_room.gelu_backward(x, x, "none"); times["gelu and backward"] = time.perf_counter() - t
+t = time.perf_counter(); out, xhat, rstd = engine_room.layer_norm(x, x[0], x[0], 1e-5)
+engine_room.layer_norm_backward(x, xhat, rstd, x[0]); times["layer_norm and backward"] = time.perf_counter() - t
+t = time.perf_counter(); engine_room.relu_backward(engine_room.relu(x), x); times["relu and backward"] = time.perf_counter() - t
+t = time.perf_counter(); engine_room.masked_fill(x, x > 0, 0.0); times["masked_fill"] = time.perf_counter() - t
 times["total"] = time.perf_counter() - t0
-from autograd.kernels import attention
+from autograd.engine_room import attention
 t = time.perf_counter(); attention._kernels_for(np.float32); times["fused attention"] = time.perf_counter() - t
 print(json.dumps(times))
 """
@@ -210,21 +210,23 @@ def main(argv=None):
     args = parse_args(argv)
     torch = use_threads(args.threads)
     import numpy as np
-    from autograd import kernels
-    from autograd.kernels import jit, reference
+    from autograd import engine_room, kernels
+    from autograd.engine_room.warmup import warmup
+    from autograd.kernels import reference
     rounds = 11 if args.quick else 31
     import platform
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": args.threads,
                "numpy": np.__version__, "torch": getattr(torch, "__version__", None)}
     print(f"machine: {machine}")
-    kernels.warmup()
+    kernels.prepare()
+    warmup()
     print("matmul (GFLOP/s, higher is better):")
-    results = {"machine": machine, "matmul": bench_matmul(np, jit, rounds, torch)}
+    results = {"machine": machine, "matmul": bench_matmul(np, engine_room, rounds, torch)}
     if args.sizes:
         print("every matmul of one training step (time-rate against numpy on the same operands; higher is better):")
-        results["step_shapes"] = bench_step_shapes(np, jit, args.sizes, rounds, torch)
+        results["step_shapes"] = bench_step_shapes(np, engine_room, args.sizes, rounds, torch)
     print("row-wise kernels (microseconds, lower is better):")
-    results["rowwise"] = bench_rowwise(np, jit, reference, rounds, torch)
+    results["rowwise"] = bench_rowwise(np, engine_room, reference, rounds, torch)
     if not args.quick:
         print("compile time (float32 serial kernels):")
         results["compile"] = bench_compile()

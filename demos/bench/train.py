@@ -1,7 +1,7 @@
 """Milliseconds per training step (forward, backward, optimizer), ours against PyTorch.
 
-    python -m demos.bench_train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
-    python -m demos.bench_train --model gpt [--threads 1] [--attention fused [composed]] [--recipe]
+    python -m demos.bench.train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
+    python -m demos.bench.train --model gpt [--threads 1] [--attention fused [composed]] [--recipe]
 
 --model transformer (the default): the encoder-decoder on the reverse task, post-norm,
 dropout 0, Adam, at one of three sizes (d_model, heads, d_ff, layers per side, batch, length):
@@ -25,7 +25,7 @@ import argparse
 import time
 
 from demos._results import write_json
-from demos._threads import use_threads
+from demos.bench._threads import use_threads
 
 
 def parse_args(argv=None):
@@ -171,14 +171,14 @@ def main(argv=None):
     args = parse_args(argv)
     torch = use_threads(args.threads)
     from autograd import kernels
-    from nn.allocator import keep_freed_memory
-    keep_freed_memory()
-    kernels.warmup()
+    from autograd.engine_room.warmup import warmup
+    kernels.prepare()                   # as in training: the kernels ready, freed memory kept
+    warmup()
     if args.model == "gpt":
         if torch is None:
             raise SystemExit("bench_train --model gpt compares with PyTorch: pip install -e '.[bench]'")
         return gpt(args)
-    from demos.gemm_calls import blas_rate, record_matmuls
+    from demos.bench.gemm_calls import blas_rate, record_matmuls
     step = ours(args.size)
     engines = {"ours": step}
     torch_step = pytorch(args.size)
@@ -211,7 +211,7 @@ def main(argv=None):
 
 
 def gpt(args):
-    from demos import bench_gpt
+    from demos.bench import gpt as bench_gpt
     result = bench_gpt.step_times(args.steps, profile=args.profile, attention=tuple(dict.fromkeys(args.attention)))
     result["threads"] = args.threads
     print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "

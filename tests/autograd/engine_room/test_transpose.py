@@ -4,7 +4,7 @@ import numba
 import numpy as np
 import pytest
 
-from autograd.kernels import transpose
+from autograd.engine_room import transpose
 
 
 @numba.njit

@@ -1,19 +1,20 @@
-"""demos.bench_threads: counting the kernel calls that ran threaded, comparing thread counts."""
+"""demos.bench.threads: counting the kernel calls that ran threaded, comparing thread counts."""
 
 import time
 
 import numba
 import numpy as np
 
-from autograd.kernels import jit
-from demos.bench_threads import compare, count_threaded_calls
+from autograd import engine_room
+from autograd.engine_room import dispatch
+from demos.bench.threads import compare, count_threaded_calls
 
 
 def test_count_threaded_calls_counts_the_calls_cut_into_chunks(monkeypatch):
     monkeypatch.setattr(numba, "get_num_threads", lambda: 2)
-    small, large = np.ones(100, np.float32), np.ones(jit.PARALLEL_MIN_ELEMENTS, np.float32)
+    small, large = np.ones(100, np.float32), np.ones(dispatch.PARALLEL_MIN_ELEMENTS, np.float32)
     outputs = []
-    assert count_threaded_calls(lambda: outputs.extend([jit.relu(small), jit.relu(large)])) == (1, 2)
+    assert count_threaded_calls(lambda: outputs.extend([engine_room.relu(small), engine_room.relu(large)])) == (1, 2)
     assert (outputs[1] == 1).all()
 
 

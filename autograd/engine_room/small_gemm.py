@@ -34,7 +34,7 @@ sums again.
 import numba
 import numpy as np
 
-from autograd.kernels import chunks, gemm, transpose
+from autograd.engine_room import chunks, gemm, transpose
 
 # The register tile: MR rows (8 with AVX-512; 4 with AVX2, whose 16 registers 8 rows of two
 # would overflow) by two vector registers ("wide"); a product at most one register wide, and

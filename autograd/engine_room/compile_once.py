@@ -13,7 +13,7 @@ cache was emptied (a fresh clone, an edited kernel) drifted away from every late
 the same seed.
 
 So the first process that finds the float32 kernels missing from the cache starts child
-processes that compile them (`jit.warmup`, a share each, side by side) and write them to the
+processes that compile them (`warmup.warmup`, a share each, side by side) and write them to the
 cache, then loads them from there like every later process.  A marker file in Numba's cache directory, named after a digest
 of the kernels' source, Numba's version and the CPU, records that the child's work is done.
 The float64 kernels (gradient checks, tests, a model trained in float64) go the same way,
@@ -35,9 +35,10 @@ import warnings
 import numba
 
 IN_PROCESS = "AUTOGRAD_COMPILE_IN_PROCESS"
-CHILD_SCRIPT = "import numpy as np; from autograd.kernels import jit; jit.warmup((np.{dtype},), {part}, {parts})"
-# Children that compile side by side, each a share of the kernels (jit.warmup's `part`), at
-# most one a core: on two cores the float32 kernels took 32 s in one process, 21 s in two.
+CHILD_SCRIPT = ("import numpy as np; from autograd.engine_room.warmup import warmup; "
+                "warmup((np.{dtype},), {part}, {parts})")
+# Children that compile side by side, each a share of the kernels (warmup's `part`), at most
+# one a core.
 CHILDREN = 2
 
 
@@ -54,29 +55,31 @@ def _digest():
     return digest.hexdigest()[:20]
 
 
-def _marker(jit, dtype):
-    """The marker file's path, in the directory Numba caches jit.py's kernels in."""
-    return os.path.join(jit._index_add_rows.stats.cache_path, f"autograd-{dtype}-kernels-{_digest()}.done")
+def marker(kind):
+    """The marker file's path for `kind` ("float32", "float64-attention", ...), in the
+    directory Numba caches the engine room's kernels in."""
+    from autograd.engine_room.scatter import _index_add_rows
+    return os.path.join(_index_add_rows.stats.cache_path, f"autograd-{kind}-kernels-{_digest()}.done")
 
 
-def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
-    """Run jit.warmup for dtype ("float32" or "float64") in child processes (a share each, one
+def compile_in_a_child_if_needed(dtype="float32", meanwhile=None):
+    """Run warmup.warmup for dtype ("float32" or "float64") in child processes (a share each, one
     a core, at most CHILDREN) unless the marker says it ran (see the module docstring).
     Called before this process runs its first kernel (float32) or makes its first float64
     softmax.  meanwhile: a function this process runs while the children compile (the fused
     attention's own compilation: on two cores the three share the two)."""
     if numba.config.DISABLE_JIT or os.environ.get(IN_PROCESS) == "1":
         return
-    marker = _marker(jit, dtype)
-    folder = os.path.dirname(marker)
+    done_marker = marker(dtype)
+    folder = os.path.dirname(done_marker)
     os.makedirs(folder, exist_ok=True)
-    if os.path.exists(marker) or not os.access(folder, os.W_OK):
+    if os.path.exists(done_marker) or not os.access(folder, os.W_OK):
         return
     parts = max(1, min(CHILDREN, os.cpu_count() or 1))
     print(f"autograd: compiling the {dtype} Numba kernels in {parts} child process{'es' if parts > 1 else ''}, once "
           "(about 25 s of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the project
     env = dict(os.environ, **{IN_PROCESS: "1"},
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     children = [subprocess.Popen([sys.executable, "-c", CHILD_SCRIPT.format(dtype=dtype, part=part, parts=parts)],
@@ -92,7 +95,7 @@ def compile_in_a_child_if_needed(jit, dtype="float32", meanwhile=None):
         warnings.warn("autograd: compiling the kernels in child processes failed; compiling them here "
                       f"instead (their last bits may differ from a later run's):\n{failed[0][-2000:]}")
         return
-    with open(marker, "w") as done:
-        done.write(f"jit.warmup((np.{dtype},)) ran in {parts} child processes; see autograd/kernels/compile_once.py\n")
+    with open(done_marker, "w") as done:
+        done.write(f"warmup((np.{dtype},)) ran in {parts} child processes; see autograd/engine_room/compile_once.py\n")
     print(f"autograd: the {dtype} Numba kernels compiled in {time.perf_counter() - started:.0f} s", file=sys.stderr,
           flush=True)

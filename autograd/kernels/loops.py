@@ -1,0 +1,141 @@
+"""The "loops" tier: matmul, softmax, log-softmax and their backwards as plain Numba loops.
+
+This is the compiled code a learner reads and steps through: each kernel is the textbook
+loop nest, compiled by Numba to machine code (`@njit`), with `prange` spreading the rows
+over the cores.  Run with NUMBA_DISABLE_JIT=1 and Numba compiles nothing: these functions
+run as the Python they are, `prange` becomes `range`, and a debugger steps into every loop.
+
+A Python wrapper (`matmul`, `softmax`, ...) lays the arrays out as the compiled loop
+wants them, rows of the last axis in one C-contiguous block, and calls it.  Kernels the
+tier does not write (layer norm, GELU, Adam, ...) come from the numpy definitions in
+reference.py, which are also the results these loops are tested against.  The engine
+room (autograd/engine_room/) computes the same things much faster, and much less plainly.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from autograd.kernels import reference
+
+
+# ============================================================================ matmul
+
+@njit(parallel=True, cache=True)
+def matmul_loops(a, b, c):
+    """c[t] = a[t] @ b[t] for each matrix t:  c[t, i, j] = sum_k a[t, i, k] b[t, k, j].
+    a: (T, M, K), b: (T, K, N), c: (T, M, N) of zeros; each row (t, i) is one thread's work."""
+    rows, m = c.shape[0] * c.shape[1], c.shape[1]
+    for row in prange(rows):
+        t, i = row // m, row % m
+        for j in range(c.shape[2]):
+            for k in range(a.shape[2]):
+                c[t, i, j] += a[t, i, k] * b[t, k, j]
+
+
+def matmul(a, b, like=None):
+    """C = A @ B for (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast.
+    like: ignored (where a gradient lies in memory is the engine room's business)."""
+    dtype = np.result_type(a, b)
+    if dtype.kind != "f":
+        return reference.matmul(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    (m, k), n, t = a.shape[-2:], b.shape[-1], math.prod(batch)
+    a3 = np.ascontiguousarray(np.broadcast_to(a, batch + (m, k)), dtype).reshape(t, m, k)    # (T, M, K)
+    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)), dtype).reshape(t, k, n)    # (T, K, N)
+    c = np.zeros((t, m, n), dtype)                                                           # (T, M, N)
+    matmul_loops(a3, b3, c)
+    return c.reshape(batch + (m, n))
+
+
+# ============================================================================ softmax
+
+@njit(parallel=True, cache=True)
+def softmax_loops(x, y):
+    """y[i, j] = exp(x[i, j] - m) / sum_j' exp(x[i, j'] - m), m = max_j x[i, j], for each row i.
+    Subtracting the row's max keeps every exp <= 1: no overflow however large the logits.
+    A row of -inf (a query that may attend to nothing) gets zeros, not 0/0 = NaN."""
+    for i in prange(x.shape[0]):
+        m = x[i].max()
+        if m == -np.inf:
+            y[i] = 0
+            continue
+        total = 0.0
+        for j in range(x.shape[1]):
+            y[i, j] = np.exp(x[i, j] - m)
+            total += y[i, j]
+        for j in range(x.shape[1]):
+            y[i, j] /= total
+
+
+@njit(parallel=True, cache=True)
+def softmax_backward_loops(y, dy, dx):
+    """dx[i, j] = y[i, j] (dy[i, j] - sum_j' dy[i, j'] y[i, j']) for each row i: the
+    Jacobian of softmax, diag(y) - y y^T, applied to dy without ever forming it."""
+    for i in prange(y.shape[0]):
+        dot = 0.0
+        for j in range(y.shape[1]):
+            dot += dy[i, j] * y[i, j]
+        for j in range(y.shape[1]):
+            dx[i, j] = y[i, j] * (dy[i, j] - dot)
+
+
+@njit(parallel=True, cache=True)
+def log_softmax_loops(x, y):
+    """y[i, j] = (x[i, j] - m) - log sum_j' exp(x[i, j'] - m), m = max_j x[i, j]: the log of
+    softmax without ever taking log(0) of an underflowed probability.  A row of -inf gets zeros."""
+    for i in prange(x.shape[0]):
+        m = x[i].max()
+        if m == -np.inf:
+            y[i] = 0
+        else:
+            y[i] = (x[i] - m) - np.log(np.sum(np.exp(x[i] - m)))
+
+
+@njit(parallel=True, cache=True)
+def log_softmax_backward_loops(y, dy, dx):
+    """dx[i, j] = dy[i, j] - exp(y[i, j]) sum_j' dy[i, j'] for each row i (exp(y) is softmax).
+    A fully masked row's y is all 0, so its exps sum to its length, not 1: it gets zeros."""
+    for i in prange(y.shape[0]):
+        total_dy, total_p = 0.0, 0.0
+        for j in range(y.shape[1]):
+            total_dy += dy[i, j]
+            total_p += np.exp(y[i, j])
+        if total_p > 1.5:
+            dx[i] = 0
+            continue
+        for j in range(y.shape[1]):
+            dx[i, j] = dy[i, j] - np.exp(y[i, j]) * total_dy
+
+
+def rowwise(loops, *arrays):
+    """Run `loops` over the rows of the last axis of `arrays` (all of one shape), writing a
+    new array of that shape: loops(*rows, out), each argument a C-contiguous (rows, n) array."""
+    dtype = np.result_type(*arrays, np.float32)       # integers become floats, as in numpy's exp
+    shape = arrays[0].shape
+    rows = [np.ascontiguousarray(a, dtype).reshape(math.prod(shape[:-1]), shape[-1]) for a in arrays]   # (R, n) each
+    out = np.empty_like(rows[0])
+    if out.size:
+        loops(*rows, out)
+    return out.reshape(shape)
+
+
+def softmax(x):
+    """Softmax along the last axis (softmax_loops)."""
+    return rowwise(softmax_loops, x)
+
+
+def softmax_backward(y, dy):
+    """Softmax's backward along the last axis, from its output y (softmax_backward_loops)."""
+    return rowwise(softmax_backward_loops, y, dy)
+
+
+def log_softmax(x):
+    """Log-softmax along the last axis (log_softmax_loops)."""
+    return rowwise(log_softmax_loops, x)
+
+
+def log_softmax_backward(y, dy):
+    """Log-softmax's backward along the last axis, from its output y (log_softmax_backward_loops)."""
+    return rowwise(log_softmax_backward_loops, y, dy)

@@ -1,0 +1,171 @@
+"""Every kernel of every tier against its numpy definition (autograd/kernels/reference.py),
+the switch between tiers, and what a learner steps through with the JIT off."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from autograd import kernels
+from autograd.kernels import reference
+
+DTYPES = [np.float32, np.float64]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def tol(dtype):
+    return dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+
+
+def layouts(x):
+    """x as it is, as a transposed view of a contiguous array, and as a strided slice."""
+    transposed = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
+    strided = np.repeat(x, 2, axis=-1)[..., ::2]
+    return {"contiguous": x, "transposed": transposed, "strided": strided}
+
+
+MATMUL_SHAPES = [((3, 5), (5, 7)), ((1, 1), (1, 1)), ((7, 33), (33, 1)), ((2, 1, 3, 5), (4, 5, 2)),
+                 ((0, 4), (4, 3)), ((3, 0), (0, 2)), ((2, 3, 4), (4, 5)), ((5, 2), (2, 0))]
+ROW_SHAPES = [(5, 7), (3, 1), (1, 33), (2, 3, 13), (4, 0), (0, 6)]
+
+
+@pytest.fixture(params=["loops", "fast"])
+def tier(request):
+    return kernels._load(request.param)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a_shape,b_shape", MATMUL_SHAPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+def test_matmul_matches_numpy(tier, dtype, a_shape, b_shape, layout):
+    rng = np.random.default_rng(len(a_shape) + a_shape[-1])
+    a = layouts(rng.standard_normal(a_shape).astype(dtype))[layout]
+    b = layouts(rng.standard_normal(b_shape).astype(dtype))["contiguous" if layout == "strided" else layout]
+    got = tier.matmul(a, b)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, reference.matmul(a, b), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_row_wise_forwards_match_numpy(tier, dtype, shape, layout, name):
+    rng = np.random.default_rng(shape[-1])
+    x = layouts((rng.standard_normal(shape) * 3).astype(dtype))[layout]
+    got = getattr(tier, name)(x)
+    assert got.dtype == dtype and got.shape == x.shape
+    np.testing.assert_allclose(got, getattr(reference, name)(x), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_row_wise_backwards_match_numpy(tier, dtype, shape, layout, name):
+    rng = np.random.default_rng(shape[-1] + 1)
+    y = getattr(reference, name)(rng.standard_normal(shape).astype(dtype))
+    dy = layouts(rng.standard_normal(shape).astype(dtype))[layout]
+    got = getattr(tier, name + "_backward")(y, dy)
+    assert got.dtype == dtype and got.shape == y.shape
+    np.testing.assert_allclose(got, getattr(reference, name + "_backward")(y, dy), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_large_logits_and_fully_masked_rows_give_no_nan(tier, dtype, name):
+    x = np.array([[1e4, -1e4, 3e4], [-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 1.0]], dtype)
+    y = getattr(tier, name)(x)
+    assert not np.isnan(y).any()                                     # log-softmax of a masked entry is -inf
+    np.testing.assert_allclose(y, getattr(reference, name)(x), **tol(dtype))
+    dx = getattr(tier, name + "_backward")(y, np.ones_like(x))
+    assert np.isfinite(dx).all() and (dx[1] == 0).all()                 # the masked row passes no gradient
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_nan_and_inf_give_a_nan_row(tier, name):
+    x = np.array([[0.0, np.nan, 1.0], [0.0, np.inf, 1.0], [0.0, 1.0, 2.0]])
+    y = getattr(tier, name)(x)
+    assert np.isnan(y[:2]).all() and np.isfinite(y[2]).all()
+
+
+def test_every_tier_offers_every_kernel():
+    """A tier that does not write a kernel runs its numpy definition: loops writes five."""
+    loops = kernels._load("loops")
+    written = {name for name in kernels.KERNELS if getattr(loops, name) is not getattr(reference, name)}
+    assert written == {"matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward"}
+    fast = kernels._load("fast")
+    assert all(getattr(fast, name) is not getattr(reference, name) for name in kernels.KERNELS)
+
+
+def test_use_tier_routes_every_call_and_refuses_an_unknown_tier():
+    previous = kernels.tier()
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    try:
+        for name in kernels.TIERS:
+            kernels.use_tier(name)
+            assert kernels.tier() == name
+            np.testing.assert_allclose(kernels.softmax(x), reference.softmax(x), atol=1e-12)
+        with pytest.raises(ValueError, match="unknown kernel tier 'numba'; expected one of numpy, loops, fast"):
+            kernels.use_tier("numba")
+        assert kernels.tier() == "fast"                                  # unchanged by the refused call
+    finally:
+        kernels.use_tier(previous)
+
+
+def run_python(script, **env):
+    environment = {k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_KERNELS", "NUMBA_DISABLE_JIT")}
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                            cwd=ROOT, env=dict(environment, **env), timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+@pytest.mark.parametrize("env,expected", [({}, "fast"), ({"NUMBA_DISABLE_JIT": "1"}, "loops"),
+                                          ({"AUTOGRAD_KERNELS": "numpy"}, "numpy"),
+                                          ({"NUMBA_DISABLE_JIT": "1", "AUTOGRAD_KERNELS": "fast"}, "fast")])
+def test_the_environment_chooses_the_tier(env, expected):
+    assert run_python("from autograd import kernels; print(kernels.tier())", **env) == expected
+
+
+STEP_INTO = """
+    import inspect, json, os, sys
+    import numpy as np
+    from autograd import Tensor
+    a = Tensor(np.arange(6.0).reshape(2, 3) / 6, requires_grad=True)
+    b = Tensor(np.arange(6.0).reshape(3, 2) / 6, requires_grad=True)
+    (a @ b).softmax(-1).sum().backward()            # the kernels loaded before tracing starts
+    a.grad = b.grad = None
+    below = (os.path.join("autograd", "kernels"), os.path.join("autograd", "engine_room"))
+    lines, longest = set(), {}
+
+    def trace(frame, event, arg):
+        path = os.path.relpath(frame.f_code.co_filename)
+        if not path.startswith(below):
+            return trace
+        if event == "call":
+            source = inspect.getsourcelines(frame.f_code)[0]
+            longest[f"{path}:{frame.f_code.co_name}"] = len(source)
+        elif event == "line":
+            lines.add((path, frame.f_lineno))
+        return trace
+
+    sys.settrace(trace)
+    (a @ b).softmax(-1).sum().backward()
+    sys.settrace(None)
+    print(json.dumps({"lines": len(lines), "files": sorted({path for path, _ in lines}), "functions": longest}))
+"""
+
+
+def test_with_the_jit_off_a_learner_steps_through_few_short_functions_in_two_files():
+    """NUMBA_DISABLE_JIT=1: (a @ b).softmax(-1).sum().backward() runs at most 80 lines of the
+    kernels, in the registry and the loops tier only, no function longer than 40 lines."""
+    import json
+    seen = json.loads(run_python(STEP_INTO, NUMBA_DISABLE_JIT="1"))
+    assert seen["files"] == [os.path.join("autograd", "kernels", "__init__.py"),
+                             os.path.join("autograd", "kernels", "loops.py")]
+    assert seen["lines"] <= 80, seen
+    assert max(seen["functions"].values()) <= 40, seen["functions"]

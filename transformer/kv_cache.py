@@ -1,0 +1,37 @@
+"""The key/value cache: what a decoder keeps between the steps of token-by-token generation.
+
+Generating token t with no cache reruns the whole prefix: t positions through every layer,
+O(t^2) work for the sequence.  With the cache, each step runs only the new token; every
+self-attention layer keeps the keys and values of the positions before it, and the new
+token's query attends over those plus its own.  Both decoders use this one type: the
+encoder-decoder's (which also keeps the memory's keys and values, projected once at the
+first step, for cross-attention) and the decoder-only GPT's.
+"""
+
+import numpy as np
+
+from transformer.masks import combine_masks
+
+
+class KVCache:
+    """Per layer, the self-attention's keys and values so far and the cross-attention's
+    projected memory (dicts filled by MultiHeadAttention), and `key_mask`: which positions
+    so far may be attended to (False at padding), (B, positions)."""
+
+    def __init__(self, num_layers):
+        self.self_attention = [{} for _ in range(num_layers)]
+        self.cross_attention = [{} for _ in range(num_layers)]
+        self.key_mask = None
+
+    def __len__(self):
+        """How many positions the cache holds."""
+        return 0 if self.key_mask is None else self.key_mask.shape[1]
+
+    def extend(self, not_pad):
+        """Take in the new positions' (B, T) may-attend flags; returns the mask of the new
+        queries over every key so far, (B, 1, T, past + T): query i (position past + i)
+        sees keys 0 .. past + i that are not padding."""
+        past, new = len(self), not_pad.shape[1]
+        self.key_mask = not_pad if self.key_mask is None else np.concatenate([self.key_mask, not_pad], axis=1)
+        causal = np.tril(np.ones((new, past + new), dtype=bool), k=past)               # (T, past + T)
+        return combine_masks(causal, self.key_mask[:, None, None, :])                  # (B, 1, T, past + T)
