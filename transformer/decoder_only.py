@@ -19,7 +19,8 @@ import numpy as np
 import nn
 from autograd import no_grad
 from transformer.layers import SelfAttentionStack
-from transformer.masks import combine_masks
+from transformer.kv_cache import KVCache
+from transformer.masks import causal_mask, combine_masks
 from transformer.positional import make_positional
 from transformer.validation import BlockConfig
 
@@ -48,19 +49,6 @@ def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.
     return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, d_ff=4 * n_embd, num_layers=n_layer,
                              max_len=block_size, dropout=dropout, pad_id=None, activation="gelu", bias=bias,
                              head_bias=False, tie_weights=True, init="gpt2", attention=attention)
-
-
-class KVCache:
-    """What cached generation keeps between steps: for each layer a dict with the keys and
-    values of every position so far (filled by MultiHeadAttention), and which of those
-    positions may be attended to (False at padding tokens)."""
-
-    def __init__(self, num_layers):
-        self.layers = [{} for _ in range(num_layers)]
-        self.key_mask = None                       # (B, length) bool, None before the first step
-
-    def __len__(self):
-        return 0 if self.key_mask is None else self.key_mask.shape[1]
 
 
 class DecoderOnly(nn.Module):
@@ -113,18 +101,18 @@ class DecoderOnly(nn.Module):
         if past + tokens.shape[1] > self.config.max_len:
             raise ValueError(f"DecoderOnly: positions {past}..{past + tokens.shape[1] - 1} exceed the context "
                              f"length max_len={self.config.max_len}; crop the context (generate() does)")
-        key_mask = None
-        if self.config.pad_id is not None:
-            key_mask = tokens != self.config.pad_id                             # (B, T)
-            if past:
-                key_mask = np.concatenate([cache.key_mask, key_mask], axis=1)   # (B, P + T)
-        # query i (absolute position past + i) may attend to keys 0 .. past + i
-        mask = np.tril(np.ones((tokens.shape[1], past + tokens.shape[1]), dtype=bool), k=past)
-        mask = combine_masks(mask, None if key_mask is None else key_mask[:, None, None, :])
-        if cache is not None:
-            cache.key_mask = key_mask if key_mask is not None else np.ones((len(tokens), past + tokens.shape[1]), bool)
+        not_pad = np.ones(tokens.shape, bool) if self.config.pad_id is None else tokens != self.config.pad_id
+        if cache is not None:                    # query i (position past + i) sees keys 0 .. past + i
+            mask = cache.extend(not_pad)                                        # (B, 1, T, past + T)
+        else:
+            mask = combine_masks(causal_mask(tokens.shape[1]),
+                                 None if self.config.pad_id is None else not_pad[:, None, None, :])   # (B, 1, T, T)
         h = self.positional(self.embed(tokens), past)                       # (B, T, d_model)
-        return self.out_proj(self.blocks(h, mask, None if cache is None else cache.layers))   # (B, T, vocab)
+        return self.out_proj(self.blocks(h, mask, cache))                   # (B, T, vocab)
+
+    def new_cache(self):
+        """An empty KVCache for generation (forward's cache)."""
+        return KVCache(len(self.blocks.layers))
 
     def generate(self, prompt, steps, temperature=0.0, top_k=None, generator=None, use_cache=True,
                  return_logits=False):
@@ -151,7 +139,7 @@ class DecoderOnly(nn.Module):
                 if not use_cache:
                     logits = self(context)
                 elif cache is None or tokens.shape[1] > window:     # first step, or the positions shifted
-                    cache = KVCache(len(self.blocks.layers))        # (re)build from the whole context
+                    cache = self.new_cache()                        # (re)build from the whole context
                     logits = self(context, cache)
                 else:
                     logits = self(context[:, len(cache):], cache)   # only the new token

@@ -22,7 +22,7 @@ def greedy_decode(model, src, max_len, bos, eos, pad, use_cache=True):
         memory = model.encode(src, src_mask)                         # (B, S, d_model)
         ys = np.full((len(src), 1), bos, dtype=np.int64)             # (B, 1)
         done = np.zeros(len(src), dtype=bool)
-        cache = {} if use_cache else None
+        cache = model.new_cache() if use_cache else None
         for _ in range(max_len):
             if use_cache:
                 logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)   # (B, 1, V)

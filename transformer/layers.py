@@ -81,10 +81,10 @@ class DecoderLayer(nn.Module):
         self.sublayer2 = Residual(d_model, dropout, norm_first, bias)
         self.sublayer3 = Residual(d_model, dropout, norm_first, bias)
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):   # x (B, T, d), memory (B, S, d)
-        """cache: for token-by-token decoding, a dict {"self": {}, "cross": {}} kept between
-        calls: the self-attention's keys and values so far, and the memory's, projected once."""
-        self_cache, cross_cache = (None, None) if cache is None else (cache["self"], cache["cross"])
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, self_cache=None, cross_cache=None):
+        """x (B, T, d), memory (B, S, d).  self_cache, cross_cache: for token-by-token decoding,
+        this layer's dicts of a KVCache: the self-attention's keys and values so far, and the
+        memory's, projected once."""
         x = self.sublayer1(x, lambda h: self.self_attn(h, h, h, tgt_mask, self_cache))
         x = self.sublayer2(x, lambda h: self.cross_attn(h, memory, memory, memory_mask, cross_cache, static_kv=True))
         return self.sublayer3(x, self.feed_forward)
@@ -106,10 +106,10 @@ class SelfAttentionStack(nn.Module):
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
-    def forward(self, x, mask=None, kv_caches=None):
-        """kv_caches: one dict per layer for cached generation (see MultiHeadAttention)."""
+    def forward(self, x, mask=None, cache=None):
+        """cache: a KVCache, for cached generation (see MultiHeadAttention)."""
         for i, layer in enumerate(self.layers):
-            x = layer(x, mask, None if kv_caches is None else kv_caches[i])
+            x = layer(x, mask, None if cache is None else cache.self_attention[i])
         return self.norm(x) if self.norm is not None else x
 
 
@@ -128,8 +128,9 @@ class Decoder(nn.Module):
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None, caches=None):
-        """caches: one DecoderLayer cache per layer, for token-by-token decoding."""
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+        """cache: a KVCache, for token-by-token decoding."""
         for i, layer in enumerate(self.layers):
-            x = layer(x, memory, tgt_mask, memory_mask, None if caches is None else caches[i])
+            x = layer(x, memory, tgt_mask, memory_mask, *((None, None) if cache is None else
+                                                          (cache.self_attention[i], cache.cross_attention[i])))
         return self.norm(x) if self.norm is not None else x

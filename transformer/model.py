@@ -7,8 +7,9 @@ import numpy as np
 
 import nn
 from autograd import Tensor
+from transformer.kv_cache import KVCache
 from transformer.layers import Decoder, Encoder
-from transformer.masks import combine_masks, decoder_mask, padding_mask
+from transformer.masks import decoder_mask, padding_mask
 from transformer.validation import BlockConfig
 from transformer.positional import make_positional
 
@@ -84,26 +85,23 @@ class Transformer(nn.Module):
     def decode(self, tgt_in, memory, src_mask, tgt_mask=None, cache=None):
         """tgt_in (B, T), memory (B, S, d_model) -> logits (B, T, tgt_vocab).
 
-        cache: for token-by-token decoding, a dict kept between calls (start with {}).  Then
-        tgt_in holds only the new tokens, at positions cache["length"] onwards; each layer
-        keeps its self-attention keys and values and the memory's projections, so a step
-        costs O(t) instead of rerunning the whole prefix.  The cache also remembers which
-        positions were padding, so the masks, and the logits, are those of the full run."""
+        cache: for token-by-token decoding, a KVCache kept between calls (new_cache()).  Then
+        tgt_in holds only the new tokens, at positions len(cache) onwards; each layer keeps
+        its self-attention keys and values and the memory's projections, so a step costs
+        O(t) instead of rerunning the whole prefix.  The cache also remembers which positions
+        were padding, so the masks, and the logits, are those of the full run."""
         tgt_in = _tokens(tgt_in)
-        past, layer_caches = 0, None
+        past = 0 if cache is None else len(cache)
         if cache is not None:
-            past = cache.get("length", 0)
-            layer_caches = cache.setdefault("layers", [{"self": {}, "cross": {}} for _ in self.decoder.layers])
-            not_pad = tgt_in != self.config.pad_id                                        # (B, T)
-            if past:
-                not_pad = np.concatenate([cache["not_pad"], not_pad], axis=1)             # (B, past + T)
-            cache["length"], cache["not_pad"] = past + tgt_in.shape[1], not_pad
-            if tgt_mask is None:   # new query i (position past + i) sees keys 0 .. past + i that are not padding
-                causal = np.tril(np.ones((tgt_in.shape[1], past + tgt_in.shape[1]), dtype=bool), k=past)
-                tgt_mask = combine_masks(causal, not_pad[:, None, None, :])               # (B, 1, T, past + T)
+            mask_so_far = cache.extend(tgt_in != self.config.pad_id)                      # (B, 1, T, past + T)
+            tgt_mask = mask_so_far if tgt_mask is None else tgt_mask
         tgt_mask = self.make_tgt_mask(tgt_in) if tgt_mask is None else tgt_mask
-        h = self.decoder(self._embed(self.tgt_embed, tgt_in, past), memory, tgt_mask, src_mask, layer_caches)
+        h = self.decoder(self._embed(self.tgt_embed, tgt_in, past), memory, tgt_mask, src_mask, cache)
         return self.out_proj(h)
+
+    def new_cache(self):
+        """An empty KVCache for token-by-token decoding (decode's cache)."""
+        return KVCache(len(self.decoder.layers))
 
     def forward(self, src, tgt_in, src_mask=None, tgt_mask=None):
         """Teacher-forced logits for every target position: (B, T, tgt_vocab)."""

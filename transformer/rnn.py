@@ -105,10 +105,16 @@ class RNNEncoderDecoder(nn.Module):
         src_mask = self.make_src_mask(src) if src_mask is None else src_mask
         return self.encoder(self.src_embed(src), valid=src_mask)
 
+    def new_cache(self):
+        """What token-by-token decoding keeps between calls: the decoder's hidden state (a
+        dict, empty before the first token).  An RNN needs no keys and values: its state
+        already sums up the prefix."""
+        return {}
+
     def decode(self, tgt_in, memory, src_mask, cache=None):
-        """Teacher-forced decoding of tgt_in (B, T) -> logits (B, T, tgt_vocab).  cache: a
-        dict kept between calls for token-by-token decoding (start with {}); it holds the
-        decoder's state after the tokens fed so far, and tgt_in continues from there."""
+        """Teacher-forced decoding of tgt_in (B, T) -> logits (B, T, tgt_vocab).  cache: from
+        new_cache(), kept between calls for token-by-token decoding; it holds the decoder's
+        state after the tokens fed so far, and tgt_in continues from there."""
         states, h = memory                                                # (B, S, H), (B, H)
         if cache is not None and "h" in cache:
             h = cache["h"]

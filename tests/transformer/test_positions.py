@@ -88,7 +88,7 @@ def test_encoder_decoder_cached_decoding_gives_the_uncached_logits(kind):
     with no_grad():
         memory = model.encode(src)
         full = model.decode(tgt, memory, model.make_src_mask(src)).data     # (B, T, V)
-        cache, steps = {}, []
+        cache, steps = model.new_cache(), []
         for t in range(tgt.shape[1]):
             steps.append(model.decode(tgt[:, t:t + 1], memory, model.make_src_mask(src), cache=cache).data[:, 0])
     np.testing.assert_allclose(np.stack(steps, 1), full, atol=1e-10)
