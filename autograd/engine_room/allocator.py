@@ -4,12 +4,11 @@ Each training step allocates and frees the same few hundred arrays.  glibc's mal
 arrays above its mmap threshold (128 KiB at first) with fresh pages from the kernel and
 returns them on free, so every step faults the same memory in again; raising the mmap
 and trim thresholds keeps that memory in the heap for the next step (PyTorch keeps a
-caching allocator for the same reason).  Measured on the GPT at nanoGPT's recipe size:
-2,200-3,000 page faults and 3.6-6.3 ms of system time per step without it, 3-18 faults and
-no system time with it (the Transformer's S/M/L steps: 719/3,574/8,496 faults -> 18/65/312).
+caching allocator for the same reason).  With it, a training step's page faults fall from
+thousands to a handful, and the system time they cost with them.
 
-This changes the whole process's allocator, so it is opt-in: the training loops and the
-benchmarks call it (a loop of your own can too).  A no-op where glibc is absent, and when
+This changes the whole process's allocator, so it is opt-in: `kernels.prepare()`, which the
+training loops call, turns it on with the fast tier (a loop of your own can call it too).  A no-op where glibc is absent, and when
 the user has chosen malloc settings of their own (the environment variables
 MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or GLIBC_TUNABLES).
 """

@@ -243,7 +243,7 @@ def _make_attention(dtype):
         maximum over them into block_max (NaN if it meets a NaN, as softmax's max).  Its
         loops, and those below, run over QUERY_BLOCK queries, a count known when compiling:
         LLVM then unrolls them into whole vectors, with no remainder loop and no run-time
-        overlap checks (with a run-time count these loops took 1.4-2.7x as long)."""
+        overlap checks (with a run-time count these loops took much longer)."""
         gemm.prefer_wide_vectors()
         gemm.never_inline()
         block_max[:] = NEG_INF

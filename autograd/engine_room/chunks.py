@@ -17,11 +17,11 @@ compiling.  Here the launcher calls the chunk function through its address, as C
 function pointer, so the chunk function is compiled once, and the threaded run executes
 the very same machine code as the serial one, so the two give the same bits.
 
-There is one launcher for all the kernels (a prange loop costs about 0.6 s to compile, and
-the kernels take 12 different sets of argument types).  It takes integers only: the address
+There is one launcher for all the kernels (a prange loop is slow to compile, and the
+kernels take a dozen different sets of argument types).  It takes integers only: the address
 of a *relay* and of a *frame*, a record on the stack holding the chunk function's address
-and arguments.  Each set of argument types has an *entry*, a plain compiled function (about
-0.1 s to compile) that Python calls with the arguments: it fills the frame, and defines the
+and arguments.  Each set of argument types has an *entry*, a plain compiled function (quick
+to compile) that Python calls with the arguments: it fills the frame, and defines the
 relay that loads them back from it and calls the chunk function (`_run_chunks`).
 
     Python -> entry(launcher, f, args, chunks) -> launcher(relay, frame, chunks)
@@ -156,7 +156,7 @@ def _enter(launcher_address, function_address, arguments, chunks):
 def share_of(x, chunk, chunks):
     """x's rows (or elements) of share `chunk` of `chunks`, as a view indexed from 0: a loop
     over indices from a run-time start keeps Numba's negative-index check inside it, which
-    stopped LLVM vectorizing GELU (1.7x as long)."""
+    stopped LLVM vectorizing GELU."""
     n = x.shape[0]
     return x[chunk * n // chunks:(chunk + 1) * n // chunks]
 
@@ -191,8 +191,8 @@ def _entry(argument_types):
     """The entry for chunk functions taking argument_types, a copy of _enter named after a
     digest of the types, because Numba caches each function in files named after it, and
     the child processes that compile kernels side by side (compile_once.py) would otherwise
-    all write the same file, each with its own types.  An entry is a plain function, about
-    0.1 s to compile; a launcher for each argument types (with prange) took 0.6 s."""
+    all write the same file, each with its own types.  An entry is a plain function, quick
+    to compile; a launcher (with prange) for each set of argument types would be slow."""
     if argument_types not in _entries:
         digest = hashlib.sha1(str(argument_types).encode()).hexdigest()[:12]
         enter = FunctionType(_enter.__code__, _enter.__globals__, _enter.__name__)

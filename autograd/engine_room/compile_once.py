@@ -77,7 +77,7 @@ def compile_in_a_child_if_needed(dtype="float32", meanwhile=None):
         return
     parts = max(1, min(CHILDREN, os.cpu_count() or 1))
     print(f"autograd: compiling the {dtype} Numba kernels in {parts} child process{'es' if parts > 1 else ''}, once "
-          "(about 25 s of processor time; later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+          "(later runs load them from Numba's cache)", file=sys.stderr, flush=True)
     started = time.perf_counter()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the project
     env = dict(os.environ, **{IN_PROCESS: "1"},

@@ -29,8 +29,8 @@ it on (`slp_vectorizer`), and with only the 'contract' fast-math flag (fused mul
 
 LLVM tunes Skylake-server and Ice Lake CPUs to *prefer* 256-bit vectors although they have
 512-bit ones (early AVX-512 chips slowed their clock for 512-bit code).  The BLAS our matmul
-is measured against uses the 512-bit registers; with 256-bit ones this matmul reached about
-0.65x its speed on this project's Ice Lake machine, with 512-bit ones 0.85-1.0x.  So the
+is measured against uses the 512-bit registers, and with 256-bit ones this matmul falls well
+behind it on such a CPU.  So the
 functions of this file that vectorize call `prefer_wide_vectors()`, which marks the function
 being compiled with LLVM's "prefer-vector-width"="512" attribute (on CPUs without AVX-512
 LLVM ignores it).  Only these functions: a process-wide setting would change how every
@@ -58,8 +58,8 @@ from autograd.engine_room import chunks, micro_kernel
 def host_vector_bytes():
     """The width of the vector registers Numba compiles for: 64 bytes on a CPU with AVX-512,
     else 32 (AVX2).  The register tiles below are sized from it: a tile sized for AVX-512's
-    32 registers, compiled for AVX2's 16, spills its accumulators to memory and ran at a
-    third of numpy's speed (on an AMD Zen 3)."""
+    32 registers, compiled for AVX2's 16, spills its accumulators to memory and runs at a
+    fraction of numpy's speed."""
     features = numba.config.CPU_FEATURES or llvmlite.binding.get_host_cpu_features().flatten()
     return 64 if "+avx512f" in features.split(",") else 32
 
@@ -67,10 +67,9 @@ def host_vector_bytes():
 VECTOR_BYTES = host_vector_bytes()
 # The register tile: MR rows x NR columns, four vector registers per row: with AVX-512 four
 # rows (16 of its 32 registers), with AVX2 three (12 of 16; the other four hold a row of B).
-# With AVX2, tiles of 6 x 16 and 4 x 24 (12 accumulators too) spilled accumulators to the
-# stack, LLVM loading all of a kk's numbers of A before its first FMA (their micro-kernels
-# alone: 40 GFLOP/s, 3 x 32's 86-92); in this driver 6 x 16 and 5 x 16 ran at 0.38-0.94x
-# numpy's speed on large products, 3 x 32 at 0.94-1.11x.
+# With AVX2, tiles of 6 x 16 and 4 x 24 (12 accumulators too) spill accumulators to the
+# stack, LLVM loading all of a kk's numbers of A before its first FMA; 3 x 32 does not
+# (`python -m demos.bench.kernels` measures the driver against numpy).
 # Products at most 96 columns wide with k <= KC go to small_gemm.py instead.
 MR = 4 if VECTOR_BYTES == 64 else 3
 NR = {dtype: 4 * VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
@@ -83,9 +82,8 @@ A_STRIP_ROWS = KC + 4
 PREFETCH_COLUMNS = 8                    # packing a transposed A asks for its columns this far ahead
 # A is packed MC = ROW_BLOCK_STRIPS x MR rows at a time (in L2; 64 KiB wide with AVX-512,
 # 144 KiB with AVX2).  Each B panel streams from L3 once per row block, so the longer the
-# block the fewer times; with AVX2 (an AMD Zen 3) 16 strips (48 rows) ran a (256, 2080)^T @
-# (2080, 1024) weight gradient at 0.69x numpy's speed, 48 strips at 0.81-0.84x (no shape
-# of the S, M, L or GPT steps slower).
+# block the fewer times: with AVX2's smaller tile, 48 strips rather than 16 ran the large
+# weight gradients faster and no shape of the benchmarked training steps slower.
 ROW_BLOCK_STRIPS = 16 if VECTOR_BYTES == 64 else 48
 # ... but when that leaves fewer blocks than the threads have tasks (one 128-row matrix: one
 # block), blocks as short as 16 strips, so that both threads get work
@@ -217,7 +215,7 @@ prefetch = _prefetch_python if numba.config.DISABLE_JIT else _prefetch_jit
 # This module, for the kernels' closures to reach `prefetch` through: Numba's cache key
 # pickles a closure together with the globals it names, and a pickled intrinsic differs from
 # process to process (named directly, every process missed the cache and compiled the
-# GEMM drivers again: 10 s).
+# GEMM drivers again).
 this_module = sys.modules[__name__]
 
 
@@ -244,8 +242,8 @@ def _never_inline(typingctx):
     when its caller has none (inlined, it would be compiled as part of the caller, whose
     short loops run better on 256-bit vectors; see attention.product).  Only with AVX-512:
     on an AVX2 CPU there is no wider vector to keep (LLVM ignores the preference), and the
-    calls cost more than they saved (the fused attention's backward, whose micro-kernel
-    calls run 32 multiply-add steps each, took 1.2-1.3x as long with them on an AMD Zen 3)."""
+    calls cost more than they save (the fused attention's backward, whose micro-kernel
+    calls run 32 multiply-add steps each, was slower with them)."""
     def codegen(context, builder, signature, args):
         if VECTOR_BYTES == 64:
             builder.function.attributes.add("noinline")
@@ -324,14 +322,14 @@ def _k_major_strip_jit(a, top, k0, kc, mr):
 # A[top:top+mr, k0:k0+kc].T of an A whose columns are contiguous: the (kc, mr) strip the
 # micro-kernel reads, in place.  Built from a pointer so that it has the very type of a
 # strip of the packing buffer and one call site of the micro-kernel serves both (each call
-# site inlines a copy of it, 8 s of compilation; and a helper returning a view of either
+# site inlines a copy of it, seconds of compilation; and a helper returning a view of either
 # the read-only A or the buffer was miscompiled).
 k_major_strip = _k_major_strip_python if numba.config.DISABLE_JIT else _k_major_strip_jit
 
 
 # x[i, j:j+n] and x[i:i+n, j] of a 2-D x whose rows (columns) are contiguous, typed as
 # contiguous 1-D arrays: Numba compiles any view for runtime strides, so a copy out of one
-# runs element by element; out of these it is a vectorized copy (packing got 3-5x faster).
+# runs element by element; out of these it is a vectorized copy (packing got several times faster).
 row_run = _row_run_python if numba.config.DISABLE_JIT else _row_run_jit
 col_run = _col_run_python if numba.config.DISABLE_JIT else _col_run_jit
 
@@ -418,11 +416,8 @@ def _make_gemm(dtype):
         While a tile computes, the next one's rows of C are asked for (the next strip's, or
         the next panel's first): a tile walks down C's columns, a row of C per page when its
         rows are 4 KiB apart, where the CPU's prefetcher does not follow, and a later K
-        block reads the rows it adds to (medians over four placements of the operands in
-        memory, one thread: L's (256, 2048)^T @ (2048, 1024) and (2080, 1024) @ (1024, 256)
-        took 0.91x and 0.93x the time they took without, M's shapes 0.96-1.01x).
-        (Packing B a row of B at a time, rather than a panel at a time, made M's weight
-        gradients 1.07-1.13x as long.)"""
+        block reads the rows it adds to; the large products gain most.  (B is packed a panel
+        at a time: a row of B at a time made the weight gradients slower.)"""
         n = c.shape[1]
         strips = (rows + MR - 1) // MR
         panels = (n + nr - 1) // nr
@@ -472,13 +467,13 @@ def _make_gemm(dtype):
         row_blocks = -(-m // mc)                  # longer half), in whole strips
         work = t_count * row_blocks
         # A's strips are read in place when its rows are contiguous: the MR rows stream side
-        # by side (packed k-major instead, a (768, 128) @ (128, 512) took 1.3x as long).
+        # by side (packing them k-major instead costs more than it saves).
         # A transposed A (a weight gradient's g.T) is already k-major: its strips are read
         # in place when few B panels read each (packing would cost more than it saves); with
         # many, the strided reads repeat and a packed copy wins.
         # Each kk of a strip read in place is a cache line of its own, `a.strides[3]` bytes
         # from the last; from 1 KiB apart they crowd a few of L1's sets (4 KiB: all one set),
-        # and packing wins (a (1024, 2048) g.T: 0.70x numpy in place, 0.88x packed).
+        # and packing wins.
         in_place = a.strides[3] == a.itemsize or (a.strides[2] == a.itemsize and n_panels <= IN_PLACE_PANELS
                                                    and a.strides[3] < IN_PLACE_MAX_STRIDE)
         # B's rows read in place, unpacked, when few A rows would reuse a packed panel (the
@@ -492,7 +487,8 @@ def _make_gemm(dtype):
         rather than by every chunk; on one thread, for a B that several matrices use.  Else
         an empty one: each chunk packs its own, a K block at a time, as it uses them.
         Plain Python (plan and aligned_empty run as Python too): a few microseconds for the
-        calls that ask, which are threaded or batched ones; compiled, it took 0.6 s."""
+        calls that ask, which are threaded or batched ones; compiled, it would take far longer
+        to compile than it ever saves."""
         k_blocks, n_panels, _, _, work, _, b_in_place = plan(a, b, c, chunks)
         users = work if chunks > 1 else c.shape[0] * c.shape[1]
         shared = b.shape[0] * b.shape[1] < users and not b_in_place
@@ -513,10 +509,9 @@ def _make_gemm(dtype):
         work items (chunks.py), with packing buffers of its own.  For each matrix, Goto's
         order: for each K block, B's panels of it are packed (unless packed_all holds them)
         and then every row block of A meets them, while they are still in the caches.
-        (Packing all of a large B first and reading it back for each row block, as this did
-        before, sent it through memory twice: the L step's weight gradients, K = 2048-2080,
-        ran at 0.75-0.95x numpy's speed, at 0.80-1.05x in Goto's order, in
-        `demos.bench.kernels --sizes L` runs minutes apart.)"""
+        (Packing all of a large B first and reading it back for each row block sends it
+        through memory twice: Goto's order keeps the large weight gradients nearer numpy's
+        speed, as `demos.bench.kernels --sizes L` shows.)"""
         prefer_wide_vectors()
         k_blocks, n_panels, row_blocks, mc, work, in_place, b_in_place = plan(a, b, c, chunks)
         m, k = c.shape[2], a.shape[3]
@@ -588,7 +583,7 @@ _kernels = {}
 def made_once(kernels, make, dtype):
     """kernels[dtype], made by make(dtype's scalar type) on its first use.  Looked up by the
     dtype as given (np.float32 or np.dtype("float32"), which hash differently), and only
-    then normalized: np.dtype() costs 0.2 us, a few percent of a small product's call."""
+    then normalized: np.dtype() costs a few percent of a small product's whole call."""
     kernel = kernels.get(dtype)
     if kernel is None:
         key = np.dtype(dtype)

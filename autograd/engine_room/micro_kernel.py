@@ -16,8 +16,8 @@ writes that code out as Python for a given (MR, NR): it is what runs with NUMBA_
 The compiled kernel emits the very same loop as LLVM IR itself (`_define_micro_kernel`): the
 same scalar multiply-adds in the same order (so the same bits), the same loads.  Written as
 Python, Numba's front end (SSA, type inference, lowering of a few hundred statements) took
-2.6-3.9 s per tile shape, 6 s of the 30-odd seconds the float32 kernels took to compile; the
-IR is built in milliseconds, and LLVM optimizes it as it did Numba's.
+seconds per tile shape, a large part of the kernels' compile time; the IR is built in
+milliseconds, and LLVM optimizes it as it did Numba's.
 """
 
 import linecache

@@ -37,7 +37,7 @@ def _make_layer_norm(dtype):
         first, stop = chunk * grad.shape[1] // chunks, (chunk + 1) * grad.shape[1] // chunks
         # this chunk's columns, summed in buffers of its own: summed in dweight itself, the
         # chunks' shares met in one cache line, which both threads wrote for every row (two
-        # threads took 1.6x as long as one on a (2048, 256) gradient)
+        # threads were slower than one)
         dweight_share, dbias_share = np.zeros(stop - first, dweight.dtype), np.zeros(stop - first, dbias.dtype)
         for i in range(grad.shape[0]):              # each column summed in row order
             grad_row, xhat_row = grad[i, first:stop], xhat[i, first:stop]
@@ -46,7 +46,7 @@ def _make_layer_norm(dtype):
                 dbias_share[j] += grad_row[j]
         for j in range(stop - first):               # element by element: a slice assignment
             dweight[first + j] = dweight_share[j]   # checks the shapes, and its error message
-            dbias[first + j] = dbias_share[j]       # (string formatting) took 3 s to compile
+            dbias[first + j] = dbias_share[j]       # (string formatting) takes seconds to compile
         grad, xhat, rstd, dx = (share_of(grad, chunk, chunks), share_of(xhat, chunk, chunks),
                                 share_of(rstd, chunk, chunks), share_of(dx, chunk, chunks))
         n, d = grad.shape

@@ -96,8 +96,8 @@ def product(a, b, out=None):
 
 def _whole_chunks(items):
     """How many runs of `items` work items the threads share: a whole number of runs per
-    thread, up to four each.  (Asked only for parallel calls: numba.get_num_threads() takes
-    2 us, a quarter of a small product's whole call.)"""
+    thread, up to four each.  (Asked only for parallel calls: numba.get_num_threads() costs
+    a good part of a small product's whole call.)"""
     threads = numba.get_num_threads()
     return max(threads, min(items, 4 * threads) // threads * threads)
 

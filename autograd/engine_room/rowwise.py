@@ -19,12 +19,11 @@ from autograd.kernels import reference
 
 # A row shorter than SHORT_ROW numbers is exponentiated together with its neighbours, about
 # BLOCK_NUMBERS numbers (4 KiB of float32) at a time: LLVM's loop over one row's exps takes
-# 16 float32 a turn (8 lanes, 2 registers), so a row of 10 (attention's at size S) ran
-# entirely in the loop's scalar remainder (softmax of rows of 8 to 13 numbers: 1.9-2.2x as
-# fast so, log-softmax 1.4x).  Below 16 numbers the rows' sums are added in the same order
-# as the loop over one row adds them (one by one), so float32 softmax gives the same bits.
-# Longer rows would gain too (1.9x at 16, 1.3x at 32, nothing at 64), but their sums would
-# be grouped otherwise, changing every larger trained model's last bits.  log-softmax's
+# 16 float32 a turn (8 lanes, 2 registers), so a row of 10 (attention's at the smallest
+# size) would run entirely in the loop's scalar remainder.  Below 16 numbers the rows' sums
+# are added in the same order as the loop over one row adds them (one by one), so float32
+# softmax gives the same bits.  Longer rows would gain too, but their sums would be grouped
+# otherwise, changing every larger trained model's last bits.  log-softmax's
 # backward takes its exps a block at a time for rows up to LONG_ROW numbers: there each exp
 # stands alone, so any row length keeps its bits.
 SHORT_ROW = 16
@@ -138,7 +137,7 @@ def _make_rowwise(dtype):
     def log_softmax(x, out, chunk, chunks):
         """out = x - max - log(sum exp(x - max)) row by row (zeros for a fully masked row).
         Its loop over long rows repeats softmax's on purpose: a shared helper returning
-        (max, sum) made short rows 1.5x slower."""
+        (max, sum) made short rows slower."""
         x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
         if x.shape[1] < SHORT_ROW:
             log_softmax_short_rows(x, out)
@@ -165,7 +164,7 @@ def _make_rowwise(dtype):
     def log_softmax_backward(y, dy, dx, chunk, chunks):
         """dx = dy - exp(y) * sum(dy), a block of rows at a time: one loop over the block's
         numbers takes the exps in whole vectors, however short the rows (cross-entropy's
-        over the reverse task's 13 tokens, and rows of 32: 1.4-1.6x as fast so).  Each exp is
+        over the reverse task's 13 tokens, for one).  Each exp is
         taken alone and their sum is only compared with 1.5, so the bits are those of a
         loop row by row.  Rows longer than LONG_ROW go one at a time, their exps summed as
         they are taken: a separate pass for the sum would cost more than it saves."""

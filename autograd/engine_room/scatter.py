@@ -18,8 +18,8 @@ def _index_add_rows(out, ids, rows):
 
 
 def index_add_rows(out, ids, rows):
-    """Same signature and results as reference.index_add_rows (numpy's ufunc.at, which
-    this replaces, takes ~0.8 ms for a GPT batch's 768 token embeddings)."""
+    """Same signature and results as reference.index_add_rows, in one pass (numpy's
+    ufunc.at, which this replaces, is slow)."""
     if float_dtype(out) is None or out.ndim != 2 or not out.flags.c_contiguous:
         return reference.index_add_rows(out, ids, rows)
     ids = ids.reshape(-1).astype(np.intp, copy=False)

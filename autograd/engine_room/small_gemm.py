@@ -40,8 +40,7 @@ from autograd.engine_room import chunks, gemm, transpose
 # would overflow) by two vector registers ("wide"); a product at most one register wide, and
 # a wide product's last panel if it has at most that many columns left, run on a tile one
 # register wide ("narrow": a two-register tile would be half padding).  With A read in place
-# (rows apart in memory), AVX2's 4 x 16 float32 tile ran at 83 GFLOP/s, 8 x 8 at 61 and
-# 8 x 16 (spilling) at 38.
+# (rows apart in memory), AVX2's 4 x 16 float32 tile outruns 8 x 8, and 8 x 16 spills.
 MR = 8 if gemm.VECTOR_BYTES == 64 else 4
 _ONE_REGISTER = {dtype: gemm.VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
 TILES = {"wide": {dtype: 2 * cols for dtype, cols in _ONE_REGISTER.items()}, "narrow": _ONE_REGISTER}
@@ -60,8 +59,8 @@ def small_enough(m, k, n):
     and a block of B, 32 columns wide, stays in L1 for the strips that read it, where the
     Goto driver streamed its 64-wide panel from L2 once for every 4 rows.
     With AVX2 a product of at least GOTO_FROM_ROWS rows whose columns are whole Goto panels
-    goes to the Goto driver, whose 3 x 32 tile outran this driver's 4 x 16 there (87 against
-    67 GFLOP/s at (704, 128) @ (128, 64), the smallest model's layers)."""
+    goes to the Goto driver, whose 3 x 32 tile outruns this driver's 4 x 16 there (the
+    smallest model's layers, for one)."""
     if GOTO_FROM_ROWS is not None and m >= GOTO_FROM_ROWS and n % gemm.NR[np.float32] == 0:
         return False
     return n <= MAX_COLS and (k <= gemm.KC or m <= FEW_ROWS)
@@ -135,7 +134,7 @@ def _make_small_gemm(dtype):
     # The narrow tile computes a product at most `edge` columns wide (a wide tile would be half
     # padding), and a wide product's last panel when it has at most `edge` columns left (n 33
     # or 65: attention over T + 1 positions), instead of a whole overlapping wide panel (twice
-    # the work on 33 columns).  (It used to be a driver of its own, compiled separately: 3-4 s.)
+    # the work on 33 columns).
     edge_kernel = gemm.compile_micro_kernel(MR, edge, dtype)
 
     def small_gemm_chunk(a, b, a_of, b_of, c, chunk, chunks):
@@ -152,8 +151,7 @@ def _make_small_gemm(dtype):
         # which operands are read in place (else copied into a zero-padded buffer).  B's
         # panel is read again by every strip, so its rows stay in L1 only if they spread over
         # its sets: rows IN_PLACE_MAX_STRIDE bytes apart or more (dout at 8 heads of 32
-        # float32, in P^T @ dout) crowd a few, and copied first L's (32, 8, 65, 65)^T @
-        # (32, 8, 65, 32) ran at 0.99x numpy's speed, read in place at 0.72-0.85x.
+        # float32, in P^T @ dout) crowd a few, and are faster copied first.
         a_direct = m >= MR and ((a.strides[3] == size and a.strides[2] >= k * size)
                                 or (a.strides[2] == size and a.strides[3] >= m * size))
         tile_cols = edge if n <= edge else nr               # the product's tile: narrow or wide

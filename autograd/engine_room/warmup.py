@@ -16,9 +16,8 @@ def warmup(dtypes=(np.float32, np.float64), part=0, parts=1):
     parallel, so that the first training step does not pay for compilation.  With parts > 1,
     only the kernels of share `part` (of `parts` about equal shares): compile_once runs one
     child process a share, side by side on a machine with several cores.  Not the fused
-    attention kernels: that op is opt-in (transformer.attention.use_fused_attention; the
-    GPT recipe opts in), and they compile on first use (17-26 s for float32, once: then
-    Numba's cache has them)."""
+    attention kernels: a model's config chooses that op (the GPT recipe does), and
+    kernels.prepare compiles them for it, once: then Numba's cache has them."""
     for dtype in dtypes:
         for piece in _share(_warmup_pieces(dtype), part, parts):
             piece()
@@ -36,8 +35,8 @@ def _share(pieces, part, parts):
 
 
 def _warmup_pieces(dtype):
-    """(seconds, function) for each kernel (both directions of one op together), with about
-    the seconds it took to compile for float32 on an AMD Zen 3, to share them out evenly."""
+    """(seconds, function) for each kernel (both directions of one op together), with roughly
+    the seconds it takes to compile (as measured once), to share them out evenly."""
     rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
     return [(11.5, functools.partial(gemm.gemm_kernel, dtype)),                # compiled when made
             (5.0, functools.partial(small_gemm.small_gemm_kernel, dtype)),

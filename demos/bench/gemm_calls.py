@@ -56,7 +56,7 @@ def describe(call):
 def interleaved(ours, baseline, rounds=31, seconds_each=0.002):
     """Median seconds of ours() and baseline(), and the median of their per-round ratios
     (ours / baseline).  The two alternate in short rounds, so a change in the machine's
-    load (this machine is shared) falls on both."""
+    load falls on both."""
     ours()
     baseline()
     start = time.perf_counter()

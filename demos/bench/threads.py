@@ -6,8 +6,7 @@ The kernels decide per call whether to run threaded, from the work it has (a mat
 8 or 16 MFLOP and two blocks of rows, a row-wise kernel from 128 Ki numbers: autograd/kernels/engine_room.py),
 so that a second thread should never make a step slower, and make it faster where there is
 enough work.  demos.bench.train measures one thread count per process, minutes apart, and
-on this shared machine a step's time moves by more than a small model gains from a thread
-in that time.  Here the same model (bench_train's sizes) runs rounds of steps on 1 and on
+a step's time can move by more than a small model gains from a thread in that time.  Here the same model (bench_train's sizes) runs rounds of steps on 1 and on
 --threads Numba threads in turn (numba.set_num_threads between rounds), so that a change in
 the host's load falls on both, and the figure is the median of the rounds' ratios.  It also
 counts, in one step, how many kernel calls ran threaded.

@@ -140,7 +140,7 @@ def interleaved_medians(steps_by_engine, steps, rounds=3):
 
 def ratio_of_rounds(result):
     """ours / PyTorch as the median of the interleaved rounds' ratios: a load that falls on
-    one round (this machine is shared) then moves neither engine's figure alone."""
+    one round then moves neither engine's figure alone."""
     ratios = sorted(o / p for o, p in zip(result["ours_rounds_ms"], result["pytorch_rounds_ms"]))
     return ratios[len(ratios) // 2]
 
