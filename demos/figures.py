@@ -65,7 +65,7 @@ def collect_train(runs):
         claims[f"average-{task}"] = (f"| {task} | {m['steps']} | {a['steps'][0]}-{a['steps'][-1]} | "
                                      f"{pct(a['final_exact_match'])} | {pct(a['averaged_exact_match'])} |")
     main = load(f"{runs}/reverse/metrics.json")          # the main demo's log excerpt in the README
-    for which, entry in (("first", main["history"]["eval"][0]), ("last", main["history"]["eval"][-1])):
+    for which, entry in (("first", main["history"]["evals"][0]), ("last", main["history"]["evals"][-1])):
         losses = main["history"]["loss"][entry["step"] - 100:entry["step"]]
         claims[f"log {which} step"] = f"step {entry['step']:5d}  loss {np.mean(losses):.4f}  lr {entry['lr']:.2e}  "
         claims[f"log {which} accuracy"] = (f"exact {entry['exact_match']:.1%}  tokens {entry['token_accuracy']:.1%}  "
@@ -145,7 +145,7 @@ def collect_gpt_recipe(runs):
     runs_ = load(f"{runs}/bench/gpt-recipe.json")["recipe"]
     ours, torch = runs_["ours"], runs_["pytorch"]
     gap = max(abs(a["val"] - b["val"]) for a, b in zip(ours["evals"], torch["evals"]))
-    return {"losses": (f"After {ours['evals'][-1]['iter']} iterations the validation losses were {ours['val_loss']:.8f} "
+    return {"losses": (f"After {ours['evals'][-1]['step']} iterations the validation losses were {ours['val_loss']:.8f} "
                        f"(ours) and {torch['val_loss']:.8f}\n(PyTorch): {abs(runs_['val_loss_difference']):.0e} nats apart, "
                        f"float32 rounding. At every evaluation the two agreed to {gap:.0e}.")}, {}
 

@@ -28,40 +28,37 @@ import sys
 
 import numpy as np
 
-from autograd import default_generator, detect_anomaly, manual_seed
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config
-from transformer.lm_training import LMTrainConfig, our_engine, resume_state, save_lm, train_lm
-from transformer.run_state import INTERRUPTED_EXIT_CODE, restore_generator
+from autograd import detect_anomaly, manual_seed
+from demos._flags import add_config_flags, fail, given, refuse_contradictions
+from transformer.checkpoint import model_from
+from transformer.decoder_only import DecoderOnly, gpt_config
+from transformer.lm_training import LMJob, LMTrainConfig, our_engine, resume_state, train_lm
+from transformer.run_state import INTERRUPTED_EXIT_CODE
 from transformer.text import CharDataset, CharVocab, read_text, stdlib_docstrings
+from transformer.validation import ATTENTION_KINDS
+
+
+TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup", "weight_decay", "beta2", "grad_clip",
+               "eval_every", "eval_iters", "log_every", "save_every", "seed")
+MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention")     # gpt_config's parameters
+MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model"}   # their DecoderOnlyConfig names
+RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model"}
+HELPS = {"block_size": "context length in characters", "lr": "peak learning rate",
+         "min_lr": "learning rate at the end of the cosine decay", "warmup": "warm-up iterations",
+         "eval_iters": "batches per loss estimate", "log_every": "iterations between progress lines",
+         "save_every": "checkpoint every N iterations (0: at the end)",
+         "bias": "biases in Linear and LayerNorm (nanoGPT's bias=True)",
+         "attention": "fused: one op (faster); composed: matmul, masked_fill, softmax, matmul, the nodes to step "
+                      "through in a debugger"}
+PROG = "demos.gpt"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    d = LMTrainConfig()
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
-    p.add_argument("--block-size", type=int, default=d.block_size, help="context length in characters")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--bias", action="store_true", help="biases in Linear and LayerNorm (nanoGPT's bias=True)")
-    p.add_argument("--max-iters", type=int, default=d.max_iters)
-    p.add_argument("--lr", type=float, default=d.lr, help="peak learning rate")
-    p.add_argument("--min-lr", type=float, default=d.min_lr, help="learning rate at the end of the cosine decay")
-    p.add_argument("--warmup", type=int, default=d.warmup, help="warm-up iterations")
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    p.add_argument("--beta2", type=float, default=d.beta2)
-    p.add_argument("--grad-clip", type=float, default=d.grad_clip)
-    p.add_argument("--eval-every", type=int, default=d.eval_every)
-    p.add_argument("--eval-iters", type=int, default=d.eval_iters, help="batches per loss estimate")
-    p.add_argument("--log-every", type=int, default=d.log_every, help="iterations between progress lines")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--attention", choices=("fused", "composed"), default="fused",
-                   help="fused: one op (the default, faster); composed: matmul, masked_fill, softmax, matmul, "
-                        "the nodes to step through in a debugger")
+    add_config_flags(p, LMTrainConfig, TRAIN_FLAGS, helps=HELPS)
+    add_config_flags(p, gpt_config, MODEL_FLAGS, RENAME, {"attention": ATTENTION_KINDS}, HELPS)
     p.add_argument("--sample-tokens", type=int, default=500, help="characters in the sample written at the end")
-    p.add_argument("--save-every", type=int, default=d.save_every, help="checkpoint every N iterations (0: at the end)")
     p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
     p.add_argument("--detect-anomaly", action="store_true", help="stop at the first op that produces NaN or inf")
     p.add_argument("--out", default=None, help="output folder (default runs/gpt, or the --resume folder)")
@@ -78,27 +75,33 @@ def load_corpus(path):
 def main(argv=None):
     args = parse_args(argv)
     out = args.out or args.resume or "runs/gpt"
-    start = None
+    train_fields, model_fields = given(args, TRAIN_FLAGS), given(args, MODEL_FLAGS)
+    state = None
     if args.resume:
-        state, cfg, start = resume_state(args.resume)
+        try:
+            state, cfg = resume_state(args.resume)
+        except (OSError, ValueError) as err:
+            fail(PROG, f"--resume: {err}")
+        saved = dataclasses.asdict(cfg)
+        refuse_contradictions(PROG, train_fields, saved, allowed={"max_iters"})
+        saved_model = json.loads(str(state["model_config"]))
+        refuse_contradictions(PROG, {MODEL_FIELDS.get(k, k): v for k, v in model_fields.items()}, saved_model,
+                              allowed=(), rename={field: RENAME[name] for name, field in MODEL_FIELDS.items()})
+        if args.data and args.data != (str(state["data"]) or None):
+            fail(PROG, f"--data {args.data} contradicts the resumed run's data {str(state['data']) or 'the default corpus'}")
+        cfg = dataclasses.replace(cfg, **train_fields)
         data_path = str(state["data"]) or None
         text, source = load_corpus(data_path)
         data = CharDataset(text, cfg.block_size, vocab=CharVocab.from_array(state["vocab"]))
         manual_seed(cfg.seed)
-        model = DecoderOnly(DecoderOnlyConfig(**json.loads(str(state["config"]))))
-        model.load_state_dict(state["model"])
+        model = model_from(state)
     else:
-        cfg = LMTrainConfig(block_size=args.block_size, batch_size=args.batch_size, max_iters=args.max_iters,
-                            lr=args.lr, min_lr=args.min_lr, warmup=args.warmup, weight_decay=args.weight_decay,
-                            beta2=args.beta2, grad_clip=args.grad_clip, eval_every=args.eval_every,
-                            eval_iters=args.eval_iters, log_every=args.log_every, save_every=args.save_every,
-                            seed=args.seed)
+        cfg = LMTrainConfig(**train_fields)
         data_path = args.data
         text, source = load_corpus(data_path)
         data = CharDataset(text, cfg.block_size)
         manual_seed(cfg.seed)
-        model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, args.layers, args.heads, args.d_model,
-                                       args.dropout, args.bias, args.attention))
+        model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, **model_fields))
     c = model.config
     n_params = sum(p.data.size for p in model.parameters())
     print(f"{source}: {len(text):,} characters, vocabulary {len(data.vocab)}; train {len(data.splits['train']):,}, "
@@ -106,30 +109,20 @@ def main(argv=None):
     print(f"GPT: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, context {cfg.block_size}, "
           f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = our_engine(model, cfg)
-    if start is not None:
+    job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)
+    if state is not None:
         optimizer.load_state_dict(state["optimizer"])
-        restore_generator(default_generator(), start["dropout_rng"])          # dropout continues too
-        print(f"resumed from {args.resume} at iteration {len(json.loads(start['history'])['iter'])}")
+        print(f"resumed from {args.resume} at iteration {len(json.loads(str(state['history']))['step'])}")
     os.makedirs(out, exist_ok=True)
-    checkpoint_path = os.path.join(out, "checkpoint.npz")
-
-    def checkpoint(history):
-        """checkpoint.npz always; best.npz too when the latest validation loss is the lowest yet."""
-        save_lm(checkpoint_path, model, data.vocab, optimizer, cfg, history, data_path)
-        vals = [e["val"] for e in history["evals"]]
-        if vals and vals[-1] == min(vals):
-            save_lm(os.path.join(out, "best.npz"), model, data.vocab, optimizer, cfg, history, data_path)
-
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
-        history = train_lm(data, step, evaluate, cfg, start=start, checkpoint=checkpoint)
-    checkpoint(history)
+        history = train_lm(job, start=state, out_dir=out)
     from demos import plots
     title = f"character GPT on {source}"
     if history["interrupted"]:
         if history["evals"]:
             plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title)
         write_metrics(out, source, text, data, n_params, cfg, model, history)
-        print(f"\nstopped at iteration {len(history['iter'])}; wrote {checkpoint_path}, metrics.json and loss.png. "
+        print(f"\nstopped at iteration {len(history['step'])}; wrote {out}/checkpoint.npz, metrics.json and loss.png. "
               f"Resume with:\n  python -m demos.gpt --resume {out}")
         sys.exit(INTERRUPTED_EXIT_CODE)
     model.eval()
@@ -151,13 +144,13 @@ def main(argv=None):
 
 def write_metrics(out, source, text, data, n_params, cfg, model, history):
     final = history["evals"][-1] if history["evals"] else {"train": None, "val": None}
-    done = len(history["iter"])
+    done = len(history["step"])
     metrics = {"source": source, "characters": len(text), "vocab": len(data.vocab), "parameters": n_params,
                "iterations": done, "interrupted": history["interrupted"], "train_loss": final["train"],
                "val_loss": final["val"], "seconds": history["seconds"],
                "tokens_per_second": done * cfg.batch_size * cfg.block_size / max(history["seconds"], 1e-9),
                "train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model.config),
-               "history": {k: v for k, v in history.items() if k != "progress"}}
+               "history": history}
     with open(os.path.join(out, "metrics.json"), "w") as f:
         json.dump(metrics, f, indent=1)
     return metrics

@@ -18,9 +18,9 @@ def loss_curve(history, path, title="training"):
         ax.semilogy(steps[window - 1:], smooth, color="#1f2937", lw=1.5, label=f"loss (mean of {window})")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy loss")
-    if history.get("eval"):
+    if history["evals"]:
         acc = ax.twinx()
-        acc.plot([e["step"] for e in history["eval"]], [e["exact_match"] for e in history["eval"]], "o-",
+        acc.plot([e["step"] for e in history["evals"]], [e["exact_match"] for e in history["evals"]], "o-",
                  color="#2563eb", label="held-out exact match")
         acc.set_ylim(0, 1.02)
         acc.set_ylabel("held-out exact match", color="#2563eb")
@@ -33,11 +33,11 @@ def lm_loss_curve(history, path, title="language model"):
     """Training loss per iteration (faint, and a running mean) and the train and validation
     loss estimates at each evaluation."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    iters, losses = np.array(history["iter"]) + 1, np.array(history["loss"])
+    iters, losses = np.array(history["step"]), np.array(history["loss"])
     ax.plot(iters, losses, color="#d1d5db", lw=0.6, label="batch loss")
     evals = history["evals"]
-    ax.plot([e["iter"] for e in evals], [e["train"] for e in evals], "o-", color="#1f2937", label="train (estimate)")
-    ax.plot([e["iter"] for e in evals], [e["val"] for e in evals], "o-", color="#2563eb", label="validation (estimate)")
+    ax.plot([e["step"] for e in evals], [e["train"] for e in evals], "o-", color="#1f2937", label="train (estimate)")
+    ax.plot([e["step"] for e in evals], [e["val"] for e in evals], "o-", color="#2563eb", label="validation (estimate)")
     ax.set_xlabel("iteration")
     ax.set_ylabel("cross-entropy (nats per character)")
     ax.set_ylim(bottom=max(0.0, min(losses.min(), min(e["val"] for e in evals)) - 0.2),

@@ -20,6 +20,7 @@ metrics.json and checkpoint.npz.
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -29,43 +30,45 @@ import numpy as np
 import nn
 from autograd import detect_anomaly
 from transformer import tasks
+from demos._flags import add_config_flags, fail, given, refuse_contradictions
+from transformer.checkpoint import load_checkpoint
 from transformer.decoding import beam_search, greedy_decode
+from transformer.model import TransformerConfig
 from transformer.positional import POSITIONAL_KINDS
 from transformer.run_state import INTERRUPTED_EXIT_CODE, CheckpointRotation
 from transformer.task_registry import TASKS, make_task
-from transformer.training import TrainConfig, evaluate, load_model, resumed_config, sample_decodes, train
+from transformer.training import (RESUME_ENTRIES, TrainConfig, evaluate, load_model, resumed_config, sample_decodes,
+                                  train)
+from transformer.validation import ATTENTION_KINDS
+
+
+TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr", "warmup", "decay_steps",
+               "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
+MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "attention")
+RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "symbols", "num_heads": "heads"}
+HELPS = {"task": "a toy task over symbols a, b, c, ... or a SCAN split (transformer/task_registry.py)",
+         "max_steps": "at most this many steps (stops at --target)", "target_accuracy": "stop at this held-out exact match",
+         "lr": "peak learning rate (warm-up, then decay)", "decay_steps": "cosine decay to lr/10 over this many steps",
+         "max_len": "longest training sequence; held-out sequences have this length",
+         "schedule": "cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr",
+         "save_every": "checkpoint every N steps (0: only at the end)", "keep_last": "keep this many periodic checkpoints",
+         "norm_first": "pre-norm instead of the paper's post-norm",
+         "attention": "composed: the ops you can step through; fused: one op, faster"}
+CHOICES = {"task": sorted(TASKS), "schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS,
+           "attention": ATTENTION_KINDS}
+PROG = "demos.train"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    d = TrainConfig()
-    p.add_argument("--task", choices=sorted(TASKS), default=d.task,
-                   help="a toy task over symbols a, b, c, ... or a SCAN split (transformer/task_registry.py)")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--out", default=None, help="output folder (default runs/<task>)")
-    p.add_argument("--steps", type=int, default=d.max_steps, help="at most this many steps (stops at --target)")
-    p.add_argument("--target", type=float, default=d.target_accuracy, help="stop at this held-out exact match")
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, default=d.lr, help="peak learning rate (warm-up, then cosine decay)")
-    p.add_argument("--warmup", type=int, default=d.warmup)
-    p.add_argument("--decay-steps", type=int, default=d.decay_steps, help="cosine decay to lr/10 over this many steps")
-    p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
-    p.add_argument("--eval-every", type=int, default=d.eval_every)
-    p.add_argument("--symbols", type=int, default=d.num_symbols)
-    p.add_argument("--max-len", type=int, default=d.max_len, help="longest training sequence; held-out sequences have this length")
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--d-ff", type=int, default=128)
-    p.add_argument("--layers", type=int, default=2, help="encoder layers and decoder layers (each)")
-    p.add_argument("--dropout", type=float, default=0.0)
-    p.add_argument("--norm-first", action="store_true", help="pre-norm instead of the paper's post-norm")
-    p.add_argument("--positional", choices=POSITIONAL_KINDS, default="sinusoidal")
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_flags(p, TrainConfig, TRAIN_FLAGS, RENAME, CHOICES, HELPS)
+    add_config_flags(p, TransformerConfig, MODEL_FLAGS, RENAME, CHOICES, HELPS)
+    layers = TransformerConfig.__dataclass_fields__["num_encoder_layers"].default
+    p.add_argument("--layers", type=int, default=argparse.SUPPRESS,
+                   help=f"encoder layers and decoder layers, each (default: {layers})")
+    p.add_argument("--out", default=None, help="output folder (default runs/<task>, or the --resume folder)")
     p.add_argument("--beam-size", type=int, default=4)
     p.add_argument("--beam-examples", type=int, default=200, help="held-out sequences to compare greedy and beam on")
-    p.add_argument("--schedule", choices=["cosine", "noam"], default=d.schedule,
-                   help="cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr")
-    p.add_argument("--save-every", type=int, default=d.save_every, help="checkpoint every N steps (0: only at the end)")
-    p.add_argument("--keep-last", type=int, default=d.keep_last, help="keep this many periodic checkpoints")
     p.add_argument("--average-last", type=int, default=0, metavar="K",
                    help="also evaluate the average of the last K checkpoints (use with --save-every)")
     p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
@@ -76,28 +79,43 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.decode is not None and not args.checkpoint:
         p.error("--decode needs --checkpoint DIR (a folder written by demos.train)")
-    if args.average_last and args.keep_last < args.average_last:
-        args.keep_last = args.average_last
     return args
+
+
+def model_flags(args):
+    """The TransformerConfig fields the flags set (--layers sets both layer counts)."""
+    asked = given(args, MODEL_FLAGS)
+    if hasattr(args, "layers"):
+        asked.update(num_encoder_layers=args.layers, num_decoder_layers=args.layers)
+    return asked
+
+
+def configs(args):
+    """(TrainConfig, the model's config fields as a dict, whether resuming) from the flags, or,
+    with --resume, from the checkpoint (a flag that contradicts it is an error)."""
+    train_fields, model_fields = given(args, TRAIN_FLAGS), model_flags(args)
+    if args.average_last:
+        train_fields["keep_last"] = max(train_fields.get("keep_last", TrainConfig.keep_last), args.average_last)
+    if not args.resume:
+        out = args.out or os.path.join("runs", train_fields.get("task", TrainConfig.task))
+        return TrainConfig(**train_fields, out_dir=out), model_fields
+    try:
+        state = load_checkpoint(args.resume, needs=RESUME_ENTRIES, kinds=("Transformer",))
+    except (OSError, ValueError) as err:
+        fail(PROG, f"--resume: {err}")
+    saved_train, saved_model = json.loads(str(state["train_config"])), json.loads(str(state["model_config"]))
+    refuse_contradictions(PROG, train_fields, saved_train, allowed={"max_steps"}, rename=RENAME)
+    refuse_contradictions(PROG, model_fields, saved_model, allowed=(), rename={**RENAME, "num_encoder_layers": "layers",
+                                                                               "num_decoder_layers": "layers"})
+    saved_train.update(train_fields, out_dir=args.out or args.resume)
+    return TrainConfig(**saved_train), saved_model
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.decode is not None:
         return decode_input(args.checkpoint, args.decode, args.beam_size)
-    if args.resume:
-        cfg = resumed_config(args.resume, out_dir=args.out or args.resume,
-                             max_steps=args.steps if args.steps != TrainConfig().max_steps else None)
-    else:
-        out = args.out or os.path.join("runs", args.task)
-        cfg = TrainConfig(task=args.task, num_symbols=args.symbols, max_len=args.max_len, batch_size=args.batch_size,
-                          max_steps=args.steps, lr=args.lr, warmup=args.warmup, decay_steps=args.decay_steps,
-                          label_smoothing=args.label_smoothing, eval_every=args.eval_every,
-                          target_accuracy=args.target, seed=args.seed, out_dir=out, schedule=args.schedule,
-                          save_every=args.save_every, keep_last=args.keep_last)
-    model_args = dict(d_model=args.d_model, num_heads=args.heads, d_ff=args.d_ff, num_encoder_layers=args.layers,
-                      num_decoder_layers=args.layers, dropout=args.dropout, norm_first=args.norm_first,
-                      positional=args.positional)
+    cfg, model_fields = configs(args)
     out = cfg.out_dir
     data = make_task(cfg)
     if isinstance(data, tasks.ToyTask):
@@ -105,10 +123,11 @@ def main(argv=None):
                 f"sequences of length {cfg.max_len}")
     else:
         what = f"on {cfg.task}; progress on {cfg.eval_size} held-out examples"
-    print(f"training a Transformer ({args.layers}+{args.layers} layers, d_model {args.d_model}, {args.heads} heads) "
-          f"{what}")
+    shape = {field.name: field.default for field in dataclasses.fields(TransformerConfig)} | model_fields
+    print(f"training a Transformer ({shape['num_encoder_layers']}+{shape['num_decoder_layers']} layers, "
+          f"d_model {shape['d_model']}, {shape['num_heads']} heads) {what}")
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
-        model, metrics = train(cfg, resume=args.resume, data=data, **model_args)
+        model, metrics = train(cfg, resume=args.resume, data=data, **({} if args.resume else model_fields))
     from demos import plots
     plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{cfg.task}: training")
     if metrics["interrupted"]:
@@ -173,8 +192,11 @@ def evaluate_average(model, data, cfg, count):
 def decode_input(checkpoint, text, beam_size):
     """Greedy and beam decoding of one typed input ("a b c", or a SCAN command), and its
     attention heatmaps, written in the task's own symbols."""
-    model = load_model(checkpoint)
-    data = make_task(resumed_config(checkpoint))
+    try:
+        model = load_model(checkpoint)
+        data = make_task(resumed_config(checkpoint))
+    except (OSError, ValueError) as err:
+        fail(PROG, f"--checkpoint: {err}")
     try:
         src = data.encode_source(text)
     except ValueError as err:

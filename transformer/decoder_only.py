@@ -41,11 +41,11 @@ class DecoderOnlyConfig(BlockConfig):
     positive_fields = ("vocab", "num_layers", "max_len")
 
 
-def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False,
-               attention="composed"):
+def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused"):
     """nanoGPT's GPT under nanoGPT's argument names (its CPU recipe's size by default):
-    d_ff = 4 d_model, exact GELU, tied embeddings, no lm-head bias, GPT-2 init, no padding.
-    attention="fused" runs attention as one op, as nanoGPT's flash attention does."""
+    d_ff = 4 d_model, exact GELU, tied embeddings, no lm-head bias, GPT-2 init, no padding,
+    attention as one op as nanoGPT's flash attention runs it (attention="composed": the ops
+    a learner steps through)."""
     return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, d_ff=4 * n_embd, num_layers=n_layer,
                              max_len=block_size, dropout=dropout, pad_id=None, activation="gelu", bias=bias,
                              head_bias=False, tie_weights=True, init="gpt2", attention=attention)

@@ -1,6 +1,7 @@
-"""Training a character-level GPT with nanoGPT's recipe: the loop, evaluation and checkpoints.
+"""Training a character-level GPT with nanoGPT's recipe: its job for the training loop
+(transformer/loop.py), evaluation and checkpoints.
 
-The loop (`train_lm`) is written against two functions, `step(x, y, lr) -> loss` and
+The job (`LMJob`) is written against two functions, `step(x, y, lr) -> loss` and
 `evaluate(x, y) -> loss`, so that the very same data, schedule and evaluation drive our
 engine (`our_engine`) and, in the benchmark, the same GPT in PyTorch.
 """
@@ -8,8 +9,6 @@ engine (`our_engine`) and, in the benchmark, the same GPT in PyTorch.
 import dataclasses
 import json
 import math
-import os
-import time
 
 import numpy as np
 
@@ -18,8 +17,9 @@ from autograd import default_generator, kernels, no_grad
 from nn import functional as F
 from nn.optim import AdamW, clip_grad_norm_
 from nn.schedule import warmup_cosine
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
-from transformer.run_state import StopOnInterrupt, generator_state, restore_generator
+from transformer.checkpoint import load_checkpoint, model_from, run_state
+from transformer.loop import train_loop
+from transformer.run_state import generator_state, restore_generator
 from transformer.text import CharVocab
 from transformer.validation import require_positive
 
@@ -94,106 +94,92 @@ def estimate_loss(evaluate, data, cfg, rng):
             for split in ("train", "val")}
 
 
-def train_lm(data, step, evaluate, cfg, log=print, start=None, should_stop=None, checkpoint=None):
-    """Run cfg.max_iters steps on random training blocks, estimating train and validation
-    loss every cfg.eval_every iterations and at the end.  Batches come from a generator
-    seeded with cfg.seed, evaluation batches from one seeded with cfg.seed + 1, so two
-    engines given the same data see the same batches.
+class LMJob:
+    """Language modelling for the training loop (transformer/loop.py), nanoGPT's way: a
+    step is a batch of random blocks of the training split at the recipe's learning rate;
+    an evaluation estimates the loss on random blocks of each split.  Batches come from a
+    generator seeded with cfg.seed, evaluation batches from one seeded with cfg.seed + 1,
+    so two engines given the same data see the same batches.  With model, optimizer and
+    vocab given, its checkpoints hold everything to go on."""
 
-    start: the saved run of an earlier, interrupted one (resume_state), to continue it
-    exactly.  Ctrl-C, or should_stop(iteration) returning True, ends the loop after the
-    current step.  checkpoint(history) is called every cfg.save_every iterations.  Returns
-    the history, whose "progress" entry (the generators' states) lets save_lm write a
-    checkpoint that resumes."""
-    batch_rng, eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
-    history = {"iter": [], "loss": [], "lr": [], "evals": [], "seconds": 0.0}
+    def __init__(self, data, step, evaluate, cfg, model=None, optimizer=None, data_path=""):
+        self.data, self.train_step, self.evaluate_loss, self.cfg = data, step, evaluate, cfg
+        self.model, self.optimizer, self.data_path = model, optimizer, data_path
+        self.batch_rng, self.eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
+
+    def step(self, number):
+        lr = self.cfg.lr_at(number - 1)
+        loss = self.train_step(*self.data.batch("train", self.cfg.batch_size, self.batch_rng), lr)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"train_lm: the loss became {loss} at iteration {number} "
+                                     "(run with --detect-anomaly to find the op that made it)")
+        return loss, lr
+
+    def evaluate(self, number):
+        return estimate_loss(self.evaluate_loss, self.data, self.cfg, self.eval_rng)
+
+    def done(self, metrics):
+        return False
+
+    def score(self, metrics):
+        return -metrics["val"]
+
+    def progress(self, number, history, since):
+        first, earlier_seconds = since
+        cfg, elapsed = self.cfg, history["seconds"]
+        tokens_per_iter = cfg.batch_size * cfg.block_size
+        last = history["evals"][-1] if history["evals"] else None
+        val = f"  val {last['val']:.4f} (at {last['step']})" if last else ""
+        rate = (number - first + 1) * tokens_per_iter / max(elapsed - earlier_seconds, 1e-9)
+        return (f"iter {number:5d}/{cfg.max_iters}  loss {np.mean(history['loss'][-cfg.log_every:]):.4f}{val}  "
+                f"lr {history['lr'][-1]:.2e}  {rate:7.0f} tokens/s  "
+                f"{elapsed:5.1f}s, {(cfg.max_iters - number) * tokens_per_iter / rate:5.1f}s left")
+
+    def checkpoint(self, history):
+        return run_state(self.model, self.cfg, history, optimizer=self.optimizer.state_dict(),
+                         vocab=self.data.vocab.to_array(), data=self.data_path or "",
+                         batch_rng=generator_state(self.batch_rng), eval_rng=generator_state(self.eval_rng),
+                         dropout_rng=generator_state(default_generator()))
+
+    def load_state_dict(self, state):
+        """Go on from a checkpoint's random generators (the optimizer is the engine's: our_engine)."""
+        restore_generator(self.batch_rng, state["batch_rng"])
+        restore_generator(self.eval_rng, state["eval_rng"])
+        restore_generator(default_generator(), state["dropout_rng"])
+
+
+def train_lm(job, log=print, start=None, should_stop=None, out_dir=None):
+    """Run job (an LMJob) for its config's max_iters iterations, estimating train and
+    validation loss every eval_every iterations and at the end.  start: the checkpoint of an
+    earlier, interrupted run (resume_state), to continue it exactly.  Ctrl-C, or
+    should_stop(iteration) returning True, ends the loop after the current step.  With
+    out_dir, checkpoints go there every save_every iterations and at the end.  Returns the
+    history."""
+    history = None
     if start is not None:
-        history = json.loads(start["history"])
-        restore_generator(batch_rng, start["batch_rng"])
-        restore_generator(eval_rng, start["eval_rng"])
-    tokens_per_iter = cfg.batch_size * cfg.block_size
-    earlier_seconds = history["seconds"]                # of the run this one resumes
-    started = time.perf_counter() - earlier_seconds
-    first = len(history["iter"])
-    interrupted = False
-
-    def snapshot():
-        history["seconds"] = time.perf_counter() - started
-        history["interrupted"] = interrupted and len(history["iter"]) < cfg.max_iters
-        history["progress"] = {"batch_rng": generator_state(batch_rng), "eval_rng": generator_state(eval_rng)}
-        return history
-
-    with StopOnInterrupt() as interrupt:
-        for it in range(first, cfg.max_iters):
-            lr = cfg.lr_at(it)
-            loss = step(*data.batch("train", cfg.batch_size, batch_rng), lr)
-            if not math.isfinite(loss):
-                raise FloatingPointError(f"train_lm: the loss became {loss} at iteration {it} "
-                                         "(run with --detect-anomaly to find the op that made it)")
-            history["iter"].append(it)
-            history["loss"].append(loss)
-            history["lr"].append(lr)
-            done = it + 1
-            if done % cfg.eval_every == 0 or done == cfg.max_iters:
-                history["evals"].append({"iter": done, "seconds": time.perf_counter() - started,
-                                         **estimate_loss(evaluate, data, cfg, eval_rng)})
-            if done % cfg.log_every == 0 or done == cfg.max_iters:
-                elapsed = time.perf_counter() - started
-                last = history["evals"][-1] if history["evals"] else None
-                val = f"  val {last['val']:.4f} (at {last['iter']})" if last else ""
-                rate = (done - first) * tokens_per_iter / max(elapsed - earlier_seconds, 1e-9)
-                log(f"iter {done:5d}/{cfg.max_iters}  loss {np.mean(history['loss'][-cfg.log_every:]):.4f}{val}  "
-                    f"lr {lr:.2e}  {rate:7.0f} tokens/s  "
-                    f"{elapsed:5.1f}s, {(cfg.max_iters - done) * tokens_per_iter / rate:5.1f}s left")
-            interrupted = interrupt.requested or bool(should_stop and should_stop(done))
-            if interrupted and done < cfg.max_iters:
-                break
-            if checkpoint and cfg.save_every and done % cfg.save_every == 0 and done < cfg.max_iters:
-                checkpoint(snapshot())
-    return snapshot()
+        job.load_state_dict(start)
+        history = json.loads(str(start["history"]))
+    cfg = job.cfg
+    return train_loop(job, cfg.max_iters, cfg.eval_every, cfg.log_every, out_dir=out_dir, save_every=cfg.save_every,
+                      history=history, log=log, should_stop=should_stop)
 
 
-def save_lm(path, model, vocab, optimizer=None, train_config=None, history=None, data=""):
-    """A checkpoint with the model, its configuration and vocabulary; with the optimizer,
-    the training configuration and the history (train_lm's) it can also resume the run."""
-    state = {"model": model.state_dict(), "config": json.dumps(dataclasses.asdict(model.config)),
-             "vocab": vocab.to_array()}
-    if optimizer is not None:
-        state["optimizer"] = optimizer.state_dict()
-    if train_config is not None:
-        state["train_config"] = json.dumps(dataclasses.asdict(train_config))
-        state["data"] = data or ""                  # the text file trained on ("" for the default corpus)
-    if history is not None:
-        progress = history["progress"]
-        state["run"] = {"history": json.dumps({k: v for k, v in history.items() if k != "progress"}),
-                        "batch_rng": progress["batch_rng"], "eval_rng": progress["eval_rng"],
-                        "dropout_rng": generator_state(default_generator())}
-    return nn.save(state, path)
+def save_lm(path, model, vocab):
+    """A checkpoint of a model and its vocabulary alone (no run to resume), for sampling."""
+    return nn.save(run_state(model, vocab=vocab.to_array()), path)
+
+
+RESUME_ENTRIES = ("model", "optimizer", "vocab", "train_config", "history", "batch_rng", "eval_rng", "dropout_rng")
 
 
 def resume_state(path):
-    """(checkpoint state, LMTrainConfig, start) of a run saved by save_lm with its history.
-    Restore start["dropout_rng"] into the default generator after building the model."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "checkpoint.npz")
-    state = nn.load(path)
-    if "run" not in state or "train_config" not in state or "optimizer" not in state:
-        raise ValueError(f"resume: {path!r} holds no resumable run (written by demos.gpt?)")
-    run = {k: str(v) for k, v in state["run"].items()}
-    saved = json.loads(str(state["train_config"]))
-    saved.pop("attention", None)      # how attention runs is the model's config now, not the training's
-    return state, LMTrainConfig(**saved), run
+    """(checkpoint state, LMTrainConfig) of a run written by train_lm, to go on with."""
+    state = load_checkpoint(path, needs=RESUME_ENTRIES, kinds=("DecoderOnly",))
+    return state, LMTrainConfig(**json.loads(str(state["train_config"])))
 
 
 def load_lm(path):
-    """(model in eval mode, CharVocab) from a checkpoint written by save_lm (a file, or the
+    """(model in eval mode, CharVocab) from a checkpoint written by train_lm (a file, or the
     folder holding checkpoint.npz)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "checkpoint.npz")
-    state = nn.load(path)
-    for key in ("model", "config", "vocab"):
-        if key not in state:
-            raise ValueError(f"load_lm: {path!r} has no {key!r} entry; was it written by demos.gpt?")
-    model = DecoderOnly(DecoderOnlyConfig(**json.loads(str(state["config"]))))
-    model.load_state_dict(state["model"])
-    return model.eval(), CharVocab.from_array(state["vocab"])
+    state = load_checkpoint(path, needs=("vocab",), kinds=("DecoderOnly",))
+    return model_from(state).eval(), CharVocab.from_array(state["vocab"])

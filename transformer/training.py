@@ -1,21 +1,21 @@
-"""Training an encoder-decoder on a toy task: the loop, evaluation, logs and checkpoints."""
+"""Training an encoder-decoder on a toy task: its job for the training loop (transformer/loop.py),
+evaluation by greedy decoding, and its checkpoints."""
 
 import dataclasses
 import json
 import os
-import time
-
 import numpy as np
 
-import nn
 from autograd import default_generator, kernels, manual_seed, no_grad
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
 from transformer import tasks
 from transformer.decoding import greedy_decode
+from transformer.checkpoint import load_checkpoint, model_from, run_state
+from transformer.loop import train_loop
 from transformer.model import Transformer, TransformerConfig
+from transformer.run_state import generator_state, restore_generator
 from transformer.task_registry import make_task
-from transformer.run_state import CheckpointRotation, StopOnInterrupt, generator_state, restore_generator
 from transformer.validation import require_positive
 
 
@@ -81,6 +81,56 @@ def build_model(train_cfg, data=None, **model_overrides):
     return Transformer(TransformerConfig(**config))
 
 
+class ToyTaskJob:
+    """An encoder-decoder (Transformer or RNN) on a toy task, for the training loop
+    (transformer/loop.py): a step is a batch from the task's stream, cross-entropy over the
+    target tokens and an optimizer step; an evaluation is greedy decoding of held-out
+    sequences; the run stops when their exact match reaches cfg.target_accuracy."""
+
+    def __init__(self, model, data, cfg):
+        self.model, self.data, self.cfg = model, data, cfg
+        self.optimizer, self.schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps,
+                                                       cfg.schedule, getattr(model.config, "d_model", None))
+        self.stream = data.stream(cfg.batch_size, seed=cfg.seed)
+        self.heldout = data.heldout(cfg.eval_size, seed=cfg.seed + 10_000)
+
+    def step(self, number):
+        batch = next(self.stream)
+        logits = self.model(batch.src, batch.tgt_in)                       # (B, T, V)
+        loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD, label_smoothing=self.cfg.label_smoothing)
+        loss = optimize(loss, self.optimizer, self.schedule, self.cfg.clip_norm)
+        return loss, self.optimizer.param_groups[0]["lr"]
+
+    def evaluate(self, number):
+        return evaluate(self.model, self.heldout, self.data.max_output_len + 1)
+
+    def done(self, metrics):
+        return metrics["exact_match"] >= self.cfg.target_accuracy
+
+    def score(self, metrics):
+        return metrics["exact_match"]
+
+    def progress(self, number, history, since):
+        last = history["evals"][-1]
+        return (f"step {number:5d}  loss {np.mean(history['loss'][-self.cfg.eval_every:]):.4f}  lr {last['lr']:.2e}  "
+                f"exact {last['exact_match']:.1%}  tokens {last['token_accuracy']:.1%}  {last['seconds']:5.1f}s")
+
+    def checkpoint(self, history):
+        return run_state(self.model, self.cfg, history, optimizer=self.optimizer.state_dict(),
+                         schedule=self.schedule.state_dict(), stream_rng=generator_state(self.stream.rng),
+                         dropout_rng=generator_state(default_generator()))
+
+    def load_state_dict(self, state):
+        """Go on from a checkpoint's optimizer, schedule and random generators."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.schedule.load_state_dict(state["schedule"])
+        restore_generator(self.stream.rng, state["stream_rng"])
+        restore_generator(default_generator(), state["dropout_rng"])
+
+
+RESUME_ENTRIES = ("model", "optimizer", "schedule", "train_config", "stream_rng", "dropout_rng", "history")
+
+
 def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, **model_overrides):
     """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
 
@@ -92,65 +142,25 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
     Ctrl-C, or should_stop(step) returning True, ends the run after the current step
     with everything saved.  Returns (model, metrics); metrics["interrupted"] says which."""
     manual_seed(cfg.seed)
-    saved = load_run(resume) if resume else None
+    saved = load_checkpoint(resume, needs=RESUME_ENTRIES) if resume else None
     if saved:
-        model = Transformer(TransformerConfig(**json.loads(str(saved["model_config"]))))
+        model = model_from(saved)
     data = data or make_task(cfg)
     model = model or build_model(cfg, data, **model_overrides)
     kernels.prepare(model.parameters()[0].dtype,                    # a first run compiles here, not on the clock
                     fused_attention=getattr(model.config, "attention", "composed") == "fused")
-    started = time.perf_counter()
-    optimizer, schedule = make_optimizer(model.parameters(), cfg.lr, cfg.warmup, cfg.decay_steps, cfg.schedule,
-                                         getattr(model.config, "d_model", None))
-    stream = data.stream(cfg.batch_size, seed=cfg.seed)
-    heldout = data.heldout(cfg.eval_size, seed=cfg.seed + 10_000)
-    history = {"step": [], "loss": [], "eval": []}
-    first = 1
+    job = ToyTaskJob(model, data, cfg)
+    history = None
     if saved:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        schedule.load_state_dict(saved["schedule"])
-        restore_generator(stream.rng, saved["stream_rng"])
-        restore_generator(default_generator(), saved["dropout_rng"])
+        job.load_state_dict(saved)
         history = json.loads(str(saved["history"]))
-        first = int(saved["step"]) + 1
-        log(f"resumed from {resume} at step {first - 1}")
-    rotation = CheckpointRotation(cfg.out_dir, cfg.keep_last)
-    result = history["eval"][-1] if history["eval"] else {"exact_match": 0.0, "token_accuracy": 0.0}
-    result = {k: result[k] for k in ("exact_match", "token_accuracy")}
-    step, interrupted = first - 1, False
-    with StopOnInterrupt() as interrupt:
-        for step in range(first, cfg.max_steps + 1):
-            batch = next(stream)
-            logits = model(batch.src, batch.tgt_in)                       # (B, T, V)
-            loss = F.cross_entropy(logits, batch.tgt_out, ignore_index=tasks.PAD,
-                                   label_smoothing=cfg.label_smoothing)
-            history["step"].append(step)
-            history["loss"].append(optimize(loss, optimizer, schedule, cfg.clip_norm))
-            interrupted = interrupt.requested or bool(should_stop and should_stop(step))
-            reached = False
-            if step % cfg.eval_every == 0 or step == cfg.max_steps:
-                result = evaluate(model, heldout, data.max_output_len + 1)
-                elapsed = time.perf_counter() - started
-                lr = optimizer.param_groups[0]["lr"]
-                history["eval"].append({"step": step, "seconds": elapsed, "lr": lr, **result})
-                log(f"step {step:5d}  loss {np.mean(history['loss'][-cfg.eval_every:]):.4f}  "
-                    f"lr {lr:.2e}  exact {result['exact_match']:.1%}  "
-                    f"tokens {result['token_accuracy']:.1%}  {elapsed:5.1f}s")
-                reached = result["exact_match"] >= cfg.target_accuracy
-            done = reached or interrupted or step == cfg.max_steps
-            if done or (cfg.save_every and step % cfg.save_every == 0):
-                state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                         "schedule": schedule.state_dict(), "step": step, "interrupted": interrupted,
-                         "train_config": json.dumps(dataclasses.asdict(cfg)),
-                         "model_config": json.dumps(dataclasses.asdict(model.config)),
-                         "stream_rng": generator_state(stream.rng), "dropout_rng": generator_state(default_generator()),
-                         "history": json.dumps(history)}
-                rotation.save(state, step, result["exact_match"])
-            if done:
-                break
-    metrics = {"task": cfg.task, "steps": step, "seconds": time.perf_counter() - started, "interrupted": interrupted,
-               "final_loss": history["loss"][-1] if history["loss"] else None, **result,
+        log(f"resumed from {resume} at step {len(history['step'])}")
+    history = train_loop(job, cfg.max_steps, cfg.eval_every, out_dir=cfg.out_dir, save_every=cfg.save_every,
+                         keep_last=cfg.keep_last, history=history, log=log, should_stop=should_stop)
+    result = history["evals"][-1] if history["evals"] else {"exact_match": 0.0, "token_accuracy": 0.0}
+    metrics = {"task": cfg.task, "steps": len(history["step"]), "seconds": history["seconds"],
+               "interrupted": history["interrupted"], "final_loss": history["loss"][-1] if history["loss"] else None,
+               "exact_match": result["exact_match"], "token_accuracy": result["token_accuracy"],
                "reached_target": result["exact_match"] >= cfg.target_accuracy,
                "train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model.config),
                "history": history}
@@ -159,39 +169,16 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
     return model, metrics
 
 
-def load_run(path):
-    """The state a `train` checkpoint holds (path: the file, or the folder with checkpoint.npz)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "checkpoint.npz")
-    state = nn.load(path)
-    missing = [k for k in ("model", "optimizer", "schedule", "train_config", "model_config", "stream_rng",
-                           "dropout_rng", "history", "step") if k not in state]
-    if missing:
-        raise ValueError(f"resume: {path!r} lacks {missing}; only checkpoints written by demos.train "
-                         "(transformer.training.train) can be resumed")
-    return state
-
-
 def resumed_config(path, **overrides):
     """The TrainConfig of the run saved at `path`, with `overrides` (e.g. max_steps, out_dir)."""
-    saved = json.loads(str(load_run(path)["train_config"]))
+    saved = json.loads(str(load_checkpoint(path, needs=("train_config",))["train_config"]))
     saved.update({k: v for k, v in overrides.items() if v is not None})
     return TrainConfig(**saved)
 
 
-def load_model(path, model_config=None):
-    """A Transformer (in eval mode) with the weights of a checkpoint written by `train`
-    (the file, or its folder); its configuration is read from the checkpoint unless given."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "checkpoint.npz")
-    state = nn.load(path)
-    if model_config is None:
-        if "model_config" not in state:
-            raise ValueError(f"load_model: {path!r} records no model_config; pass the TransformerConfig")
-        model_config = TransformerConfig(**json.loads(str(state["model_config"])))
-    model = Transformer(model_config)
-    model.load_state_dict(state["model"])
-    return model.eval()
+def load_model(path):
+    """The Transformer (in eval mode) of a checkpoint written by `train` (the file, or its folder)."""
+    return model_from(load_checkpoint(path, kinds=("Transformer",))).eval()
 
 
 def sample_decodes(model, data, count=3, seed=123):

@@ -66,8 +66,8 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
     """Median ms per training step on one fixed batch of PyTorch's GPT and of ours with
     each kind of attention in `attention` ("fused", "composed"; the first is "ours"), all
     in `rounds` short interleaved rounds of steps // 3 steps.  Ratios are medians of the
-    rounds' ratios: rounds a second apart see the same load, which on this shared machine
-    moved every engine's median by 20-30% from one minute to the next.  With profile, then
+    rounds' ratios: rounds a second apart see the same load, which can move every engine's
+    median a good deal from one minute to the next.  With profile, then
     where our (first) step spends its time (bench_train.profile)."""
     from demos.bench.train import _median
     from demos.bench.train import profile as print_profile
@@ -113,7 +113,7 @@ def recipe(data_path=None, attention="fused"):
     """Both engines through the whole recipe from the same weights, batches and seed (ours
     with `attention`)."""
     from demos.gpt import load_corpus
-    from transformer.lm_training import our_engine, train_lm
+    from transformer.lm_training import LMJob, our_engine, train_lm
     from transformer.text import CharDataset
 
     cfg = LMTrainConfig()
@@ -124,7 +124,7 @@ def recipe(data_path=None, attention="fused"):
     for name, (step, evaluate) in (("ours", our_engine(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
         print(f"\n{name}: {cfg.max_iters} iterations on {source}")
         started = time.perf_counter()
-        history = train_lm(data, step, evaluate, cfg, log=lambda line: print("  " + line, flush=True))
+        history = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: print("  " + line, flush=True))
         runs[name] = {"val_loss": history["evals"][-1]["val"], "train_loss": history["evals"][-1]["train"],
                       "seconds": time.perf_counter() - started,
                       "evals": history["evals"]}

@@ -10,6 +10,6 @@ def test_metrics_hold_the_printed_sample_decodes_and_learning_rates(tmp_path, ca
     printed = capsys.readouterr().out.splitlines()
     metrics = json.load(open(tmp_path / "metrics.json"))
     assert len(metrics["sample_decodes"]) == 4 and all(line in printed for line in metrics["sample_decodes"])
-    evals = metrics["history"]["eval"]
+    evals = metrics["history"]["evals"]
     assert [e["step"] for e in evals] == [10, 20]
     assert all(any(p.startswith(f"step {e['step']:5d}") and f"lr {e['lr']:.2e}" in p for p in printed) for e in evals)

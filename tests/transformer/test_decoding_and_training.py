@@ -93,7 +93,7 @@ def test_short_training_run_halves_the_copy_loss(tmp_path):
     model, metrics = train(cfg, log=lines.append, d_model=32, num_heads=2, d_ff=64)
     losses = metrics["history"]["loss"]
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
-    last = metrics["history"]["eval"][-1]                 # the learning rate it printed, recorded
+    last = metrics["history"]["evals"][-1]                 # the learning rate it printed, recorded
     assert last["step"] == 150 and last["lr"] == pytest.approx(cfg.lr / 10)     # decayed by decay_steps
     assert any(line.startswith("step   150") and f"lr {last['lr']:.2e}" in line for line in lines)
     assert (tmp_path / "metrics.json").exists() and (tmp_path / "checkpoint.npz").exists()

@@ -12,10 +12,11 @@ import nn
 from autograd import gradcheck, manual_seed
 from nn import functional as F
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config, pick_next_token
-from transformer.lm_training import LMTrainConfig, decay_groups, load_lm, our_engine, save_lm, train_lm
+from transformer.checkpoint import run_state
+from transformer.lm_training import LMJob, LMTrainConfig, decay_groups, load_lm, our_engine, save_lm, train_lm
 from transformer.nanogpt import from_nanogpt, load_nanogpt_checkpoint, read_meta, read_torch_file, to_nanogpt
 from transformer.text import CharDataset
-from tests.transformer.helpers import to_float64
+from tests.transformer.helpers import tiny_transformer, to_float64
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
@@ -238,16 +239,16 @@ def _run(seed, iters=120):
     manual_seed(seed)
     model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16))
     step, evaluate, optimizer = our_engine(model, cfg)
-    return model, data, optimizer, train_lm(data, step, evaluate, cfg, log=lambda line: None)
+    return model, data, optimizer, train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: None)
 
 
 def test_short_training_halves_the_loss_and_repeats_with_the_seed(tmp_path):
     model, data, optimizer, history = _run(0)
     assert np.mean(history["loss"][-10:]) < 0.5 * np.mean(history["loss"][:5])
-    assert [e["iter"] for e in history["evals"]] == [60, 120] and history["evals"][-1]["val"] < 1.5
+    assert [e["step"] for e in history["evals"]] == [60, 120] and history["evals"][-1]["val"] < 1.5
     again = _run(0)[3]
     assert again["loss"] == history["loss"]
-    path = save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab, optimizer)
+    path = save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab)
     loaded, vocab = load_lm(str(tmp_path))
     x = data.vocab.encode("the mat.")[None, :]
     np.testing.assert_array_equal(loaded(x).data, model.eval()(x).data)
@@ -279,16 +280,21 @@ def test_the_model_config_chooses_the_attention_and_our_engine_prepares_its_kern
     np.testing.assert_allclose(losses["fused"], losses["composed"], rtol=1e-5)
 
 
-def test_load_lm_refuses_a_checkpoint_without_a_vocabulary(tmp_path):
+def test_load_lm_refuses_a_checkpoint_without_a_vocabulary_or_of_another_model(tmp_path):
     nn.save({"model": tiny_gpt().state_dict()}, str(tmp_path / "m.npz"))
-    with pytest.raises(ValueError, match="no 'config' entry"):
+    with pytest.raises(ValueError, match="is not a training checkpoint"):
+        load_lm(str(tmp_path / "m.npz"))
+    nn.save(run_state(tiny_gpt()), str(tmp_path / "m.npz"))
+    with pytest.raises(ValueError, match="lacks vocab"):
+        load_lm(str(tmp_path / "m.npz"))
+    nn.save(run_state(tiny_transformer()), str(tmp_path / "m.npz"))
+    with pytest.raises(ValueError, match="holds an encoder-decoder Transformer .written by demos.train.; this needs "
+                                         "a GPT, decoder-only .written by demos.gpt."):
         load_lm(str(tmp_path / "m.npz"))
 
 
 def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_path):
-    from autograd import default_generator
     from transformer.lm_training import resume_state
-    from transformer.run_state import restore_generator
 
     cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=30, warmup=5, lr=1e-2, min_lr=1e-3, eval_every=10,
                         eval_iters=2, log_every=1000, seed=3)
@@ -300,19 +306,18 @@ def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_p
         return model, our_engine(model, cfg)
 
     model, (step, evaluate, _) = fresh()
-    full = train_lm(data, step, evaluate, cfg, log=lambda line: None)
+    full = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: None)
     model, (step, evaluate, optimizer) = fresh()
-    cut = train_lm(data, step, evaluate, cfg, log=lambda line: None, should_stop=lambda it: it == 12)
+    cut = train_lm(LMJob(data, step, evaluate, cfg, model, optimizer), log=lambda line: None,
+                   should_stop=lambda it: it == 12, out_dir=str(tmp_path))
     assert cut["interrupted"] and len(cut["loss"]) == 12
-    save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab, optimizer, cfg, cut)
     manual_seed(12345)                                           # the checkpoint, not this process, decides
-    state, saved_cfg, start = resume_state(str(tmp_path))
+    state, saved_cfg = resume_state(str(tmp_path))
     assert saved_cfg == cfg
     model, (step, evaluate, optimizer) = fresh()
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
-    restore_generator(default_generator(), start["dropout_rng"])
-    resumed = train_lm(data, step, evaluate, cfg, log=lambda line: None, start=start)
+    resumed = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: None, start=state)
     assert resumed["loss"] == full["loss"] and resumed["evals"][-1]["val"] == full["evals"][-1]["val"]
     assert not resumed["interrupted"]
 
@@ -326,7 +331,7 @@ def test_sample_cli_reads_both_kinds_of_checkpoint(tmp_path, capsys):
     ids = np.array([[meta["stoi"][c] for c in "hello"]])
     assert text == "".join(meta["itos"][int(i)] for i in model.generate(ids, 4)[0])   # top-k 1 is greedy
     model, data, optimizer, _ = _run(0, iters=5)
-    save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab, optimizer)
+    save_lm(str(tmp_path / "checkpoint.npz"), model, data.vocab)
     a = sample.main(["--checkpoint", str(tmp_path), "--prompt", "the ", "--tokens", "12", "--seed", "4"])
     b = sample.main(["--checkpoint", str(tmp_path), "--prompt", "the ", "--tokens", "12", "--seed", "4"])
     assert a == b and a.startswith("the ") and len(a) == 16

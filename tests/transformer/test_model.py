@@ -8,7 +8,9 @@ from autograd import Tensor, gradcheck, manual_seed
 from nn import functional as F
 from transformer import (DecoderLayer, EncoderLayer, LearnedPositionalEncoding, PositionalEncoding,
                          Transformer, TransformerConfig, binary_table, causal_mask, sinusoidal_table)
-from transformer.training import load_model
+from transformer.checkpoint import run_state
+from transformer.loop import new_history
+from transformer.training import TrainConfig, load_model
 from tests.helpers import leaf
 from tests.transformer.helpers import tiny_transformer, to_float64
 
@@ -104,8 +106,8 @@ def test_model_rejects_bad_tokens():
 
 def test_checkpoint_round_trip(tmp_path):
     model = tiny_transformer(seed=5)
-    nn.save({"model": model.state_dict()}, tmp_path / "checkpoint.npz")
-    loaded = load_model(tmp_path / "checkpoint.npz", model.config)
+    nn.save(run_state(model, TrainConfig(), new_history()), tmp_path / "checkpoint.npz")
+    loaded = load_model(tmp_path / "checkpoint.npz")
     src, tgt = np.array([[3, 4, 5]]), np.array([[1, 3]])
     np.testing.assert_allclose(to_float64(loaded)(src, tgt).data, model(src, tgt).data, rtol=1e-12)
     other = Transformer(TransformerConfig(src_vocab=7, tgt_vocab=6, d_model=16, num_heads=2))

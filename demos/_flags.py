@@ -1,0 +1,48 @@
+"""Command-line flags made from the configs (a config dataclass, or a function such as
+gpt_config), so that every default lives once: in the config.  A flag the user did not give
+is absent from the parsed arguments (its default shows in --help only), so that a resumed
+run can tell what the user asked for."""
+
+import argparse
+import inspect
+import sys
+
+
+def add_config_flags(parser, config, names, rename=None, choices=None, helps=None):
+    """A --flag for each parameter of `config` (a dataclass or a function) named in `names`:
+    its default is the parameter's, its type the annotation's (else the default's type); its
+    name is the parameter's with '-' for '_', or rename[name]; a bool gets --flag / --no-flag."""
+    parameters = inspect.signature(config).parameters
+    rename, choices, helps = rename or {}, choices or {}, helps or {}
+    for name in names:
+        parameter = parameters[name]
+        kind = type(parameter.default) if parameter.annotation is inspect.Parameter.empty else parameter.annotation
+        flag = "--" + rename.get(name, name.replace("_", "-"))
+        help_text = f"{helps[name]} " if name in helps else ""
+        options = dict(dest=name, default=argparse.SUPPRESS, help=f"{help_text}(default: {parameter.default})")
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, **options)
+        else:
+            parser.add_argument(flag, type=kind, choices=choices.get(name), **options)
+
+
+def given(args, names):
+    """{field: value} of the flags among `names` that the user gave."""
+    return {name: getattr(args, name) for name in names if hasattr(args, name)}
+
+
+def refuse_contradictions(prog, asked, saved, allowed, rename=None):
+    """Exit (fail) if a flag in `asked` ({field: value}) contradicts the resumed run's
+    `saved` config (a dict), unless the field is one of `allowed` (it may change on resume)."""
+    rename = rename or {}
+    for name, value in asked.items():
+        if name not in allowed and name in saved and saved[name] != value:
+            flag = "--" + rename.get(name, name.replace("_", "-"))
+            fail(prog, f"{flag} {value} contradicts the resumed run's {name} = {saved[name]!r}; a resumed run "
+                       f"goes on as it was saved (leave {flag} out, or start a new run with --out)")
+
+
+def fail(prog, message):
+    """A user's mistake: one line on stderr, exit status 2 (as argparse's own errors)."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,76 @@
+"""The demos' flags come from the configs (every default lives once), and a resumed run
+refuses a flag that contradicts it, in one line, with exit status 2, writing nothing."""
+
+import dataclasses
+import os
+
+import pytest
+
+from demos import gpt, train
+from transformer.decoder_only import gpt_config
+from transformer.lm_training import LMTrainConfig
+from transformer.model import TransformerConfig
+from transformer.training import TrainConfig
+
+SMALL = ["--task", "copy", "--steps", "4", "--max-len", "4", "--d-model", "16", "--heads", "2", "--d-ff", "16",
+         "--layers", "1", "--eval-every", "2", "--beam-examples", "2"]
+
+
+def test_flags_left_out_take_the_configs_defaults():
+    cfg, model_fields = train.configs(train.parse_args([]))
+    assert cfg == TrainConfig(out_dir=os.path.join("runs", TrainConfig.task)) and model_fields == {}
+    args = train.parse_args(["--steps", "7", "--heads", "2", "--layers", "3", "--no-norm-first"])
+    cfg, model_fields = train.configs(args)
+    assert cfg.max_steps == 7 and cfg.lr == TrainConfig.lr
+    assert model_fields == {"num_heads": 2, "num_encoder_layers": 3, "num_decoder_layers": 3, "norm_first": False}
+
+
+@pytest.mark.parametrize("module, config, field, flag", [
+    (train, TrainConfig, "lr", "--lr"), (train, TransformerConfig, "d_ff", "--d-ff"),
+    (gpt, LMTrainConfig, "max_iters", "--max-iters")])
+def test_help_shows_each_default_from_its_config(module, config, field, flag, capsys):
+    with pytest.raises(SystemExit):
+        module.parse_args(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    default = {f.name: f.default for f in dataclasses.fields(config)}[field]
+    assert f"{flag} " in shown and f"(default: {default})" in shown
+
+
+def test_gpt_model_flags_are_gpt_configs_parameters():
+    args = gpt.parse_args(["--layers", "2", "--d-model", "32", "--attention", "composed"])
+    assert gpt.given(args, gpt.MODEL_FLAGS) == {"n_layer": 2, "n_embd": 32, "attention": "composed"}
+    config = gpt_config(10, **gpt.given(args, gpt.MODEL_FLAGS))
+    assert (config.num_layers, config.d_model, config.attention, config.num_heads) == (2, 32, "composed", 4)
+
+
+def test_resume_refuses_a_contradicting_flag_in_one_line(tmp_path, capsys):
+    train.main(SMALL + ["--out", str(tmp_path)])
+    capsys.readouterr()
+    before = {name: os.path.getmtime(tmp_path / name) for name in os.listdir(tmp_path)}
+    for flag, value, field in (("--d-model", "128", "d_model"), ("--lr", "0.5", "lr"), ("--layers", "2",
+                                                                                         "num_encoder_layers")):
+        with pytest.raises(SystemExit) as stop:
+            train.main(["--resume", str(tmp_path), flag, value])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1
+        assert err.startswith(f"demos.train: error: {flag} {value} contradicts the resumed run's {field}")
+    assert {name: os.path.getmtime(tmp_path / name) for name in os.listdir(tmp_path)} == before
+    metrics = train.main(["--resume", str(tmp_path), "--steps", "6", "--d-model", "16"])   # agrees: allowed
+    assert metrics["steps"] == 6
+
+
+def test_decode_names_the_kind_of_checkpoint_it_found(tmp_path, capsys):
+    gpt.main(["--max-iters", "2", "--eval-every", "2", "--eval-iters", "1", "--block-size", "8", "--batch-size", "2",
+              "--layers", "1", "--d-model", "16", "--heads", "2", "--sample-tokens", "2", "--out", str(tmp_path),
+              "--data", __file__])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        train.main(["--checkpoint", str(tmp_path), "--decode", "a b"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds a GPT, decoder-only (written by demos.gpt); this needs an encoder-decoder Transformer" in err
+    with pytest.raises(SystemExit) as stop:
+        gpt.main(["--resume", str(tmp_path), "--d-model", "32"])
+    assert stop.value.code == 2
+    assert "--d-model 32 contradicts the resumed run's d_model = 16" in capsys.readouterr().err

@@ -1,0 +1,75 @@
+"""The training loop: one for every model, the encoder-decoder on a toy task and the GPT on text.
+
+What differs between models lives in a *job* (transformer/training.py's ToyTaskJob,
+transformer/lm_training.py's LMJob); what every run needs lives here, once: the step
+counter, evaluation every `eval_every` steps and at the end, a progress line, stopping
+early (a target reached, Ctrl-C, or the caller's should_stop), checkpoints every
+`save_every` steps and when the loop ends (checkpoint.npz, the last step-N.npz and the best
+so far: run_state.CheckpointRotation), and going on from an interrupted run's history.
+
+A job has six methods:
+    step(number) -> (loss, lr)         one training step, numbered from 1
+    evaluate(number) -> dict           metrics now (numbers), e.g. validation loss
+    progress(number, history, since)   the progress line (since: this process's first step
+                                       and the run's seconds before it, for a rate)
+    done(metrics) -> bool              whether to stop early, given the latest evaluation
+    score(metrics) -> float            how good an evaluation is, higher better (for best.npz)
+    checkpoint(history) -> dict        everything a checkpoint holds to go on from here
+                                       (transformer/checkpoint.py's format)
+"""
+
+import time
+
+from transformer.run_state import CheckpointRotation, StopOnInterrupt
+
+
+def new_history():
+    """What a run records: every step's loss and learning rate, every evaluation (its step,
+    seconds since the run began, learning rate and metrics), the seconds trained, and
+    whether it was interrupted before its last step."""
+    return {"step": [], "loss": [], "lr": [], "evals": [], "seconds": 0.0, "interrupted": False}
+
+
+def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_every=0, keep_last=1, history=None,
+               log=print, should_stop=None):
+    """Run job.step for the steps after those in `history` (an interrupted run's, to go on
+    from; default: a new run) up to max_steps.  Evaluates every eval_every steps and at the
+    last; logs job.progress every log_every steps (default: at each evaluation) and at the
+    last; stops early when job.done says so after an evaluation, at Ctrl-C (after the step
+    in progress) or when should_stop(step) returns True.  With out_dir, writes a checkpoint
+    there every save_every steps (0: never) and once when the loop ends, keeping the last
+    keep_last step-N.npz files.  Returns the history."""
+    history = history or new_history()
+    rotation = CheckpointRotation(out_dir, keep_last) if out_dir else None
+
+    def save():
+        score = job.score(history["evals"][-1]) if history["evals"] else None
+        rotation.save(job.checkpoint(history), len(history["step"]), score)
+
+    log_every = log_every or eval_every
+    first = len(history["step"]) + 1
+    since = (first, history["seconds"])
+    started = time.perf_counter() - history["seconds"]
+    with StopOnInterrupt() as interrupt:
+        for number in range(first, max_steps + 1):
+            loss, lr = job.step(number)
+            history["step"].append(number)
+            history["loss"].append(loss)
+            history["lr"].append(lr)
+            last = number == max_steps
+            reached = False
+            if number % eval_every == 0 or last:
+                metrics = job.evaluate(number)
+                history["evals"].append({"step": number, "seconds": time.perf_counter() - started, "lr": lr, **metrics})
+                reached = job.done(metrics)
+            history["seconds"] = time.perf_counter() - started
+            if number % log_every == 0 or last:
+                log(job.progress(number, history, since))
+            history["interrupted"] = (interrupt.requested or bool(should_stop and should_stop(number))) and not last
+            if history["interrupted"] or reached:
+                break
+            if rotation and save_every and number % save_every == 0 and not last:
+                save()
+    if rotation:
+        save()
+    return history
