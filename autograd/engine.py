@@ -36,9 +36,9 @@ def graph_nodes(root_node, for_backward=False):
     return order
 
 
-def held_by(node):
+def held_by(node, saved):
     """The arrays a node holds: those it saved for backward and any other it keeps as an attribute."""
-    return [*node.saved_tensors, *(value for value in vars(node).values() if isinstance(value, np.ndarray))]
+    return [*saved, *(value for value in vars(node).values() if isinstance(value, np.ndarray))]
 
 
 def _unshared(g, others):
@@ -63,7 +63,7 @@ def run_backward(root, grad, retain_graph=False):
     for node in reversed(order):     # outputs first, inputs last
         out_grads = output_grads(node, grads.pop(node))
         input_grads = node.backward(*out_grads)
-        held = held_by(node)
+        saved = node.saved_tensors
         if not retain_graph:
             node.saved_tensors = None
             node.freed = True
@@ -82,7 +82,7 @@ def run_backward(root, grad, retain_graph=False):
                     g = run_hooks(t._hooks, g).copy()      # a hook may have kept the array
                 if t.grad is not None:
                     t.grad = t.grad + g
-                elif _unshared(g, (*out_grads, *input_grads[:i], *input_grads[i + 1:], *held)):
+                elif _unshared(g, (*out_grads, *input_grads[:i], *input_grads[i + 1:], *held_by(node, saved))):
                     t.grad = g                 # this node's own fresh array: kept, not copied
                 else:
                     t.grad = g.copy()          # shared with something else: .grad gets its own memory

@@ -3,26 +3,40 @@
     python -m demos.debug -b autograd/engine.py:61 demos.tour
     python -m demos.debug -b autograd/ops/matmul.py:37 demos.train --task reverse --steps 1
 
-Like `python -m pdb -c "b FILE:LINE" -c c -m MODULE ARGS`, except that the debugger skips
-the frames of numpy, Numba, matplotlib and the standard library (pdb's `skip`), so `s`
-goes from `loss.backward()` straight through the engine to each op's backward instead of
-wandering through numpy's Python wrappers.  Every -b sets a breakpoint; the program runs
-until the first one.
+Like `python -m pdb -c "b FILE:LINE" -c c -m MODULE ARGS`, except that `s` and `n` stop
+only in this project's own files: the frames of numpy, Numba, matplotlib, setuptools' import
+hooks and the standard library are stepped over, so `s` goes from `loss.backward()` straight
+through the engine to each op's backward instead of wandering through numpy's Python
+wrappers.  Every -b sets a breakpoint; the program runs until the first one.
 """
 
 import argparse
 import bdb
+import os
 import pdb
 import runpy
 import sys
 
-SKIPPED = ["numpy.*", "numba.*", "matplotlib.*", "importlib.*", "runpy", "contextlib", "functools", "abc",
-           "weakref", "collections.*", "json.*", "ctypes.*", "os", "posixpath", "genericpath"]
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def in_project(frame):
+    """Whether frame runs a file of this project (not an installed package, even one
+    installed in a virtual environment inside the project's folder)."""
+    path = os.path.abspath(frame.f_code.co_filename)
+    return path.startswith(PROJECT + os.sep) and "site-packages" not in path
+
+
+class ProjectPdb(pdb.Pdb):
+    """A Pdb that stops only in this project's files."""
+
+    def stop_here(self, frame):
+        return in_project(frame) and super().stop_here(frame)
 
 
 def debugger(breakpoints):
-    """A Pdb that skips library frames, with `breakpoints` ("FILE:LINE") set."""
-    debug = pdb.Pdb(skip=SKIPPED)
+    """A ProjectPdb with `breakpoints` ("FILE:LINE") set."""
+    debug = ProjectPdb()
     for spec in breakpoints:
         filename, _, line = spec.rpartition(":")
         error = debug.set_break(filename, int(line)) if filename and line.isdigit() else f"not FILE:LINE: {spec!r}"

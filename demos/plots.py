@@ -62,12 +62,15 @@ def attention_heatmaps(model, example, out_dir, src_label=tasks.symbol_label, tg
     src_labels = [src_label(t) for t in example.src[0, :src_len]]
     tgt_in_labels = [tgt_label(t) for t in example.tgt_in[0, :tgt_len]]
     written = [tgt_label(t) for t in example.tgt_out[0, :tgt_len]]
-    kinds = [("encoder", "self_attn", "encoder self-attention", src_labels, src_labels),
-             ("decoder", "self_attn", "decoder masked self-attention", tgt_in_labels, tgt_in_labels),
-             ("decoder", "cross_attn", "encoder-decoder (cross) attention, rows: the token being written",
-              written, src_labels)]
+    # (stack, module, title, query labels, key labels, what a row is, what a column is)
+    kinds = [("encoder", "self_attn", "encoder self-attention", src_labels, src_labels, "query: source token",
+              "key: source token"),
+             ("decoder", "self_attn", "decoder masked self-attention", tgt_in_labels, tgt_in_labels,
+              "query: target input token", "key: target input token"),
+             ("decoder", "cross_attn", "encoder-decoder (cross) attention", written, src_labels,
+              "query: the token being written", "key: source token")]
     paths = []
-    for stack, module, title, q_labels, k_labels in kinds:
+    for stack, module, title, q_labels, k_labels, row_meaning, column_meaning in kinds:
         names = sorted(n for n in maps if n.startswith(stack + ".") and n.endswith(module))
         heads = maps[names[0]].shape[1]
         fig, axes = plt.subplots(len(names), heads, figsize=(2.6 * heads + 1, 2.6 * len(names) + 0.4), squeeze=False,
@@ -80,7 +83,10 @@ def attention_heatmaps(model, example, out_dir, src_label=tasks.symbol_label, tg
                 ax.set_xticks(range(len(k_labels)), k_labels, fontsize=7, rotation=90)
                 ax.set_yticks(range(len(q_labels)), q_labels, fontsize=7)
                 ax.set_title(f"layer {name.split('.')[2]}, head {h}", fontsize=8)
+            axes[row, 0].set_ylabel(row_meaning, fontsize=8)
+        for ax in axes[-1]:
+            ax.set_xlabel(column_meaning, fontsize=8)
         fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
-        fig.suptitle(f"{title} (rows: queries, columns: keys)", fontsize=10)
+        fig.suptitle(f"{title}: each row, a query's weights over the keys, sums to 1", fontsize=10)
         paths.append(save(fig, f"{out_dir}/attention_{stack}_{module}.png"))
     return paths

@@ -66,3 +66,26 @@ def test_demos_debug_steps_from_the_engine_into_an_ops_backward(tmp_path):
                             timeout=300)
     assert "> " + os.path.join(ROOT, "autograd", "engine.py") + "(61)run_backward()" in result.stdout
     assert "ops/reduce.py(47)backward()" in result.stdout and "<Mean node, output shape ()>" in result.stdout
+
+
+def test_demos_debug_steps_from_matmul_forward_only_into_project_code(tmp_path):
+    """Twenty `s` from MatMul.forward's first line (a first kernel call: the kernels load,
+    Numba and setuptools' import hooks run) stop only in this project's files."""
+    line = _first_line_of(os.path.join(ROOT, "autograd", "ops", "matmul.py"), "forward")
+    commands = "s\n" * 20 + "q\n"
+    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", f"autograd/ops/matmul.py:{line}", "demos.tour",
+                             "--out", str(tmp_path)], cwd=ROOT, input=commands, capture_output=True, text=True,
+                            timeout=300)
+    stops = re.findall(r"^> (\S+)\(\d+\)", result.stdout, re.M)
+    assert len(stops) > 10, result.stdout[-2000:]
+    outside = [path for path in stops if not path.startswith(ROOT + os.sep) or "site-packages" in path]
+    assert not outside, outside
+
+
+def _first_line_of(path, function):
+    """The line of the first statement (after the docstring) of the first function named `function`."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function)
+    body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) else node.body
+    return body[0].lineno
