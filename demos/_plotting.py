@@ -14,13 +14,13 @@ def output_dir(path):
 
 
 def missing_parts(fig):
-    """What a figure lacks of what every demo figure shows: a title (the figure's, or one on
-    every plot), axis labels (on some plot: a grid of panels labels its edges), and a
+    """What a figure lacks of what every demo figure shows: a title (the figure's, or a plot's),
+    axis labels (on some plot: a grid of panels labels its edges), and a
     colorbar when colour carries a value (an image)."""
     colorbars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     plots = [ax for ax in fig.axes if ax not in colorbars]
     missing = []
-    if not fig.get_suptitle() and not all(ax.get_title() for ax in plots):
+    if not fig.get_suptitle() and not any(ax.get_title() for ax in plots):
         missing.append("a title")
     if not any(ax.get_xlabel() for ax in plots) or not any(ax.get_ylabel() for ax in plots):
         missing.append("axis labels")

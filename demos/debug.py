@@ -1,7 +1,12 @@
 """Run a demo under pdb, with `step` staying inside this project's code.
 
-    python -m demos.debug -b autograd/engine.py:61 demos.tour
-    python -m demos.debug -b autograd/ops/matmul.py:37 demos.train --task reverse --steps 1
+    python -m demos.debug -b autograd/engine.py:run_backward demos.tour
+    python -m demos.debug -b autograd/ops/matmul.py:MatMul.backward demos.train --task reverse --steps 1
+    python -m demos.debug -b "autograd/function.py:Function.apply:ctx.forward" demos.tour
+
+A breakpoint names a function (FILE:FUNCTION or FILE:Class.method: its first statement),
+a line of it (FILE:FUNCTION:TEXT: the first line of the function holding TEXT), or a line
+number (FILE:LINE), so that it stays right when the code around it moves.
 
 Like `python -m pdb -c "b FILE:LINE" -c c -m MODULE ARGS`, except that `s` and `n` stop
 only in this project's own files: the frames of numpy, Numba, matplotlib, setuptools' import
@@ -11,6 +16,7 @@ wrappers.  Every -b sets a breakpoint; the program runs until the first one.
 """
 
 import argparse
+import ast
 import bdb
 import os
 import pdb
@@ -23,7 +29,10 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def in_project(frame):
     """Whether frame runs a file of this project (not an installed package, even one
     installed in a virtual environment inside the project's folder)."""
-    path = os.path.abspath(frame.f_code.co_filename)
+    filename = frame.f_code.co_filename
+    if filename.startswith("<"):                 # <frozen importlib._bootstrap>, <string>: not a file of ours
+        return False
+    path = os.path.abspath(filename)
     return path.startswith(PROJECT + os.sep) and "site-packages" not in path
 
 
@@ -38,16 +47,47 @@ def debugger(breakpoints):
     """A ProjectPdb with `breakpoints` ("FILE:LINE") set."""
     debug = ProjectPdb()
     for spec in breakpoints:
-        filename, _, line = spec.rpartition(":")
-        error = debug.set_break(filename, int(line)) if filename and line.isdigit() else f"not FILE:LINE: {spec!r}"
+        error = debug.set_break(*breakpoint_line(spec))
         if error:
             raise SystemExit(f"demos.debug: cannot set breakpoint {spec}: {error}")
     return debug
 
 
+def breakpoint_line(spec):
+    """(file, line) of a breakpoint given as FILE:LINE, FILE:FUNCTION or FILE:FUNCTION:TEXT."""
+    filename, _, rest = spec.partition(":")
+    if rest.isdigit():
+        return filename, int(rest)
+    function, _, text = rest.partition(":")
+    try:
+        with open(filename) as f:
+            source = f.read()
+    except OSError as err:
+        raise SystemExit(f"demos.debug: cannot read {filename}: {err.strerror}") from None
+    node = _function_node(ast.parse(source), function.split("."))
+    if node is None:
+        raise SystemExit(f"demos.debug: {filename} defines no function {function!r}")
+    body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
+        else node.body
+    lines = source.split("\n")
+    for line in range(body[0].lineno, node.end_lineno + 1):
+        if text in lines[line - 1]:
+            return filename, line
+    raise SystemExit(f"demos.debug: no line of {function} in {filename} holds {text!r}")
+
+
+def _function_node(tree, names):
+    """The definition of names[-1] inside the classes names[:-1], at the top of `tree`."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == names[0]:
+            return node if len(names) == 1 else _function_node(node, names[1:])
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-b", "--break", dest="breakpoints", action="append", default=[], metavar="FILE:LINE")
+    parser.add_argument("-b", "--break", dest="breakpoints", action="append", default=[],
+                        metavar="FILE:FUNCTION[:TEXT]", help="a breakpoint (FILE:LINE works too)")
     parser.add_argument("module", help="the demo to run, e.g. demos.tour")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = parser.parse_args(argv)

@@ -88,7 +88,7 @@ def main(argv=None):
     image = ax.imshow(weights, cmap="viridis", vmin=0)
     fig.colorbar(image, ax=ax, label="attention weight")
     ax.set_xticks(range(x.shape[1]), ["<cls>"] + [tasks.symbol_label(t) for t in x[0, 1:]])
-    ax.set(ylabel="head", title=f"<class> token's attention, last layer ({'intact' if y[0] else 'corrupted'} input)")
+    ax.set(xlabel="key: the class token, then the sequence's tokens", ylabel="head", title=f"<class> token's attention, last layer ({'intact' if y[0] else 'corrupted'} input)")
     save(fig, f"{out}/cls_attention.png")
     return results
 

@@ -65,7 +65,7 @@ def plot_order_blind(path):
         for col, (sentence, out) in enumerate(zip(SENTENCES, outputs)):
             image = axes[row, col].imshow(out, cmap="RdBu", vmin=-1.5, vmax=1.5, aspect="auto")
             axes[row, col].set_yticks(range(5), sentence.split())
-            axes[row, col].set(title=f"{name}: \"{sentence}\"", xlabel="output dimension")
+            axes[row, col].set(title=f"{name}: \"{sentence}\"", xlabel="output dimension", ylabel="word")
         differences[name] = order_blindness(outputs)
         print(f"  {name:<21} largest difference of a word's output between the two sentences: "
               f"{differences[name]:.2e}")
@@ -81,13 +81,15 @@ def plot_criteria(path):
     criteria = list(next(iter(results.values())))
     grid = np.array([[results[name][c] for c in criteria] for name in results], dtype=float)
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    ax.imshow(grid, cmap="RdYlGn", vmin=-0.3, vmax=1.3, aspect="auto")
+    image = ax.imshow(grid, cmap="RdYlGn", vmin=-0.3, vmax=1.3, aspect="auto")
+    fig.colorbar(image, ax=ax, ticks=[0, 1], label="meets the criterion").ax.set_yticklabels(["no", "yes"])
     for i, name in enumerate(results):
         for j, c in enumerate(criteria):
             ax.text(j, i, "yes" if results[name][c] else "no", ha="center", va="center")
         print(f"  {name:<16} " + "  ".join(f"{c}: {'yes' if results[name][c] else 'no'}" for c in criteria))
     ax.set_xticks(range(len(criteria)), [c.replace(" ", "\n", 1) for c in criteria])
     ax.set_yticks(range(len(results)), list(results))
+    ax.set(xlabel="criterion", ylabel="encoding")
     ax.set_title("the lecture's criteria, measured on sentences of 8, 16 and 32 words (16-dim codes)", fontsize=10)
     save(fig, path)
     return results

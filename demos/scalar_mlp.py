@@ -92,7 +92,7 @@ def main(argv=None):
     fig, ax = plt.subplots(figsize=(6, 4.5))
     ax.contourf(xs, ys, np.reshape(grid, xs.shape) > 0, cmap="coolwarm", alpha=0.4)
     ax.scatter(points[:, 0], points[:, 1], c=labels, cmap="coolwarm", edgecolors="k", s=20)
-    ax.set_title(f"MLP of scalar Values: decision boundary (train accuracy {accuracy:.0%})")
+    ax.set(xlabel="x1", ylabel="x2", title=f"MLP of scalar Values: decision boundary (train accuracy {accuracy:.0%})")
     save(fig, f"{out_dir}/decision_boundary.png")
     return accuracy
 

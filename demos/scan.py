@@ -116,8 +116,10 @@ def plot_cross_attention(model, data, path, title):
         ax.set_xticks(range(len(src_labels)), src_labels, rotation=90, fontsize=8)
         ax.set_yticks(range(len(tgt_labels)), tgt_labels, fontsize=7)
         ax.set_title(name, fontsize=8)
+        ax.set_xlabel("key: command word", fontsize=8)
+    axes[0, 0].set_ylabel("query: the action being written", fontsize=8)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="attention weight")
-    fig.suptitle(f"cross-attention, {title} (rows: output actions, columns: command words)", fontsize=9)
+    fig.suptitle(f"cross-attention, {title}", fontsize=9)
     save(fig, path)
 
 
@@ -171,7 +173,8 @@ def grid_chart(out, path):
         ax.plot([j - 0.45, j + 0.45], [OVERALL_BEST[split]] * 2, "k--", lw=1,
                 label="Lake & Baroni 2018, overall-best network" if j == 0 else None)
     ax.set_xticks(range(len(scan.SPLITS)), [f"{s} split" for s in scan.SPLITS])
-    ax.set(ylabel="test exact match", ylim=(0, 1.02), title="SCAN: our models (bars: mean over seeds, dots: seeds)")
+    ax.set(xlabel="SCAN split", ylabel="test exact match", ylim=(0, 1.02),
+           title="SCAN: our models (bars: mean over seeds, dots: seeds)")
     ax.legend()
     save(fig, path)
 

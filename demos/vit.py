@@ -74,7 +74,11 @@ def main(argv=None):
         image = axes[1, i].imshow(attention[i].reshape(grid, grid), cmap="viridis", vmin=0, vmax=attention.max())
         axes[1, i].set_title("<class> attention", fontsize=8)
         for ax in axes[:, i]:
-            ax.axis("off")
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[1, i].set_xlabel("patch column", fontsize=8)
+    axes[0, 0].set_ylabel("image", fontsize=8)
+    axes[1, 0].set_ylabel("patch row", fontsize=8)
     fig.colorbar(image, ax=axes[1].tolist(), shrink=0.8, label="attention weight")
     fig.suptitle("Vision Transformer on noisy bars: prediction (top), <class> token's attention over patches (bottom)")
     save(fig, f"{out}/vit.png")

@@ -11,37 +11,57 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATH = os.path.join(ROOT, "docs", "LEARNING_PATH.md")
 BREAKPOINT_SECONDS = 120       # each documented breakpoint stops within 2-4 s here
-COMMAND = re.compile(r"^((?:\w+=\S+ )*)python -m pdb (.*?) -m (\S+)(.*?)\s+# stops in (\S+)$", re.M)
+COMMAND = re.compile(r"^((?:\w+=\S+ )*)python -m demos\.debug -b (\S+) (\S+)(.*?)\s+# stops in (\S+)$", re.M)
+LOOK = re.compile(r"^- `([^`]+)`(?: (shows|enters) `([^`]+)`)?", re.M)
 
 
-def commands():
+def steps():
+    """(env, breakpoint, module, args, function, [(pdb command, 'shows'/'enters'/'', expected)])
+    for each command of the learning path, with the "Look at" list that follows it."""
     with open(PATH) as f:
-        return COMMAND.findall(f.read())
+        text = f.read()
+    found = []
+    for match in COMMAND.finditer(text):
+        following = text[match.end():]
+        block = following[following.index("Look at"):].split("\n\n```")[0].split("\n## ")[0]
+        found.append((*match.groups(), LOOK.findall(block)))
+    return found
 
 
-def test_the_learning_path_has_a_breakpoint_for_every_step():
-    assert len(commands()) >= 9
+def test_the_learning_path_has_a_breakpoint_and_things_to_look_at_for_every_step():
+    assert len(steps()) >= 10
+    assert all(len(look) >= 2 for *_, look in steps())
 
 
-@pytest.mark.parametrize("env, pdb_args, module, args, function", commands(),
-                         ids=[f"{c[4]}-{c[0].strip() or 'default'}" for c in commands()])
-def test_each_breakpoint_stops_in_the_function_it_names(env, pdb_args, module, args, function, tmp_path):
-    path, line = re.search(r"b (\S+):(\d+)", pdb_args).groups()
-    assert _function_at(os.path.join(ROOT, path), int(line)) == function.split(".")[-1], (
-        f"{path}:{line} is not in {function} any more: the code moved; update docs/LEARNING_PATH.md")
+@pytest.mark.parametrize("env, spec, module, args, function, look", steps(),
+                         ids=[f"{s[4]}-{s[0].strip() or 'default'}" for s in steps()])
+def test_each_step_stops_where_it_says_and_shows_what_it_says(env, spec, module, args, function, look, tmp_path):
+    """The breakpoint stops in the function named after `# stops in`; then each "Look at"
+    command runs without an error, shows what the text says it shows, and a `s` or `u`
+    said to enter a function enters it."""
+    from demos.debug import breakpoint_line
+    path, line = breakpoint_line(spec.strip('"'))
+    assert _function_at(os.path.join(ROOT, path), line) == function.split(".")[-1]
     extra = dict(item.split("=") for item in env.split())
-    argv = [sys.executable, "-m", "pdb"] + [a or b for a, b in re.findall(r'"([^"]*)"|(\S+)', pdb_args)]
-    argv += ["-c", "w", "-c", "q", "-m", module, *args.split(), "--out", str(tmp_path)]
+    argv = [sys.executable, "-m", "demos.debug", "-b", spec.strip('"'), module, *args.split(), "--out", str(tmp_path)]
+    commands = "".join(f"{command}\n" for command, _, _ in look) + "q\n"
     try:        # each stops within seconds; one that misses would run a whole demo (pure Python with the JIT off)
-        result = subprocess.run(argv, cwd=ROOT, env={**os.environ, **extra}, capture_output=True, text=True,
-                                timeout=BREAKPOINT_SECONDS)
+        result = subprocess.run(argv, cwd=ROOT, env={**os.environ, **extra}, input=commands, capture_output=True,
+                                text=True, timeout=BREAKPOINT_SECONDS)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"no stop at {path}:{line} within {BREAKPOINT_SECONDS} s: the demo does not reach that line (a "
-                    "branch it never takes?); point docs/LEARNING_PATH.md at a line every call of the function runs")
-    stack = result.stdout
-    frames = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", stack, re.M)
-    assert frames, f"the program never stopped:\n{stack[-2000:]}\n{result.stderr[-2000:]}"
-    assert frames[0] == function.split(".")[-1], f"stopped in {frames[0]}, expected {function}:\n{stack[-1500:]}"
+        pytest.fail(f"no stop at {spec} within {BREAKPOINT_SECONDS} s: the demo does not reach that line")
+    outputs = result.stdout.split("(Pdb) ")
+    frames = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", outputs[0], re.M)
+    assert frames and frames[-1] == function.split(".")[-1], f"stopped in {frames}, expected {function}:\n" \
+        f"{result.stdout[-1500:]}\n{result.stderr[-1500:]}"
+    assert len(outputs) >= len(look) + 2, result.stdout[-2000:]
+    for (command, kind, expected), output in zip(look, outputs[1:]):
+        assert "*** " not in output, f"{command!r} failed: {output}"
+        if kind == "shows":
+            assert expected in output, f"{command!r} showed {output!r}, the path says {expected!r}"
+        elif kind == "enters":
+            entered = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", output, re.M)
+            assert entered and entered[-1] == expected, f"{command!r} went to {entered}, the path says {expected}"
 
 
 def _function_at(path, line):
@@ -61,10 +81,11 @@ def _function_at(path, line):
 
 def test_demos_debug_steps_from_the_engine_into_an_ops_backward(tmp_path):
     commands = "n\nn\nn\nn\ns\np ctx\nq\n"      # from the graph search to the first node.backward call
-    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", "autograd/engine.py:61", "demos.tour",
+    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", "autograd/engine.py:run_backward", "demos.tour",
                              "--out", str(tmp_path)], cwd=ROOT, input=commands, capture_output=True, text=True,
                             timeout=300)
-    assert "> " + os.path.join(ROOT, "autograd", "engine.py") + "(61)run_backward()" in result.stdout
+    assert re.search(re.escape("> " + os.path.join(ROOT, "autograd", "engine.py")) + r"\(\d+\)run_backward\(\)",
+                     result.stdout)
     assert "ops/reduce.py(47)backward()" in result.stdout and "<Mean node, output shape ()>" in result.stdout
 
 
@@ -76,7 +97,7 @@ def test_demos_debug_steps_from_matmul_forward_only_into_project_code(tmp_path):
     result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", f"autograd/ops/matmul.py:{line}", "demos.tour",
                              "--out", str(tmp_path)], cwd=ROOT, input=commands, capture_output=True, text=True,
                             timeout=300)
-    stops = re.findall(r"^> (\S+)\(\d+\)", result.stdout, re.M)
+    stops = re.findall(r"(?:^|\(Pdb\) )> (.+?)\(\d+\)\S*\(\)", result.stdout, re.M)
     assert len(stops) > 10, result.stdout[-2000:]
     outside = [path for path in stops if not path.startswith(ROOT + os.sep) or "site-packages" in path]
     assert not outside, outside
