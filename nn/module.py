@@ -158,11 +158,11 @@ class Module:
                       for k in own if k in state_dict and np.shape(state_dict[k]) != own[k].shape]
         problems = []
         if strict and missing:
-            problems.append("missing keys: " + ", ".join(missing))
+            problems.append(f"{len(missing)} missing keys: " + _first_few(missing, ", "))
         if strict and unexpected:
-            problems.append("unexpected keys: " + ", ".join(unexpected))
+            problems.append(f"{len(unexpected)} unexpected keys: " + _first_few(unexpected, ", "))
         if mismatched:
-            problems.append("shape mismatches: " + "; ".join(mismatched))
+            problems.append(f"{len(mismatched)} shape mismatches: " + _first_few(mismatched, "; "))
         if problems:
             raise KeyError(f"load_state_dict for {type(self).__name__} failed, nothing was loaded: "
                            + " | ".join(problems))
@@ -216,3 +216,10 @@ class Sequential(ModuleList):
         for m in self:
             x = m(x)
         return x
+
+
+def _first_few(items, separator, count=3):
+    """The first `count` items joined, and how many more there are: an error message that
+    names the problem without listing a whole model's parameters."""
+    more = f"{separator}... and {len(items) - count} more" if len(items) > count else ""
+    return separator.join(items[:count]) + more

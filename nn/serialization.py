@@ -82,6 +82,8 @@ def load(path):
     arrays).  Object arrays are refused: loading never executes code from the file."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"load: no checkpoint file at {path!r}")
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"load: {path!r} is empty (0 bytes): not a checkpoint, or one whose writing was cut off")
     with open(path, "rb") as f:
         magic = f.read(6)
     if magic.startswith(b"\x93NUMPY"):

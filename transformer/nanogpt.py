@@ -23,6 +23,7 @@ PyTorch: the file is a zip of one pickle plus one raw little-endian buffer per s
 and a restricted unpickler rebuilds each tensor as a numpy array, refusing anything else.
 """
 
+import dataclasses
 import collections
 import os
 import pickle
@@ -77,7 +78,8 @@ def config_from_nanogpt(state, num_heads, dropout=0.0):
 
 def from_nanogpt(state, num_heads, dropout=0.0):
     """Our DecoderOnly holding the weights of a nanoGPT state dict (numpy arrays), in eval mode.
-    Every key must be used and every parameter filled, or nothing is built."""
+    Every key must be used and every parameter filled, or nothing is built.  Weights in
+    float64 give a float64 model; any other float dtype a float32 one."""
     state = {k: np.asarray(v) for k, v in _strip_prefix(state).items()
              if not k.endswith(".attn.bias") or np.ndim(v) != 4}   # drop the causal-mask buffer
     config = config_from_nanogpt(state, num_heads, dropout)
@@ -99,8 +101,9 @@ def from_nanogpt(state, num_heads, dropout=0.0):
         raise KeyError(f"nanoGPT state dict: keys this mapping does not know: {unknown}")
     ours.update({renames[k]: v for k, v in state.items() if k in renames})
     ours.setdefault("out_proj.weight", ours["embed.weight"])          # tied: lm_head is wte
-    model = DecoderOnly(config)
-    model.load_state_dict({k: v.astype(np.float32) for k, v in ours.items()})   # every key, every shape checked
+    dtype = "float64" if np.result_type(*ours.values()) == np.float64 else "float32"
+    model = DecoderOnly(dataclasses.replace(config, dtype=dtype))
+    model.load_state_dict(ours)                          # every key, every shape checked, cast to the model's dtype
     return model.eval()
 
 

@@ -7,7 +7,7 @@ query and the key are, in every layer, and add nothing to the embeddings:
 - RoPE (Su et al., 2021) rotates each pair of query and key dimensions by an angle
   proportional to the position, so q_i . k_j depends only on the offset i - j.
 - ALiBi (Press et al., 2022) adds -m_h |i - j| to the scores: a fixed, head-specific
-  penalty for distance, with slopes m_h = 2^(-8h/H), h = 1..H.
+  penalty for distance, with slopes m_h = 2^(-8h/H), h = 1..H (for H a power of two).
 - A learned relative bias (Shaw et al., 2018; T5) adds b_h[clip(j - i, -D, D)], one
   trained number per head and clipped offset.
 
@@ -68,8 +68,15 @@ class RotaryScore(nn.Module):
 
 
 def alibi_slopes(num_heads):
-    """m_h = 2^(-8h/H) for h = 1..H: head 1 looks locally, head H almost uniformly."""
-    return 2.0 ** (-8.0 * np.arange(1, num_heads + 1) / num_heads)
+    """The heads' slopes m_h, as the ALiBi authors' released code makes them (and so every
+    model trained with ALiBi elsewhere).  For H a power of two, m_h = 2^(-8h/H), h = 1..H:
+    head 1 looks locally, head H almost uniformly.  For any other H, the slopes of the power
+    of two below H, then every other slope of the power of two above it, as many as are
+    still needed (so the added heads fall between the others' slopes)."""
+    below = 2 ** int(np.floor(np.log2(num_heads)))
+    if below == num_heads:
+        return 2.0 ** (-8.0 * np.arange(1, num_heads + 1) / num_heads)
+    return np.concatenate([alibi_slopes(below), alibi_slopes(2 * below)[0::2][:num_heads - below]])
 
 
 class ALiBiScore(nn.Module):

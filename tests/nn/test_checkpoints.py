@@ -178,3 +178,19 @@ def test_a_killed_saves_temporary_file_is_removed_by_the_next_save(tmp_path):
     nn.save({"w": np.zeros(2)}, tmp_path / "model.npz")
     assert not stray.exists() and fresh.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-another-process-saving-now.npz", "model.npz"]
+
+
+def test_an_empty_file_is_called_empty(tmp_path):
+    (tmp_path / "empty.npz").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"is empty \(0 bytes\)"):
+        nn.load(str(tmp_path / "empty.npz"))
+
+
+def test_a_mismatch_names_the_first_few_parameters_and_the_count():
+    wide = nn.Sequential(*[nn.Linear(4, 4) for _ in range(6)])
+    narrow = nn.Sequential(*[nn.Linear(3, 3) for _ in range(6)])
+    with pytest.raises(KeyError) as caught:
+        narrow.load_state_dict(wide.state_dict())
+    message = str(caught.value)
+    assert "12 shape mismatches: 0.weight: expected shape (3, 3), got (4, 4); 0.bias" in message
+    assert "... and 9 more" in message and len(message) < 400

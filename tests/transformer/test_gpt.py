@@ -163,6 +163,9 @@ def test_nanogpt_state_dict_gives_nanogpts_logits(bias, prefix):
     back = to_nanogpt(model)                                            # and back to nanoGPT's names
     for key, value in back.items():
         np.testing.assert_array_equal(value, state[prefix + key])
+    as_float64 = from_nanogpt({k: v.astype(np.float64) for k, v in state.items()}, num_heads=4)
+    assert as_float64.config.dtype == "float64" and all(p.dtype == np.float64 for p in as_float64.parameters())
+    assert model.config.dtype == "float32"
 
 
 def test_nanogpt_mapping_errors():

@@ -159,3 +159,23 @@ def test_order_blind_demo_measures_a_permutation():
     from transformer.positional import sinusoidal_table
     assert order_blindness(self_attention_outputs(None)) < 1e-5
     assert order_blindness(self_attention_outputs(sinusoidal_table)) > 1e-2
+
+
+def _slopes_as_the_alibi_authors_make_them(n):
+    """The released recipe, written out independently: a geometric series starting at
+    2^(-8/n) for a power of two; else the power below, then every other slope of twice it."""
+    if (n & (n - 1)) == 0:
+        start = 2.0 ** (-8.0 / n)
+        return [start * start ** i for i in range(n)]
+    below = 1 << (n.bit_length() - 1)
+    return _slopes_as_the_alibi_authors_make_them(below) + _slopes_as_the_alibi_authors_make_them(2 * below)[0::2][:n - below]
+
+
+@pytest.mark.parametrize("heads", range(1, 17))
+def test_alibi_slopes_follow_the_authors_recipe_for_every_head_count(heads):
+    np.testing.assert_allclose(alibi_slopes(heads), _slopes_as_the_alibi_authors_make_them(heads), rtol=1e-12)
+
+
+def test_alibi_slopes_for_three_and_six_heads():
+    np.testing.assert_allclose(alibi_slopes(3), [2.0 ** -4, 2.0 ** -8, 2.0 ** -2])
+    np.testing.assert_allclose(alibi_slopes(6), [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3])
