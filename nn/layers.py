@@ -9,7 +9,9 @@ from nn.module import Module, Parameter
 
 class Linear(Module):
     """y = x W^T + b with W of shape (out_features, in_features).
-    Init as PyTorch: W and b ~ U(-1/sqrt(in), 1/sqrt(in))."""
+    Init as PyTorch: W and b ~ U(-1/sqrt(in), 1/sqrt(in)).  A float input must have the
+    weights' dtype (PyTorch refuses the mix too): every model's float input meets a Linear
+    first, so a float64 input into a float32 model is an error, not a silent float64 run."""
 
     def __init__(self, in_features, out_features, bias=True, generator=None, dtype=np.float32):
         super().__init__()
@@ -22,6 +24,11 @@ class Linear(Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"Linear({self.in_features}, {self.out_features}): input's last dim is "
                              f"{x.shape[-1]} (input shape {x.shape}), expected {self.in_features}")
+        if np.issubdtype(x.dtype, np.floating) and x.dtype != self.weight.dtype:
+            raise TypeError(f"Linear({self.in_features}, {self.out_features}): the input is {x.dtype} and the "
+                            f"weights {self.weight.dtype}; numpy would quietly compute everything after in the "
+                            f"wider one. Cast the input (x.astype(np.{self.weight.dtype})) or the model "
+                            f"(model.to(\"{x.dtype}\"))")
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self):

@@ -12,11 +12,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PATH = os.path.join(ROOT, "docs", "LEARNING_PATH.md")
 BREAKPOINT_SECONDS = 120       # each documented breakpoint stops within 2-4 s here
 COMMAND = re.compile(r"^((?:\w+=\S+ )*)python -m demos\.debug -b (\S+) (\S+)(.*?)\s+# stops in (\S+)$", re.M)
-LOOK = re.compile(r"^- `([^`]+)`(?: (shows|enters) `([^`]+)`)?", re.M)
+LOOK = re.compile(r"^- `([^`]+)`(?: (shows|enters|goes up to) `([^`]+)`)?", re.M)
 
 
 def steps():
-    """(env, breakpoint, module, args, function, [(pdb command, 'shows'/'enters'/'', expected)])
+    """(env, breakpoint, module, args, function, [(pdb command, 'shows'/'enters'/'goes up to'/'', expected)])
     for each command of the learning path, with the "Look at" list that follows it."""
     with open(PATH) as f:
         text = f.read()
@@ -37,8 +37,8 @@ def test_the_learning_path_has_a_breakpoint_and_things_to_look_at_for_every_step
                          ids=[f"{s[4]}-{s[0].strip() or 'default'}" for s in steps()])
 def test_each_step_stops_where_it_says_and_shows_what_it_says(env, spec, module, args, function, look, tmp_path):
     """The breakpoint stops in the function named after `# stops in`; then each "Look at"
-    command runs without an error, shows what the text says it shows, and a `s` or `u`
-    said to enter a function enters it."""
+    command runs without an error, shows what the text says it shows, and a `s` said to
+    enter a function (or a `u` to go up to one) lands in it."""
     from demos.debug import breakpoint_line
     path, line = breakpoint_line(spec.strip('"'))
     assert _function_at(os.path.join(ROOT, path), line) == function.split(".")[-1]
@@ -59,7 +59,7 @@ def test_each_step_stops_where_it_says_and_shows_what_it_says(env, spec, module,
         assert "*** " not in output, f"{command!r} failed: {output}"
         if kind == "shows":
             assert expected in output, f"{command!r} showed {output!r}, the path says {expected!r}"
-        elif kind == "enters":
+        elif kind in ("enters", "goes up to"):
             entered = re.findall(r"^> \S+\(\d+\)(\w+)\(\)", output, re.M)
             assert entered and entered[-1] == expected, f"{command!r} went to {entered}, the path says {expected}"
 

@@ -185,3 +185,11 @@ def test_a_module_knows_its_dotted_name_inside_the_model():
     assert model.encoder.layers[0].feed_forward.linear1.path == "encoder.layers.0.feed_forward.linear1"
     assert model.path == ""
     assert dict(model.named_modules())[model.decoder.layers[0].self_attn.path] is model.decoder.layers[0].self_attn
+
+
+def test_a_float_input_of_another_dtype_than_the_weights_is_refused():
+    layer = nn.Linear(3, 2)                                          # float32 weights
+    with pytest.raises(TypeError, match=r"the input is float64 and the weights float32; .* Cast the input"):
+        layer(Tensor(np.ones((4, 3))))
+    assert layer(Tensor(np.ones((4, 3), np.float32))).dtype == np.float32
+    assert layer.to("float64")(Tensor(np.ones((4, 3)))).dtype == np.float64

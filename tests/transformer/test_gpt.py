@@ -23,7 +23,8 @@ DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
 def tiny_gpt(seed=0, bias=False, block_size=8, vocab=11, layers=2):
     manual_seed(seed)
-    return DecoderOnly(gpt_config(vocab, block_size=block_size, n_layer=layers, n_head=2, n_embd=8, bias=bias))
+    return DecoderOnly(gpt_config(vocab, block_size=block_size, n_layer=layers, n_head=2, n_embd=8, bias=bias,
+                                  attention="composed"))
 
 
 @pytest.mark.parametrize("bias", [False, True])
