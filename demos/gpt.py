@@ -72,6 +72,17 @@ def load_corpus(path):
     return stdlib_docstrings(), "the standard library's docstrings"
 
 
+def read_data(path, cfg, vocab=None):
+    """(text, its description, CharDataset) of --data, or of the default corpus; a file that
+    cannot be used (missing, empty, binary, too short for the context) is the user's mistake:
+    one line, exit status 2."""
+    try:
+        text, source = load_corpus(path)
+        return text, source, CharDataset(text, cfg.block_size, vocab=vocab)
+    except (OSError, ValueError) as err:
+        fail(PROG, f"--data: {err}")
+
+
 def main(argv=None):
     args = parse_args(argv)
     out = args.out or args.resume or "runs/gpt"
@@ -91,15 +102,13 @@ def main(argv=None):
             fail(PROG, f"--data {args.data} contradicts the resumed run's data {str(state['data']) or 'the default corpus'}")
         cfg = dataclasses.replace(cfg, **train_fields)
         data_path = str(state["data"]) or None
-        text, source = load_corpus(data_path)
-        data = CharDataset(text, cfg.block_size, vocab=CharVocab.from_array(state["vocab"]))
+        text, source, data = read_data(data_path, cfg, CharVocab.from_array(state["vocab"]))
         manual_seed(cfg.seed)
         model = model_from(state)
     else:
         cfg = LMTrainConfig(**train_fields)
         data_path = args.data
-        text, source = load_corpus(data_path)
-        data = CharDataset(text, cfg.block_size)
+        text, source, data = read_data(data_path, cfg)
         manual_seed(cfg.seed)
         model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, **model_fields))
     c = model.config

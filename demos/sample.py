@@ -10,16 +10,22 @@ ckpt.pt needs no PyTorch (transformer/nanogpt.py reads the file itself).
 """
 
 import argparse
+import pickle
+import zipfile
 
 import numpy as np
 
+from demos._flags import fail
 from transformer.lm_training import load_lm
 from transformer.nanogpt import load_nanogpt_checkpoint, read_meta
 from transformer.text import CharVocab
 
 
+PROG = "demos.sample"
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoint", help="a folder (or checkpoint.npz) written by demos.gpt")
     source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
@@ -47,12 +53,18 @@ def load(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    model, vocab = load(args)
+    try:
+        model, vocab = load(args)
+    except (OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as err:
+        fail(PROG, f"--{'checkpoint' if args.checkpoint else 'nanogpt'}: {err}")
     if len(vocab) != model.config.vocab:
-        raise ValueError(f"sample: the vocabulary has {len(vocab)} characters but the model {model.config.vocab}")
+        fail(PROG, f"the vocabulary has {len(vocab)} characters but the model {model.config.vocab}")
     if not args.prompt:
-        raise ValueError("sample: the prompt must hold at least one character")
-    prompt = vocab.encode(args.prompt)[None, :]                         # (1, P)
+        fail(PROG, "--prompt must hold at least one character")
+    try:
+        prompt = vocab.encode(args.prompt)[None, :]                     # (1, P)
+    except ValueError as err:
+        fail(PROG, f"--prompt: {err}")
     tokens = model.generate(prompt, args.tokens, temperature=args.temperature, top_k=args.top_k,
                             generator=np.random.default_rng(args.seed))
     text = vocab.decode(tokens[0])

@@ -1,0 +1,68 @@
+"""A user's mistake in a demo's arguments or files is one line on stderr naming the
+argument and what was expected, exit status 2, and nothing written."""
+
+import os
+
+import pytest
+
+from demos import gpt, sample
+
+TINY_GPT = ["--max-iters", "2", "--eval-every", "2", "--eval-iters", "1", "--block-size", "8", "--batch-size", "2",
+            "--layers", "1", "--d-model", "16", "--heads", "2", "--sample-tokens", "2"]
+
+
+def refused(main, argv, capsys, starts):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(starts), err
+    return err
+
+
+@pytest.mark.parametrize("content, says", [(None, "no file at"), (b"", "is empty"), (b"ab\0cd" * 10, "looks binary"),
+                                           (b"\xff\xfe\xfa" * 10, "is not UTF-8"), (b"tiny", "fewer than")])
+def test_gpt_data_mistakes(tmp_path, capsys, content, says):
+    data = tmp_path / "corpus.txt"
+    if content is not None:
+        data.write_bytes(content)
+    out = tmp_path / "out"
+    err = refused(gpt.main, TINY_GPT + ["--data", str(data), "--out", str(out)], capsys, "demos.gpt: error: --data: ")
+    assert says in err and not out.exists()
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda folder: os.makedirs(folder), "no checkpoint file at"),
+    (lambda folder: (os.makedirs(folder), open(os.path.join(folder, "checkpoint.npz"), "wb").write(b"PK\3\4junk")),
+     "truncated or corrupt"),
+    (lambda folder: (os.makedirs(folder), open(os.path.join(folder, "checkpoint.npz"), "wb").write(os.urandom(64))),
+     "is not a checkpoint")])
+def test_gpt_resume_mistakes(tmp_path, capsys, make, says):
+    folder = str(tmp_path / "run")
+    make(folder)
+    before = sorted(os.listdir(folder))
+    err = refused(gpt.main, ["--resume", folder], capsys, "demos.gpt: error: --resume: ")
+    assert says in err and sorted(os.listdir(folder)) == before
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--checkpoint", "{tmp}/nowhere"], "no checkpoint file at"),
+    (["--checkpoint", "{tmp}/random.npz"], "is not a checkpoint"),
+    (["--checkpoint", "{tmp}/truncated.npz"], "truncated or corrupt"),
+    (["--nanogpt", "{tmp}/nowhere.pt", "--meta", "{tmp}/nowhere.pkl"], "No such file"),
+    (["--nanogpt", "{tmp}/random.npz", "--meta", "{tmp}/random.npz"], "")])
+def test_sample_checkpoint_mistakes(tmp_path, capsys, argv, says):
+    (tmp_path / "random.npz").write_bytes(os.urandom(64))
+    (tmp_path / "truncated.npz").write_bytes(b"PK\3\4" + os.urandom(40))
+    option = argv[0]
+    err = refused(sample.main, [a.format(tmp=tmp_path) for a in argv], capsys, f"demos.sample: error: {option}: ")
+    assert says in err
+
+
+def test_sample_prompt_outside_the_vocabulary(tmp_path, capsys):
+    gpt.main(TINY_GPT + ["--data", __file__, "--out", str(tmp_path)])
+    capsys.readouterr()
+    snowman = "\u2603"                                               # a character this file (the corpus) lacks
+    err = refused(sample.main, ["--checkpoint", str(tmp_path), "--prompt", snowman], capsys,
+                  "demos.sample: error: --prompt: ")
+    assert "not in the vocabulary" in err
