@@ -1,20 +1,19 @@
-"""Regenerate the README's figures from the demos, and keep the README in step with them.
+"""Regenerate the results document, docs/RESULTS.md, from seeded runs of the demos.
 
-    python -m demos.figures                      # run every demo behind the README (about 2 h on 2 cores)
+    python -m demos.figures                      # run every demo behind the results (about 2 h on 2 cores)
     python -m demos.figures --only scan vit      # some groups
     python -m demos.figures --collect            # no training: re-read the demos' outputs under runs/
 
 Each group runs its demos (seeded) into runs/, then reads what they wrote (metrics.json,
-results.json, images) and turns it into *claims*: the exact README lines that state those
-numbers.  The claims and the images' sources are recorded in docs/figures.json; a claim
-whose numbers changed replaces its old text in README.md, and each image is copied to
-docs/images/.  tests/test_readme_figures.py fails when a recorded claim is missing from the
-README (a number edited by hand, or a re-run whose README update was not committed) or an
-image the README shows is missing.
+results.json, images) and turns it into tables, logs and images, each with the command
+that produced it. Those are recorded in docs/figures.json with the machine and the date,
+and docs/RESULTS.md is rendered from that record alone (demos/_report.py), together with
+the README's two generated blocks (the headline table and the main demo's log).
+tests/test_readme_figures.py checks that RESULTS.md and those blocks are what the record
+renders, so a figure is never typed by hand.
 """
 
 import argparse
-import datetime
 import json
 import os
 import shutil
@@ -24,15 +23,18 @@ import time
 
 import numpy as np
 
+from demos import _report
+from demos._report import code, image, table
 from demos.bench import train as bench_train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = os.path.join(ROOT, "docs", "figures.json")
+RESULTS = os.path.join(ROOT, "docs", "RESULTS.md")
 README = os.path.join(ROOT, "README.md")
 
 
 def pct(x):
-    """0.994 -> '99.4%', 1.0 -> '100%' (the README's style)."""
+    """0.994 -> '99.4%', 1.0 -> '100%'."""
     return "100%" if x >= 0.9995 else f"{x:.1%}"
 
 
@@ -45,42 +47,13 @@ def exists(path):
     return os.path.exists(os.path.join(ROOT, path))
 
 
+def group(items, images=None, headline=(), **extra):
+    """What a collector returns: the items of its section, images to copy into docs/images/
+    ({name: source}), headline rows ((result, figure, command)), and anything else to record."""
+    return {"items": items, "images": images or {}, "headline": [list(row) for row in headline], **extra}
+
+
 # ----- the groups: the commands that produce the figures, and how to read them -----
-
-def collect_train(runs):
-    claims = {}
-    for task, seeds in (("reverse", range(5)), ("copy", range(3))):
-        for seed in seeds:
-            m = load(f"{runs}/{task}-{seed}/metrics.json")
-            b = m["beam_vs_greedy"]
-            claims[f"{task}-{seed}"] = (f"| {task} | {seed} | {m['steps']} | {m['seconds']:.1f} | {pct(m['exact_match'])} | "
-                                        f"{pct(b['greedy_exact_match'])} / {pct(b['beam_exact_match'])} |")
-    ls, do = load(f"{runs}/reverse-ls/metrics.json"), load(f"{runs}/reverse-do/metrics.json")
-    claims["options"] = (f"`--label-smoothing 0.1` reached {pct(ls['exact_match'])} in {ls['steps']} steps "
-                         f"({ls['seconds']:.1f} s), and `--dropout 0.1` reached\n{pct(do['exact_match'])} in "
-                         f"{do['steps']} steps ({do['seconds']:.1f} s)")
-    for task in ("reverse", "copy"):
-        m = load(f"{runs}/avg-{task}/metrics.json")
-        a = m["averaged"]
-        claims[f"average-{task}"] = (f"| {task} | {m['steps']} | {a['steps'][0]}-{a['steps'][-1]} | "
-                                     f"{pct(a['final_exact_match'])} | {pct(a['averaged_exact_match'])} |")
-    main = load(f"{runs}/reverse/metrics.json")          # the main demo's log excerpt in the README
-    for which, entry in (("first", main["history"]["evals"][0]), ("last", main["history"]["evals"][-1])):
-        losses = main["history"]["loss"][entry["step"] - 100:entry["step"]]
-        claims[f"log {which} step"] = f"step {entry['step']:5d}  loss {np.mean(losses):.4f}  lr {entry['lr']:.2e}  "
-        claims[f"log {which} accuracy"] = (f"exact {entry['exact_match']:.1%}  tokens {entry['token_accuracy']:.1%}  "
-                                           f"{entry['seconds']:5.1f}s")
-    claims["log result"] = (f"reached 99% exact match: {main['exact_match']:.1%} after {main['steps']} steps, "
-                            f"{main['seconds']:.1f} s")
-    for i, line in enumerate(main["sample_decodes"]):
-        claims[f"log sample {i}"] = line
-    b = main["beam_vs_greedy"]
-    claims["log beam"] = (f"on {b['examples']} other held-out sequences: greedy exact match {b['greedy_exact_match']:.1%}, "
-                          f"beam search (beam {b['beam_size']}) {b['beam_exact_match']:.1%}")
-    images = {"reverse_cross_attention.png": f"{runs}/reverse/attention_decoder_cross_attn.png",
-              "reverse_loss.png": f"{runs}/reverse/loss.png"}
-    return claims, images
-
 
 def train_commands(runs):
     commands = [["demos.train", "--task", "reverse", "--out", f"{runs}/reverse"]]
@@ -93,157 +66,257 @@ def train_commands(runs):
     return commands
 
 
+def main_log(metrics):
+    """The main demo's progress lines, first and last evaluation, as it prints them."""
+    history = metrics["history"]
+    lines = []
+    for entry in (history["evals"][0], history["evals"][-1]):
+        loss = np.mean(history["loss"][entry["step"] - 100:entry["step"]])
+        lines.append(f"step {entry['step']:5d}  loss {loss:.4f}  lr {entry['lr']:.2e}  exact {entry['exact_match']:.1%}  "
+                     f"tokens {entry['token_accuracy']:.1%}  {entry['seconds']:5.1f}s")
+    b = metrics["beam_vs_greedy"]
+    return "\n".join([lines[0], "...", lines[1],
+                      f"reached 99% exact match: {metrics['exact_match']:.1%} after {metrics['steps']} steps, "
+                      f"{metrics['seconds']:.1f} s", "sample decodes (source -> greedy output):",
+                      *metrics["sample_decodes"],
+                      f"on {b['examples']} other held-out sequences: greedy exact match {b['greedy_exact_match']:.1%}, "
+                      f"beam search (beam {b['beam_size']}) {b['beam_exact_match']:.1%}"])
+
+
+def collect_train(runs):
+    rows = []
+    for task, seeds in (("reverse", range(5)), ("copy", range(3))):
+        for seed in seeds:
+            m = load(f"{runs}/{task}-{seed}/metrics.json")
+            b = m["beam_vs_greedy"]
+            rows.append([task, seed, m["steps"], f"{m['seconds']:.1f}", pct(m["exact_match"]),
+                         f"{pct(b['greedy_exact_match'])} / {pct(b['beam_exact_match'])}"])
+    ls, do = load(f"{runs}/reverse-ls/metrics.json"), load(f"{runs}/reverse-do/metrics.json")
+    averaged = []
+    for task in ("reverse", "copy"):
+        m = load(f"{runs}/avg-{task}/metrics.json")
+        a = m["averaged"]
+        averaged.append([task, m["steps"], f"{a['steps'][0]}-{a['steps'][-1]}", pct(a["final_exact_match"]),
+                         pct(a["averaged_exact_match"])])
+    main = load(f"{runs}/reverse/metrics.json")
+    reverse = [row for row in rows if row[0] == "reverse"]
+    copy = [row for row in rows if row[0] == "copy"]
+    items = [
+        table("Reverse and copy: every run stops at 99% held-out exact match",
+              ["task", "seed", "steps", "training seconds", "held-out exact match (1000)",
+               "greedy / beam 4 (200 other sequences)"], rows, "python -m demos.train --task reverse|copy --seed N"),
+        table("Training options (reverse, seed 0)", ["option", "steps", "training seconds", "held-out exact match"],
+              [[flag, m["steps"], f"{m['seconds']:.1f}", pct(m["exact_match"])]
+               for flag, m in (("--label-smoothing 0.1", ls), ("--dropout 0.1", do))]),
+        table("Checkpoint averaging (seed 0, checkpoints every 100 steps)",
+              ["task", "steps", "averaged steps", "final model", "average of the last 5"], averaged,
+              "python -m demos.train --task reverse|copy --save-every 100 --average-last 5"),
+        code("The main demo's log", main_log(main), "python -m demos.train --task reverse"),
+        image("Cross-attention of the reverse task", "reverse_cross_attention.png"),
+        image("Training loss and held-out exact match", "reverse_loss.png"),
+    ]
+    headline = [
+        ("Transformer learns to reverse (5 seeds)",
+         f"{min(r[4] for r in reverse)}-{max(r[4] for r in reverse)} exact match in "
+         f"{min(r[2] for r in reverse)}-{max(r[2] for r in reverse)} steps, "
+         f"{min(float(r[3]) for r in reverse):.0f}-{max(float(r[3]) for r in reverse):.0f} s",
+         "python -m demos.train --task reverse"),
+        ("Transformer learns to copy (3 seeds)",
+         f"{min(r[4] for r in copy)}-{max(r[4] for r in copy)} exact match in "
+         f"{min(r[2] for r in copy)}-{max(r[2] for r in copy)} steps", "python -m demos.train --task copy")]
+    images = {"reverse_cross_attention.png": f"{runs}/reverse/attention_decoder_cross_attn.png",
+              "reverse_loss.png": f"{runs}/reverse/loss.png"}
+    return group(items, images, headline, readme_log=main_log(main))
+
+
 def collect_bottleneck(runs):
     results = load(f"{runs}/bottleneck/results.json")["results"]
     names = {"RNN": "RNN (decoder sees only the encoder's last state)", "RNN + attention": "RNN + additive attention",
              "Transformer": "Transformer"}
-    claims = {name: f"| {label} | " + " | ".join(pct(results[name][n]["exact_match"]) for n in sorted(results[name], key=int))
-              + " |" for name, label in names.items()}
-    return claims, {"bottleneck.png": f"{runs}/bottleneck/bottleneck.png",
-                    "rnn_attention.png": f"{runs}/bottleneck/rnn_attention.png"}
+    lengths = sorted(results["RNN"], key=int)
+    rows = [[label, *(pct(results[name][n]["exact_match"]) for n in lengths)] for name, label in names.items()]
+    return group([table("The bottleneck: exact match on reverse after 600 steps, by source length",
+                         ["model", *lengths], rows),
+                  image("Exact match by source length", "bottleneck.png"),
+                  image("The RNN's additive attention on reverse", "rnn_attention.png")],
+                 {"bottleneck.png": f"{runs}/bottleneck/bottleneck.png",
+                  "rnn_attention.png": f"{runs}/bottleneck/rnn_attention.png"},
+                 [("RNN without / with attention, reverse of length 10",
+                   f"{rows[0][2]} / {rows[1][2]} exact match", "python -m demos.bottleneck")])
 
 
 def collect_length_generalisation(runs):
     results = load(f"{runs}/length_generalisation/results.json")
-    claims = {}
+    rows = []
     for scheme, by_seed in results.items():
         seeds = sorted(by_seed, key=int)
         mean = {n: np.mean([by_seed[s][n]["exact_match"] for s in seeds]) for n in by_seed[seeds[0]]}
-        claims[scheme] = (f"| {scheme} | " + " | ".join(pct(mean[str(n)]) for n in (10, 11, 12, 15, 20)) + " | "
-                          + ", ".join(pct(by_seed[s]["11"]["exact_match"]) for s in seeds) + " |")
-    return claims, {"length_generalisation.png": f"{runs}/length_generalisation/length_generalisation.png"}
+        rows.append([scheme, *(pct(mean[str(n)]) for n in (10, 11, 12, 15, 20)),
+                     ", ".join(pct(by_seed[s]["11"]["exact_match"]) for s in seeds)])
+    return group([table("Copy trained on lengths 1-10, tested longer: exact match, mean of seeds 0-2",
+                        ["positions", "length 10", "11", "12", "15", "20", "length 11, each seed"], rows),
+                  image("Exact match by length and positional scheme", "length_generalisation.png")],
+                 {"length_generalisation.png": f"{runs}/length_generalisation/length_generalisation.png"})
 
 
 def collect_families(runs):
     enc, dec, vit = (load(f"{runs}/{name}/results.json") for name in ("encoder_only", "decoder_only", "vit"))
-    mlm = enc["mlm_accuracy"]
-    claims = {
-        "encoder_only": (f"masked-token accuracy after pre-training was {100 * min(mlm):.0f}-{max(mlm):.0%}.\n"
-                         f"On three seeds, with 256 labelled examples, the classifier scored "
-                         f"{np.mean(enc['scratch']):.1%} from scratch and {np.mean(enc['pretrained']):.1%}"),
-        "decoder_only": (f"{pct(dec['heldout_exact_match'])} exact match on all 145 held-out sort\nsequences. The key/value "
-                         f"cache made generation {dec['generation']['sort (6 tokens)']['speedup']:.1f}x faster for the "
-                         f"6-token answers and {dec['generation']['128 tokens']['speedup']:.1f}x\nfaster for 128 tokens"),
-        "vit": f"ViT: {pct(vit['heldout_accuracy'])} held-out accuracy after {vit['steps']} steps",
-    }
-    return claims, {"vit.png": f"{runs}/vit/vit.png"}
+    mlm, gen = enc["mlm_accuracy"], dec["generation"]
+    rows = [["encoder-only (BERT-style)", "masked-token accuracy after pre-training",
+             f"{min(mlm):.1%}-{max(mlm):.1%}", "python -m demos.encoder_only"],
+            ["encoder-only (BERT-style)", "classifier on 256 labelled examples, from scratch / pre-trained (3 seeds)",
+             f"{np.mean(enc['scratch']):.1%} / {np.mean(enc['pretrained']):.1%}", "python -m demos.encoder_only"],
+            ["decoder-only (GPT-style)", "exact match on the 145 held-out sort sequences",
+             pct(dec["heldout_exact_match"]), "python -m demos.decoder_only"],
+            *[["decoder-only (GPT-style)", f"generation with the key/value cache, {what}: speed-up",
+               f"{gen[what]['speedup']:.1f}x", "python -m demos.decoder_only"] for what in gen],
+            ["ViT", f"held-out accuracy after {vit['steps']} steps", pct(vit["heldout_accuracy"]), "python -m demos.vit"]]
+    return group([table("The other families", ["model", "measured", "figure", "command"], rows),
+                  image("ViT predictions and the class token's attention", "vit.png")],
+                 {"vit.png": f"{runs}/vit/vit.png"})
 
 
 def collect_gpt(runs):
     m = load(f"{runs}/gpt/metrics.json")
     wall = load(f"{runs}/wall_seconds.json")[f"demos.gpt --out {runs}/gpt"]
     with open(os.path.join(ROOT, runs, "gpt", "sample.txt")) as f:
-        first_line = f.readline().rstrip("\n")
-    claims = {"result": (f"validation loss of **{m['val_loss']:.3f} nats per character**\n(train {m['train_loss']:.3f}) "
-                         f"after {m['iterations']} iterations: {m['seconds']:.0f} s of training, "
-                         f"{int(wall // 60)} min {wall % 60:.0f} s of wall time from the"),
-              "sample": f"```\n{first_line}\n"}
-    return claims, {"gpt_loss.png": f"{runs}/gpt/loss.png"}
+        sample = "".join(f.readlines()[:8])
+    rows = [[m["iterations"], f"{m['train_loss']:.3f}", f"{m['val_loss']:.3f}", f"{m['seconds']:.0f}",
+             f"{int(wall // 60)} min {wall % 60:.0f} s"]]
+    return group([table("A character-level GPT with nanoGPT's CPU recipe, on the standard library's docstrings",
+                        ["iterations", "train loss (nats/char)", "validation loss", "training seconds",
+                         "wall time from the shell"], rows, "python -m demos.gpt"),
+                  code("Its sample (temperature 0.8, top-k 200)", sample),
+                  image("Training and validation loss", "gpt_loss.png")],
+                 {"gpt_loss.png": f"{runs}/gpt/loss.png"},
+                 [("Character GPT, 2000 iterations of nanoGPT's CPU recipe",
+                   f"validation loss {m['val_loss']:.3f} nats/char", "python -m demos.gpt")])
 
 
 def collect_gpt_recipe(runs):
-    runs_ = load(f"{runs}/bench/gpt-recipe.json")["recipe"]
-    ours, torch = runs_["ours"], runs_["pytorch"]
-    gap = max(abs(a["val"] - b["val"]) for a, b in zip(ours["evals"], torch["evals"]))
-    return {"losses": (f"After {ours['evals'][-1]['step']} iterations the validation losses were {ours['val_loss']:.8f} "
-                       f"(ours) and {torch['val_loss']:.8f}\n(PyTorch): {abs(runs_['val_loss_difference']):.0e} nats apart, "
-                       f"float32 rounding. At every evaluation the two agreed to {gap:.0e}.")}, {}
+    recipe = load(f"{runs}/bench/gpt-recipe.json")["recipe"]
+    ours, torch = recipe["ours"], recipe["pytorch"]
+    rows = [[a["step"], f"{a['val']:.8f}", f"{b['val']:.8f}", f"{abs(a['val'] - b['val']):.0e}"]
+            for a, b in zip(ours["evals"], torch["evals"])]
+    return group([table("The same GPT in PyTorch, from our initial weights, on the same batches: validation loss",
+                        ["iteration", "ours", "PyTorch", "difference"], rows)],
+                 headline=[("GPT trained here and in PyTorch, same weights and batches",
+                            f"validation loss {ours['val_loss']:.8f} vs {torch['val_loss']:.8f}",
+                            "python -m demos.bench.train --model gpt --recipe")])
+
+
+def scan_commands(runs):
+    return ([["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
+            + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
+               for kind in ("rope", "alibi", "relative")])
 
 
 def collect_scan(runs):
     with open(os.path.join(ROOT, runs, "scan", "results.md")) as f:
-        rows = [line.rstrip("\n") for line in f if line.startswith("| ") and not line.startswith("| split")]
-    claims = {" ".join(cell.strip() for cell in row.split("|")[1:3]): row for row in rows}   # "split model": row
+        lines = [line.rstrip("\n") for line in f if line.startswith("| ")]
+    header, rows = lines[0], [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines[1:]]
+    items = [table("SCAN (Lake and Baroni, 2018): greedy exact match on each split's whole test set",
+                   [cell.strip() for cell in header.split("|")[1:-1]], rows),
+             image("Test exact match by split and model", "scan.png")]
     images = {"scan.png": f"{runs}/scan/scan.png"}
     example = f"{runs}/scan/jump-transformer-seed0/cross_attention.png"
     if exists(example):
         images["scan_jump_cross_attention.png"] = example
-    return claims, images
+        items.append(image("The Transformer's cross-attention on a jump-split test command",
+                           "scan_jump_cross_attention.png"))
+    cell = {(row[0], row[1]): row for row in rows}
+    headline = [(f"SCAN {split} split, Transformer (paper's best)", f"{cell[(split, 'transformer')][2]} "
+                 f"({cell[(split, 'transformer')][-1]})", "python -m demos.scan --all")
+                for split in ("simple", "length", "jump") if (split, "transformer") in cell]
+    return group(items, images, headline)
 
 
 def collect_pictures(runs):
     blind = load(f"{runs}/positional_encoding/results.json")["order_blindness"]["no positions"]
-    claims = {"order_blind": f'"the man bit the dog": the outputs are only permuted, to {blind:.0e})'}
-    return claims, {"scaling.png": f"{runs}/scaling/scaling.png",
-                "positional_encoding.png": f"{runs}/positional_encoding/positional_encoding.png",
-                "order_blind.png": f"{runs}/positional_encoding/order_blind.png",
-                "positional_criteria.png": f"{runs}/positional_encoding/positional_criteria.png",
-                "tour_graph.png": f"{runs}/tour/graph.png"}
+    names = {"scaling.png": ("Softmax weights with and without sqrt(d_k)", f"{runs}/scaling/scaling.png"),
+             "positional_encoding.png": ("Binary and sinusoidal positional encodings",
+                                         f"{runs}/positional_encoding/positional_encoding.png"),
+             "order_blind.png": ("Self-attention without positions is order-blind",
+                                 f"{runs}/positional_encoding/order_blind.png"),
+             "positional_criteria.png": ("The naive positional encodings against the lecture's criteria",
+                                         f"{runs}/positional_encoding/positional_criteria.png"),
+             "tour_graph.png": ("The tour's graph", f"{runs}/tour/graph.png")}
+    rows = [["self-attention without positions, 'the dog bit the man' against 'the man bit the dog'",
+             f"outputs equal up to permutation, to {blind:.0e}"]]
+    return group([table("Pictures from the lectures", ["measured", "figure"], rows),
+                  *(image(title, name) for name, (title, _) in names.items())],
+                 {name: source for name, (_, source) in names.items()})
 
 
 def _kernel_case(case):
-    """bench_kernels' case name as the README writes it: 'square 128 float32' -> 'square 128, float32'."""
+    """bench_kernels' case name as the table writes it: 'square 128 float32' -> 'square 128, float32'."""
     name, dtype = case.rsplit(" ", 1)
     return f"{name.replace('64x(', '64 x (')}, {dtype}"
 
 
-README_MATMUL_CASES = [f"square {n} float32" for n in (128, 256, 512, 1024)] + [
-    "linear (640x64)@(64x256) float32", "linear (640x64)@(64x64) float32", "attention 64x(32x16)@(16x32) float32",
-    "attention 64x(32x32)@(32x16) float32", "square 256 float64", "linear (640x64)@(64x256) float64"]
-
-
 def collect_kernels(runs):
     results = load(f"{runs}/bench/kernels.json")
-    claims = {}
-    by_case = {row["case"]: row for row in results["matmul"]}
-    for case in README_MATMUL_CASES:
-        row = by_case[case]
-        claims[f"matmul {case}"] = (f"| {_kernel_case(case)} | {row['numba_gflops']:.1f} | {row['numpy_gflops']:.1f} | "
-                                    f"{row['ratio_vs_numpy']:.2f}x | {row['torch_gflops']:.1f} |")
+    command = "python -m demos.bench.kernels"
+    matmul = [[_kernel_case(row["case"]), f"{row['numba_gflops']:.1f}", f"{row['numpy_gflops']:.1f}",
+               f"{row['ratio_vs_numpy']:.2f}x", f"{row['torch_gflops']:.1f}"] for row in results["matmul"]]
+    rowwise = []
     for row in results["rowwise"]:
         name, rest = row["case"].split(" ", 1)
-        shape = rest.rsplit(" ", 1)[0].replace(" ", "")
-        label = f"{name.replace('_backward', ' backward').replace('_', '-')} {shape}"
-        claims[f"rowwise {label}"] = (f"| {label} | {row['numba_us']:.0f} | {row['numpy_us']:.0f} | "
-                                      f"{row['ratio_vs_numpy']:.2f}x | {row['torch_us']:.0f} | {row['ratio_vs_torch']:.2f}x |")
-    shown = {}                  # the README shows each size's 6 heaviest shapes and its slowest one
-    slowest = {}
+        label = f"{name.replace('_backward', ' backward').replace('_', '-')} {rest.rsplit(' ', 1)[0].replace(' ', '')}"
+        rowwise.append([label, f"{row['numba_us']:.0f}", f"{row['numpy_us']:.0f}", f"{row['ratio_vs_numpy']:.2f}x",
+                        f"{row['torch_us']:.0f}", f"{row['ratio_vs_torch']:.2f}x"])
+    shapes = []
     for row in results["step_shapes"]:
         if row["case"] == "all of one step":
-            continue
-        if row["size"] not in slowest or row["ratio_vs_numpy"] < slowest[row["size"]]["ratio_vs_numpy"]:
-            slowest[row["size"]] = row
-    for row in results["step_shapes"]:
-        shown[row["size"]] = shown.get(row["size"], 0) + 1
-        if row["case"] == "all of one step":
-            claims[f"step shapes {row['size']} total"] = (f"| {row['size']} | all matmuls of one step | | "
-                                                          f"{row['numba_ms']:.1f} ms | {row['numpy_ms']:.1f} ms | "
-                                                          f"{row['ratio_vs_numpy']:.2f}x | {row['torch_ms']:.1f} ms | "
-                                                          f"{row['torch_ratio_vs_numpy']:.2f}x |")
-        elif shown[row["size"]] <= 6 or row is slowest[row["size"]]:
-            claims[f"step shapes {row['size']} {row['case']}"] = (
-                f"| {row['size']} | {row['case']} | {row['count']} | {row['numba_gflops']:.1f} | "
-                f"{row['numpy_gflops']:.1f} | {row['ratio_vs_numpy']:.2f}x | {row['torch_gflops']:.1f} | "
-                f"{row['torch_ratio_vs_numpy']:.2f}x |")
-    cold, warm = results["compile"]["cold_s"], results["compile"]["warm_s"]
-    drivers = cold["matmul, small-matrix driver"] + cold["matmul, Goto driver"]
-    claims["compile"] = (f"Compiling every float32 kernel with an empty cache takes {cold['total']:.1f} s in one process "
-                         f"({drivers:.1f} s\nof it the matmul's two drivers); a first run, which compiles them in two "
-                         f"child processes\nside by side, waits {results['compile']['first_run_s']:.1f} s for them. "
-                         f"The fused attention's two kernels take\n{cold['fused attention']:.1f} s more, when a run "
-                         f"first uses them. With the cache warm, import plus the first call\nof every kernel takes "
-                         f"{warm['total']:.1f} s.")
-    return claims, {}
+            shapes.append([row["size"], "all matmuls of one step", "", f"{row['numba_ms']:.1f} ms",
+                           f"{row['numpy_ms']:.1f} ms", f"{row['ratio_vs_numpy']:.2f}x", f"{row['torch_ms']:.1f} ms",
+                           f"{row['torch_ratio_vs_numpy']:.2f}x"])
+        else:
+            shapes.append([row["size"], row["case"], row["count"], f"{row['numba_gflops']:.1f}",
+                           f"{row['numpy_gflops']:.1f}", f"{row['ratio_vs_numpy']:.2f}x",
+                           f"{row['torch_gflops']:.1f}", f"{row['torch_ratio_vs_numpy']:.2f}x"])
+    compile_ = results["compile"]
+    compiles = [[what, f"{seconds:.1f}"] for what, seconds in compile_["cold_s"].items()]
+    compiles += [["first run: waits for two child processes compiling the float32 set", f"{compile_['first_run_s']:.1f}"],
+                 ["warm cache: import plus the first call of every kernel", f"{compile_['warm_s']['total']:.1f}"]]
+    return group([
+        table("Matmul (one thread)", ["matmul", "ours GFLOP/s", "numpy (BLAS)", "ours / numpy", "PyTorch"], matmul, command),
+        table("Every matmul of a training step, on its own operands (C row-major, T transposed view, S strided rows)",
+              ["size", "operands", "calls per step", "ours GFLOP/s", "numpy GFLOP/s", "ours / numpy", "PyTorch GFLOP/s",
+               "PyTorch / numpy"], shapes, command),
+        table("Row-wise kernels, float32 (time: lower is better)",
+              ["kernel", "ours us", "numpy us", "ours / numpy", "PyTorch us", "ours / PyTorch"], rowwise, command),
+        table("Compiling the kernels from an empty cache", ["what", "seconds"], compiles, command)])
 
 
 STEP_SIZES = {"S": 60, "M": 30, "L": 12}      # size: steps timed (3 interleaved rounds)
 
 
 def collect_steps(runs):
-    claims = {}
+    rows, ratios = [], {}
     for size in STEP_SIZES:
         for threads in (1, 2):
             r = load(f"{runs}/bench/train-{size}-{threads}.json")
-            claims[f"transformer {size} {threads}"] = (
-                f"| {size} | {threads} | {r['matmul_gflop']:.2f} | {r['ours_ms']:.1f} | {r['pytorch_ms']:.1f} | "
-                f"{bench_train.ratio_of_rounds(r):.2f}x | {r['blas_limit_ms']:.1f} |")
-    return claims, {}
+            ratios[size, threads] = bench_train.ratio_of_rounds(r)
+            rows.append([size, threads, f"{r['matmul_gflop']:.2f}", f"{r['ours_ms']:.1f}", f"{r['pytorch_ms']:.1f}",
+                         f"{ratios[size, threads]:.2f}x", f"{r['blas_limit_ms']:.1f}"])
+    return group([table("One training step of the encoder-decoder (reverse task) against the same model in PyTorch",
+                         ["size", "threads", "matmul GFLOP", "ours ms/step", "PyTorch ms/step", "ours / PyTorch",
+                          "BLAS limit ms"], rows, "python -m demos.bench.train --size S|M|L --threads 1|2",
+                         "Sizes (d_model, heads, d_ff, layers per side, batch, length): S 64, 4, 128, 2, 64, 10; "
+                         "M 128, 4, 512, 3, 32, 32; L 256, 8, 1024, 4, 32, 64. The BLAS limit is the step's "
+                         "matmul FLOPs at numpy's large-product rate in the same run.")],
+                 headline=[("Encoder-decoder training step, size M, one thread", f"{ratios['M', 1]:.2f}x PyTorch's time",
+                            "python -m demos.bench.train --size M --threads 1")])
 
 
 def collect_threads(runs):
     r = load(f"{runs}/bench/threads.json")
-    return {f"threads {size}": (f"| {size} | {x['one_ms']:.1f} | {x['many_ms']:.1f} | {x['ratio']:.2f}x | "
-                                f"{x['threaded_calls']} of {x['calls']} |") for size, x in r["sizes"].items()}, {}
+    rows = [[size, f"{x['one_ms']:.1f}", f"{x['many_ms']:.1f}", f"{x['ratio']:.2f}x", f"{x['threaded_calls']} of {x['calls']}"]
+            for size, x in r["sizes"].items()]
+    return group([table("Our training step on one thread and on two, interleaved in one process",
+                         ["size", "1 thread ms", "2 threads ms", "2 / 1", "kernel calls threaded"], rows,
+                         "python -m demos.bench.threads")])
 
 
 def gpt_step_commands(runs):
@@ -253,46 +326,39 @@ def gpt_step_commands(runs):
 
 
 def collect_gpt_steps(runs):
-    claims = {}
+    rows = []
     for threads in (1, 2):
         g = load(f"{runs}/bench/gpt-{threads}.json")
-        claims[f"gpt {threads}"] = (f"| {threads} | {g['ours_median_ms']:.1f} | {g['pytorch_median_ms']:.1f} | "
-                                    f"{g['ratio_vs_pytorch']:.2f}x | {g['ours_tokens_per_s']:,.0f} |")
+        rows.append([threads, f"{g['ours_median_ms']:.1f}", f"{g['pytorch_median_ms']:.1f}",
+                     f"{g['ratio_vs_pytorch']:.2f}x", f"{g['ours_tokens_per_s']:,.0f}"])
     g = load(f"{runs}/bench/gpt-1.json")
-    claims["gpt 1 composed"] = (f"| 1, composed attention | {g['composed_median_ms']:.1f} | {g['pytorch_median_ms']:.1f} | "
-                                f"{g['composed_ratio_vs_pytorch']:.2f}x | {g['composed_tokens_per_s']:,.0f} |")
-    claims["fused vs composed"] = (f"the fused attention made our step {g['ours_vs_composed']:.2f}x as long as the "
-                                   f"composed one")
-    return claims, {}
+    rows.append(["1, composed attention", f"{g['composed_median_ms']:.1f}", f"{g['pytorch_median_ms']:.1f}",
+                 f"{g['composed_ratio_vs_pytorch']:.2f}x", f"{g['composed_tokens_per_s']:,.0f}"])
+    return group([table("The GPT's training step against the same GPT in PyTorch (median of interleaved rounds)",
+                         ["threads", "ours ms/step", "PyTorch ms/step", "ours / PyTorch", "ours tokens/s"], rows,
+                         "python -m demos.bench.train --model gpt --threads 1|2",
+                         f"With the fused attention our step took {g['ours_vs_composed']:.2f}x the composed one's time.")],
+                 headline=[("GPT training step, one thread", f"{rows[0][3]} PyTorch's time",
+                            "python -m demos.bench.train --model gpt --threads 1")])
 
 
 LONGER_ATTENTION = (128, 256)             # lengths bench_attention also runs at (besides 64)
 
 
 def collect_attention(runs):
-    longer = [load(f"{runs}/bench/attention-{length}.json") for length in LONGER_ATTENTION]
-    lengths = " and ".join(f"{r['ratio']:.2f}x at length {r['shape'][2]}" for r in longer)
-    theirs = " and ".join(f"{r['pytorch_ratio']:.2f}x" for r in longer)
-    r = load(f"{runs}/bench/attention.json")
-    pytorch = {} if "pytorch_ratio" not in r else {
-        "pytorch fused vs composed": (f"PyTorch's own fused op took {r['pytorch_ratio']:.2f}x its composed ops' time "
-                                      f"({r['pytorch_fused']:.1f} ms against {r['pytorch_composed']:.1f} ms), and "
-                                      f"ours {r['fused_vs_pytorch_fused']:.2f}x its fused op's")}
-    composed_rounds, half, products = r["rounds"]["composed"], r["composed"] / 2, r["fused_blas_ms"]
-    return {**pytorch,
-            "longer attention": (f"the fused op took {lengths} of the composed path's time (PyTorch's: {theirs})"),
-            "fused vs composed": (f"measured the fused op at {r['ratio']:.2f}x the composed path's time "
-                                  f"({r['fused']:.1f} ms against {r['composed']:.1f} ms), the median of "
-                                  f"{len(composed_rounds)} interleaved rounds' ratios (the composed rounds took "
-                                  f"{min(composed_rounds):.1f}-{max(composed_rounds):.1f} ms"),
-            "attention rest": (f"here the rest took {r['fused'] - products:.1f} ms ({r['fused']:.2f} - "
-                               f"{products:.2f}) against the {half - products:.1f} ms ({half:.2f} - {products:.2f}) "
-                               f"that would leave"),
-            "attention products": (f"at numpy's large-matrix rate in the same run ({r['blas_gflops']:.0f} GFLOP/s), "
-                                   f"the fused op's products alone would take {r['fused_blas_ms']:.2f} ms "
-                                   f"({r['fused_mflop']:.0f} MFLOP), the composed path's {r['composed_blas_ms']:.2f} ms "
-                                   f"({r['composed_mflop']:.0f} MFLOP), and half the composed path's time is "
-                                   f"{r['composed'] / 2:.2f} ms")}, {}
+    results = [load(f"{runs}/bench/attention.json")] + [load(f"{runs}/bench/attention-{n}.json") for n in LONGER_ATTENTION]
+    rows = [[r["shape"][2], f"{r['fused']:.1f}", f"{r['composed']:.1f}", f"{r['ratio']:.2f}x",
+             f"{r['pytorch_ratio']:.2f}x" if "pytorch_ratio" in r else "-"] for r in results]
+    r = results[0]
+    products = [["fused op", f"{r['fused_mflop']:.0f}", f"{r['fused_blas_ms']:.2f}", f"{r['fused']:.2f}"],
+                ["composed ops", f"{r['composed_mflop']:.0f}", f"{r['composed_blas_ms']:.2f}", f"{r['composed']:.2f}"]]
+    return group([table("Fused attention against the composed ops, forward + backward (batch 32, 4 heads, d_head 32, "
+                         "causal, one thread)", ["length", "fused ms", "composed ms", "fused / composed",
+                                                 "PyTorch's fused / composed"], rows,
+                         "python -m demos.bench.attention --length N"),
+                  table(f"Their products at numpy's large-matrix rate ({r['blas_gflops']:.0f} GFLOP/s in the same run), "
+                        "length 64", ["path", "MFLOP", "products at BLAS rate ms", "measured ms"], products,
+                        "python -m demos.bench.attention")])
 
 
 GROUPS = {
@@ -306,52 +372,70 @@ GROUPS = {
     "gpt": (lambda runs: [["demos.gpt", "--out", f"{runs}/gpt"]], collect_gpt),
     "gpt_recipe": (lambda runs: [["demos.bench.train", "--model", "gpt", "--recipe", "--json",
                                   f"{runs}/bench/gpt-recipe.json"]], collect_gpt_recipe),
-    "scan": (lambda runs: [["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
-             + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
-                for kind in ("rope", "alibi", "relative")], collect_scan),
-    "kernels": (lambda runs: [["demos.bench.kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
-    "steps": (lambda runs: [["demos.bench.train", "--size", size, "--steps", str(steps), "--threads", t,
-                             "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
-                            for t in "12"], collect_steps),
     "gpt_steps": (gpt_step_commands, collect_gpt_steps),
-    "threads": (lambda runs: [["demos.bench.threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
-    "attention": (lambda runs: [["demos.bench.attention", "--json", f"{runs}/bench/attention.json"]]
-                  + [["demos.bench.attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
-                     for length in LONGER_ATTENTION], collect_attention),
-
+    "scan": (scan_commands, collect_scan),
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
                                ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
                                ["demos.tour", "--out", f"{runs}/tour"]], collect_pictures),
+    "steps": (lambda runs: [["demos.bench.train", "--size", size, "--steps", str(steps), "--threads", t,
+                             "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
+                            for t in "12"], collect_steps),
+    "threads": (lambda runs: [["demos.bench.threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
+    "kernels": (lambda runs: [["demos.bench.kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
+    "attention": (lambda runs: [["demos.bench.attention", "--json", f"{runs}/bench/attention.json"]]
+                  + [["demos.bench.attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
+                     for length in LONGER_ATTENTION], collect_attention),
 }
 
+TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bottleneck",
+          "length_generalisation": "Length generalisation and positional schemes", "families": "The model families",
+          "gpt": "A GPT on real text", "gpt_recipe": "The GPT learns as PyTorch's does",
+          "gpt_steps": "GPT training speed against PyTorch", "scan": "SCAN against the paper",
+          "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
+          "kernels": "Kernels", "attention": "Fused attention"}
+ORDER = list(GROUPS)                       # the results document's order of sections
 
-# ----- recording the claims and updating the README -----
 
-def record_wall_time(runs, command, seconds):
-    """Seconds a command took from the shell (start-up and compilation included), kept in
-    runs/wall_seconds.json for the claims that quote a wall time."""
-    path = os.path.join(ROOT, runs, "wall_seconds.json")
-    times = json.load(open(path)) if os.path.exists(path) else {}
-    times[command] = seconds
+# ----- recording and rendering -----
+
+def remember(runs, file, key, value):
+    """Set key to value in the JSON dictionary runs/file: the seconds each command took from
+    the shell (wall_seconds.json), the machine and date each group ran on (machine.json)."""
+    path = os.path.join(ROOT, runs, file)
+    entries = json.load(open(path)) if os.path.exists(path) else {}
+    entries[key] = value
     with open(path, "w") as f:
-        json.dump(times, f, indent=1, sort_keys=True)
+        json.dump(entries, f, indent=1, sort_keys=True)
 
 
-def update(group, claims, images, readme, record):
-    """Replace each claim's recorded text by the new one in `readme`; returns (readme, problems)."""
-    old = record.get("groups", {}).get(group, {}).get("claims", {})
+def ran_on(runs, name):
+    """(machine, date) of the group's last run; this machine and today when it was not recorded."""
+    path = os.path.join(ROOT, runs, "machine.json")
+    stamp = json.load(open(path)).get(name) if os.path.exists(path) else None
+    return stamp or (_report.machine(), _report.today())
+
+
+def copy_images(name_group, images):
+    """Copy each image into docs/images/; returns the problems (an image a demo did not write)."""
     problems = []
-    for key, text in claims.items():
-        if key in old and old[key] in readme:
-            readme = readme.replace(old[key], text)
-        elif text not in readme:
-            problems.append(f"{group}/{key}: the README does not state\n    {text}")
     for name, source in images.items():
         if not exists(source):
-            problems.append(f"{group}: image {source} was not written")
+            problems.append(f"{name_group}: image {source} was not written")
         else:
             shutil.copyfile(os.path.join(ROOT, source), os.path.join(ROOT, "docs", "images", name))
-    return readme, problems
+    return problems
+
+
+def write_documents(record):
+    """docs/RESULTS.md and the README's generated blocks, from the record alone."""
+    with open(RESULTS, "w") as f:
+        f.write(_report.render(record, ORDER, TITLES))
+    with open(README) as f:
+        readme = f.read()
+    for name, body in _report.readme_blocks(record, ORDER).items():
+        readme = _report.splice(readme, name, body)
+    with open(README, "w") as f:
+        f.write(readme)
 
 
 def main(argv=None):
@@ -361,32 +445,30 @@ def main(argv=None):
     parser.add_argument("--runs", default="runs", help="where the demos write (relative to the repository)")
     args = parser.parse_args(argv)
     record = json.load(open(FIGURES)) if os.path.exists(FIGURES) else {"groups": {}}
-    with open(README) as f:
-        readme = f.read()
-    all_problems = []
-    for group in args.only or sorted(GROUPS):
-        commands, collect = GROUPS[group]
+    problems = []
+    for name in args.only or ORDER:
+        commands, collect = GROUPS[name]
         if not args.collect:
             for command in commands(args.runs):
                 print("$ python -m " + " ".join(command), flush=True)
                 started = time.perf_counter()
                 subprocess.run([sys.executable, "-m", *command], cwd=ROOT, check=True)
-                record_wall_time(args.runs, " ".join(command), time.perf_counter() - started)
-        claims, images = collect(args.runs)
-        readme, problems = update(group, claims, images, readme, record)
-        all_problems += problems
-        record["groups"][group] = {"commands": [" ".join(["python -m", *c]) for c in commands("runs")],
-                                   "claims": claims, "images": images,
-                                   "collected": datetime.date.today().isoformat()}
-    with open(README, "w") as f:
-        f.write(readme)
+                remember(args.runs, "wall_seconds.json", " ".join(command), time.perf_counter() - started)
+            remember(args.runs, "machine.json", name, (_report.machine(), _report.today()))
+        machine, date = ran_on(args.runs, name)
+        collected = collect(args.runs)
+        problems += copy_images(name, collected.pop("images"))
+        record["groups"][name] = {"commands": [" ".join(["python -m", *c]) for c in commands("runs")],
+                                  "machine": machine, "collected": date, **collected}
     with open(FIGURES, "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)
-    for problem in all_problems:
+    write_documents(record)
+    for problem in problems:
         print(problem)
-    if all_problems:
-        raise SystemExit(f"{len(all_problems)} figure(s) need a place in README.md (see above)")
-    print(f"README.md and {os.path.relpath(FIGURES, ROOT)} are in step with the demos' outputs")
+    if problems:
+        raise SystemExit(f"{len(problems)} image(s) missing (see above)")
+    print(f"{os.path.relpath(RESULTS, ROOT)}, README.md's generated blocks and {os.path.relpath(FIGURES, ROOT)} "
+          "are in step with the demos' outputs")
 
 
 if __name__ == "__main__":
