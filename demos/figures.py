@@ -205,6 +205,31 @@ def collect_gpt_recipe(runs):
                             "python -m demos.bench.train --model gpt --recipe")])
 
 
+def collect_tokenizer(runs):
+    b = load(f"{runs}/bench/bpe.json")
+    timings = [["train, incremental (transformer/bpe_training.py)", f"{b['train_s']:.2f}"],
+               ["train, readable reference (transformer/bpe.py), at its time per merge",
+                f"{b['reference_per_merge_s'] * b['merges']:.0f}"],
+               ["train, Hugging Face tokenizers", "-" if b["tokenizers_train_s"] is None else f"{b['tokenizers_train_s']:.2f}"],
+               ["encode, ours (empty cache)", f"{b['encode_s']:.2f}"],
+               ["encode, tiktoken with our merges" + (" (the same tokens)" if b["tiktoken_tokens_equal_ours"] else ""),
+                "-" if b["tiktoken_encode_s"] is None else f"{b['tiktoken_encode_s']:.2f}"]]
+    models = []
+    for name in ("gpt", "gpt-bpe"):
+        m = load(f"{runs}/{name}/metrics.json")
+        models.append([m["tokenizer"], m["vocab"], f"{m['bytes_per_token']['val']:.2f}", m["iterations"],
+                       f"{m['seconds']:.0f}", f"{m['val_loss']:.3f}", f"{m['val_bits_per_byte']:.3f}"])
+    return group([table(f"Byte-level BPE on {b['bytes']:,} bytes of the default corpus, {b['merges']} merges, one thread "
+                        "(seconds, medians of interleaved rounds)", ["what", "seconds"], timings,
+                        "python -m demos.bench.bpe"),
+                  table("The GPT on characters and on BPE tokens, same recipe and iterations",
+                        ["tokens", "vocabulary", "bytes a token (validation)", "iterations", "training seconds",
+                         "validation nats a token", "validation bits a byte"], models,
+                        "python -m demos.gpt --tokenizer char|bpe")],
+                 headline=[(f"BPE, {b['merges']} merges learned from 1 MB, one thread", f"{b['train_s']:.2f} s",
+                            "python -m demos.bench.bpe")])
+
+
 def scan_commands(runs):
     return ([["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
             + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
@@ -370,6 +395,8 @@ GROUPS = {
                                ["demos.decoder_only", "--out", f"{runs}/decoder_only"],
                                ["demos.vit", "--out", f"{runs}/vit"]], collect_families),
     "gpt": (lambda runs: [["demos.gpt", "--out", f"{runs}/gpt"]], collect_gpt),
+    "tokenizer": (lambda runs: [["demos.bench.bpe", "--json", f"{runs}/bench/bpe.json"],
+                                ["demos.gpt", "--tokenizer", "bpe", "--out", f"{runs}/gpt-bpe"]], collect_tokenizer),
     "gpt_recipe": (lambda runs: [["demos.bench.train", "--model", "gpt", "--recipe", "--json",
                                   f"{runs}/bench/gpt-recipe.json"]], collect_gpt_recipe),
     "gpt_steps": (gpt_step_commands, collect_gpt_steps),
@@ -389,7 +416,7 @@ GROUPS = {
 
 TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bottleneck",
           "length_generalisation": "Length generalisation and positional schemes", "families": "The model families",
-          "gpt": "A GPT on real text", "gpt_recipe": "The GPT learns as PyTorch's does",
+          "gpt": "A GPT on real text", "tokenizer": "BPE: a tokenizer learned here", "gpt_recipe": "The GPT learns as PyTorch's does",
           "gpt_steps": "GPT training speed against PyTorch", "scan": "SCAN against the paper",
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
           "kernels": "Kernels", "attention": "Fused attention"}

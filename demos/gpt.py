@@ -1,13 +1,18 @@
-"""Train a character-level GPT on real text with nanoGPT's CPU recipe, then sample from it.
+"""Train a GPT on real text with nanoGPT's CPU recipe, then sample from it.
 
     python -m demos.gpt                          # the standard library's docstrings, about 1 MB
     python -m demos.gpt --data my_text.txt --max-iters 5000 --out runs/mine
+    python -m demos.gpt --tokenizer bpe --vocab-size 512     # byte-level BPE tokens, not characters
 
 The defaults are nanoGPT's CPU recipe for its Shakespeare character model: 4 layers, 4
 heads, 128 wide, context 64, batch 12, 2000 iterations, dropout 0, AdamW (beta2 0.99,
 weight decay 0.1 on weight matrices), lr 1e-3 warmed up over 100 iterations and cosine-
 decayed to 1e-4, gradient clipping at 1.  Without --data it trains on the docstrings of
 this Python's standard library, so it runs offline out of the box.
+
+--tokenizer bpe trains a byte-level BPE tokenizer (transformer/bpe.py) on the training
+split only and saves it in the checkpoint. The validation loss is reported per token and in
+bits per byte, which compares a character model with a BPE one.
 
 Writes to --out: loss.png (train and validation loss), metrics.json, checkpoint.npz
 (model, optimizer, configuration, vocabulary and the run's state) and sample.txt.  Then
@@ -25,6 +30,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -32,9 +38,10 @@ from autograd import detect_anomaly, manual_seed
 from demos._flags import add_config_flags, fail, given, refuse_contradictions
 from transformer.checkpoint import model_from
 from transformer.decoder_only import DecoderOnly, gpt_config
-from transformer.lm_training import LMJob, LMTrainConfig, our_engine, resume_state, train_lm
+from transformer.bpe_training import train as train_bpe
+from transformer.lm_training import LMJob, LMTrainConfig, our_engine, resume_state, train_lm, vocab_of
 from transformer.run_state import INTERRUPTED_EXIT_CODE
-from transformer.text import CharDataset, CharVocab, read_text, stdlib_docstrings
+from transformer.text import TextDataset, read_text, split_text, stdlib_docstrings
 from transformer.validation import ATTENTION_KINDS
 
 
@@ -43,7 +50,7 @@ TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup"
 MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention")     # gpt_config's parameters
 MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model"}   # their DecoderOnlyConfig names
 RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model"}
-HELPS = {"block_size": "context length in characters", "lr": "peak learning rate",
+HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
          "min_lr": "learning rate at the end of the cosine decay", "warmup": "warm-up iterations",
          "eval_iters": "batches per loss estimate", "log_every": "iterations between progress lines",
          "save_every": "checkpoint every N iterations (0: at the end)",
@@ -51,6 +58,8 @@ HELPS = {"block_size": "context length in characters", "lr": "peak learning rate
          "attention": "fused: one op (faster); composed: matmul, masked_fill, softmax, matmul, the nodes to step "
                       "through in a debugger"}
 PROG = "demos.gpt"
+TOKENIZERS = ("char", "bpe")
+BPE_VOCAB = 512                      # --vocab-size's default: 256 bytes, 255 merges, the end-of-text token
 
 
 def parse_args(argv=None):
@@ -58,7 +67,10 @@ def parse_args(argv=None):
     p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
     add_config_flags(p, LMTrainConfig, TRAIN_FLAGS, helps=HELPS)
     add_config_flags(p, gpt_config, MODEL_FLAGS, RENAME, {"attention": ATTENTION_KINDS}, HELPS)
-    p.add_argument("--sample-tokens", type=int, default=500, help="characters in the sample written at the end")
+    p.add_argument("--tokenizer", choices=TOKENIZERS, help="characters (the default), or byte-level BPE tokens "
+                   "learned from the training split")
+    p.add_argument("--vocab-size", type=int, help=f"BPE's vocabulary size, at least 257 (default {BPE_VOCAB})")
+    p.add_argument("--sample-tokens", type=int, default=500, help="tokens in the sample written at the end")
     p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
     p.add_argument("--detect-anomaly", action="store_true", help="stop at the first op that produces NaN or inf")
     p.add_argument("--out", default=None, help="output folder (default runs/gpt, or the --resume folder)")
@@ -72,14 +84,36 @@ def load_corpus(path):
     return stdlib_docstrings(), "the standard library's docstrings"
 
 
-def read_data(path, cfg, vocab=None):
-    """(text, its description, CharDataset) of --data, or of the default corpus; a file that
-    cannot be used (missing, empty, binary, too short for the context) is the user's mistake:
-    one line, exit status 2."""
+def read_data(path):
+    """(text, its description) of --data, or of the default corpus; a file that cannot be
+    used (missing, empty, binary) is the user's mistake: one line, exit status 2."""
     try:
-        text, source = load_corpus(path)
-        return text, source, CharDataset(text, cfg.block_size, vocab=vocab)
+        return load_corpus(path)
     except (OSError, ValueError) as err:
+        fail(PROG, f"--data: {err}")
+
+
+def make_vocab(args, text):
+    """None for characters (the dataset takes the text's), or a BPE tokenizer trained on the
+    training split."""
+    if (args.tokenizer or "char") == "char":
+        if args.vocab_size is not None:
+            fail(PROG, "--vocab-size is for --tokenizer bpe (a character vocabulary is the text's characters)")
+        return None
+    vocab_size = BPE_VOCAB if args.vocab_size is None else args.vocab_size
+    started = time.perf_counter()
+    try:
+        vocab = train_bpe(split_text(text)[0], vocab_size)
+    except ValueError as err:
+        fail(PROG, f"--vocab-size: {err}")
+    print(f"BPE: {len(vocab.merges)} merges learned from the training split in {time.perf_counter() - started:.1f} s")
+    return vocab
+
+
+def dataset(text, cfg, vocab):
+    try:
+        return TextDataset(text, cfg.block_size, vocab=vocab)
+    except ValueError as err:
         fail(PROG, f"--data: {err}")
 
 
@@ -102,19 +136,25 @@ def main(argv=None):
             fail(PROG, f"--data {args.data} contradicts the resumed run's data {str(state['data']) or 'the default corpus'}")
         cfg = dataclasses.replace(cfg, **train_fields)
         data_path = str(state["data"]) or None
-        text, source, data = read_data(data_path, cfg, CharVocab.from_array(state["vocab"]))
+        vocab = vocab_of(state)
+        if args.tokenizer not in (None, vocab.kind) or (args.vocab_size not in (None, len(vocab))):
+            fail(PROG, f"--tokenizer/--vocab-size contradict the resumed run's {vocab.kind} vocabulary of {len(vocab)}")
+        text, source = read_data(data_path)
+        data = dataset(text, cfg, vocab)
         manual_seed(cfg.seed)
         model = model_from(state)
     else:
         cfg = LMTrainConfig(**train_fields)
         data_path = args.data
-        text, source, data = read_data(data_path, cfg)
+        text, source = read_data(data_path)
+        data = dataset(text, cfg, make_vocab(args, text))
         manual_seed(cfg.seed)
         model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, **model_fields))
     c = model.config
     n_params = sum(p.data.size for p in model.parameters())
-    print(f"{source}: {len(text):,} characters, vocabulary {len(data.vocab)}; train {len(data.splits['train']):,}, "
-          f"validation {len(data.splits['val']):,}")
+    print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "
+          f"tokens: train {len(data.splits['train']):,}, validation {len(data.splits['val']):,} "
+          f"({data.bytes_per_token['val']:.2f} bytes a token)")
     print(f"GPT: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, context {cfg.block_size}, "
           f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = our_engine(model, cfg)
@@ -126,7 +166,7 @@ def main(argv=None):
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
         history = train_lm(job, start=state, out_dir=out)
     from demos import plots
-    title = f"character GPT on {source}"
+    title = f"GPT ({data.vocab.kind} tokens) on {source}"
     if history["interrupted"]:
         if history["evals"]:
             plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title)
@@ -145,7 +185,7 @@ def main(argv=None):
     plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title)
     final = history["evals"][-1]
     print(f"\nafter {cfg.max_iters} iterations ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
-          f"validation loss {final['val']:.4f}")
+          f"validation loss {final['val']:.4f} nats a token, {metrics['val_bits_per_byte']:.4f} bits a byte")
     print(f"sample (temperature 0.8, top-k 200):\n{'-' * 60}\n{sample}\n{'-' * 60}")
     print(f"wrote {out}/checkpoint.npz, metrics.json, loss.png and sample.txt")
     return metrics
@@ -154,9 +194,12 @@ def main(argv=None):
 def write_metrics(out, source, text, data, n_params, cfg, model, history):
     final = history["evals"][-1] if history["evals"] else {"train": None, "val": None}
     done = len(history["step"])
-    metrics = {"source": source, "characters": len(text), "vocab": len(data.vocab), "parameters": n_params,
+    bits = {f"{split}_bits_per_byte": None if final[split] is None else data.bits_per_byte(split, final[split])
+            for split in ("train", "val")}
+    metrics = {"source": source, "characters": len(text), "tokenizer": data.vocab.kind, "vocab": len(data.vocab),
+               "bytes_per_token": data.bytes_per_token, "parameters": n_params,
                "iterations": done, "interrupted": history["interrupted"], "train_loss": final["train"],
-               "val_loss": final["val"], "seconds": history["seconds"],
+               "val_loss": final["val"], **bits, "seconds": history["seconds"],
                "tokens_per_second": done * cfg.batch_size * cfg.block_size / max(history["seconds"], 1e-9),
                "train_config": dataclasses.asdict(cfg), "model_config": dataclasses.asdict(model.config),
                "history": history}

@@ -58,7 +58,7 @@ def main(argv=None):
     except (OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as err:
         fail(PROG, f"--{'checkpoint' if args.checkpoint else 'nanogpt'}: {err}")
     if len(vocab) != model.config.vocab:
-        fail(PROG, f"the vocabulary has {len(vocab)} characters but the model {model.config.vocab}")
+        fail(PROG, f"the vocabulary has {len(vocab)} tokens but the model {model.config.vocab}")
     if not args.prompt:
         fail(PROG, "--prompt must hold at least one character")
     try:

@@ -20,7 +20,7 @@ from nn.schedule import warmup_cosine
 from transformer.checkpoint import load_checkpoint, model_from, run_state
 from transformer.loop import train_loop
 from transformer.run_state import generator_state, restore_generator
-from transformer.text import CharVocab
+from transformer.text import tokenizer_from
 from transformer.validation import require_positive
 
 
@@ -137,7 +137,7 @@ class LMJob:
 
     def checkpoint(self, history):
         return run_state(self.model, self.cfg, history, optimizer=self.optimizer.state_dict(),
-                         vocab=self.data.vocab.to_array(), data=self.data_path or "",
+                         vocab=self.data.vocab.to_array(), tokenizer=self.data.vocab.kind, data=self.data_path or "",
                          batch_rng=generator_state(self.batch_rng), eval_rng=generator_state(self.eval_rng),
                          dropout_rng=generator_state(default_generator()))
 
@@ -166,7 +166,7 @@ def train_lm(job, log=print, start=None, should_stop=None, out_dir=None):
 
 def save_lm(path, model, vocab):
     """A checkpoint of a model and its vocabulary alone (no run to resume), for sampling."""
-    return nn.save(run_state(model, vocab=vocab.to_array()), path)
+    return nn.save(run_state(model, vocab=vocab.to_array(), tokenizer=vocab.kind), path)
 
 
 RESUME_ENTRIES = ("model", "optimizer", "vocab", "train_config", "history", "batch_rng", "eval_rng", "dropout_rng")
@@ -178,8 +178,13 @@ def resume_state(path):
     return state, LMTrainConfig(**json.loads(str(state["train_config"])))
 
 
+def vocab_of(state):
+    """The vocabulary (CharVocab or BPETokenizer) a checkpoint was trained with."""
+    return tokenizer_from(str(state["tokenizer"]) if "tokenizer" in state else "char", state["vocab"])
+
+
 def load_lm(path):
-    """(model in eval mode, CharVocab) from a checkpoint written by train_lm (a file, or the
+    """(model in eval mode, vocabulary) from a checkpoint written by train_lm (a file, or the
     folder holding checkpoint.npz)."""
     state = load_checkpoint(path, needs=("vocab",), kinds=("DecoderOnly",))
-    return model_from(state).eval(), CharVocab.from_array(state["vocab"])
+    return model_from(state).eval(), vocab_of(state)

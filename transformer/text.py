@@ -1,5 +1,5 @@
-"""Character-level text data for a language model: a vocabulary, a train/validation split
-and random blocks of `block_size + 1` characters.
+"""Text data for a language model: a vocabulary (characters, or BPE tokens:
+transformer/bpe.py), a train/validation split and random blocks of `block_size + 1` tokens.
 
 The default corpus needs no download: the docstrings of the running Python's standard
 library (English prose about code), read in a fixed order, about 1 MB.  Any UTF-8 text
@@ -7,6 +7,7 @@ file works instead (`read_text`).
 """
 
 import ast
+import math
 import os
 import sysconfig
 from collections import deque
@@ -76,6 +77,8 @@ def read_text(path):
 class CharVocab:
     """The distinct characters of a text, sorted; a character's id is its index."""
 
+    kind = "char"
+
     def __init__(self, chars):
         self.chars = list(chars)
         self.index = {c: i for i, c in enumerate(self.chars)}
@@ -108,27 +111,50 @@ class CharVocab:
         return cls(chr(int(c)) for c in codes)
 
 
-class CharDataset:
-    """A text as character ids, split into the first (1 - val_fraction) for training and
-    the rest for validation (contiguous, as nanoGPT does).  `batch` draws random blocks."""
+def split_text(text, val_fraction=0.1):
+    """(training text, validation text): the first 1 - val_fraction of the characters and the
+    rest, contiguous, as nanoGPT does. A tokenizer is trained on the first part only."""
+    cut = int(len(text) * (1 - val_fraction))
+    return text[:cut], text[cut:]
+
+
+def tokenizer_from(kind, array):
+    """A vocabulary saved in a checkpoint: its kind ('char' or 'bpe') and its array."""
+    from transformer.bpe import BPETokenizer
+    kinds = {"char": CharVocab, "bpe": BPETokenizer}
+    if kind not in kinds:
+        raise ValueError(f"the checkpoint's tokenizer is {kind!r}; expected one of {sorted(kinds)}")
+    return kinds[kind].from_array(array)
+
+
+class TextDataset:
+    """A text as token ids (vocab: a CharVocab or a BPETokenizer; by default the text's
+    characters), split by split_text into training and validation. `batch` draws random
+    blocks. `bytes_per_token[split]` turns a loss per token into bits per byte, a measure
+    that compares models whatever their tokens are."""
 
     def __init__(self, text, block_size, val_fraction=0.1, vocab=None):
         if block_size < 1:
-            raise ValueError(f"CharDataset: block_size must be >= 1, got {block_size}")
+            raise ValueError(f"TextDataset: block_size must be >= 1, got {block_size}")
         self.vocab = vocab or CharVocab.from_text(text)
-        ids = self.vocab.encode(text)
-        cut = int(len(ids) * (1 - val_fraction))
         self.block_size = block_size
-        self.splits = {"train": ids[:cut], "val": ids[cut:]}
-        for name, part in self.splits.items():
-            if len(part) < block_size + 1:
-                raise ValueError(f"CharDataset: the {name} split has {len(part)} characters, fewer than "
-                                 f"block_size + 1 = {block_size + 1}; the text ({len(ids)} characters) is too short "
+        self.splits, self.bytes_per_token = {}, {}
+        for name, part in zip(("train", "val"), split_text(text, val_fraction)):
+            ids = self.vocab.encode(part)
+            if len(ids) < block_size + 1:
+                raise ValueError(f"TextDataset: the {name} split has {len(ids)} tokens, fewer than "
+                                 f"block_size + 1 = {block_size + 1}; the text ({len(text)} characters) is too short "
                                  f"for this block size")
+            self.splits[name] = ids
+            self.bytes_per_token[name] = len(part.encode("utf-8")) / len(ids)
+
+    def bits_per_byte(self, split, loss):
+        """A loss in nats per token of split, in bits per byte of its text."""
+        return loss / math.log(2) / self.bytes_per_token[split]
 
     def batch(self, split, batch_size, rng):
         """(inputs, targets), each (batch_size, block_size): random contiguous blocks of
-        block_size + 1 characters from `split`, targets shifted by one."""
+        block_size + 1 tokens from `split`, targets shifted by one."""
         data = self.splits[split]
         starts = rng.integers(0, len(data) - self.block_size, size=batch_size)
         blocks = data[starts[:, None] + np.arange(self.block_size + 1)]     # (B, block_size + 1)

@@ -114,11 +114,11 @@ def recipe(data_path=None, attention="fused"):
     with `attention`)."""
     from demos.gpt import load_corpus
     from transformer.lm_training import LMJob, our_engine, train_lm
-    from transformer.text import CharDataset
+    from transformer.text import TextDataset
 
     cfg = LMTrainConfig()
     text, source = load_corpus(data_path)
-    data = CharDataset(text, cfg.block_size)
+    data = TextDataset(text, cfg.block_size)
     ours, theirs = _models(len(data.vocab), cfg, attention)
     runs = {}
     for name, (step, evaluate) in (("ours", our_engine(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):

@@ -15,7 +15,7 @@ from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config,
 from transformer.checkpoint import run_state
 from transformer.lm_training import LMJob, LMTrainConfig, decay_groups, load_lm, our_engine, save_lm, train_lm
 from transformer.nanogpt import from_nanogpt, load_nanogpt_checkpoint, read_meta, read_torch_file, to_nanogpt
-from transformer.text import CharDataset
+from transformer.text import TextDataset
 from tests.transformer.helpers import tiny_transformer, to_float64
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
@@ -239,7 +239,7 @@ def test_lr_schedule_warms_up_then_decays_to_min_lr():
 def _run(seed, iters=120):
     cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=iters, warmup=5, lr=1e-2, min_lr=1e-3,
                         eval_every=60, eval_iters=3, log_every=1000, seed=seed)
-    data = CharDataset(TEXT, cfg.block_size)
+    data = TextDataset(TEXT, cfg.block_size)
     manual_seed(seed)
     model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16))
     step, evaluate, optimizer = our_engine(model, cfg)
@@ -269,7 +269,7 @@ def test_the_model_config_chooses_the_attention_and_our_engine_prepares_its_kern
     prepare = kernels.prepare
     monkeypatch.setattr(kernels, "prepare", lambda dtype, fused_attention: prepared.append(fused_attention)
                         or prepare(dtype, fused_attention))
-    data = CharDataset(TEXT, 8)
+    data = TextDataset(TEXT, 8)
     x, y = data.batch("train", 4, np.random.default_rng(0))
     losses = {}
     cfg = LMTrainConfig(block_size=8, batch_size=4)
@@ -302,7 +302,7 @@ def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_p
 
     cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=30, warmup=5, lr=1e-2, min_lr=1e-3, eval_every=10,
                         eval_iters=2, log_every=1000, seed=3)
-    data = CharDataset(TEXT, cfg.block_size)
+    data = TextDataset(TEXT, cfg.block_size)
 
     def fresh():
         manual_seed(cfg.seed)

@@ -6,7 +6,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from transformer.text import CharDataset, CharVocab, _definitions, read_text, stdlib_docstrings
+from transformer.text import TextDataset, CharVocab, _definitions, read_text, stdlib_docstrings
 
 
 def test_vocab_round_trips_and_names_unknown_characters():
@@ -20,7 +20,7 @@ def test_vocab_round_trips_and_names_unknown_characters():
 
 def test_split_is_contiguous_90_10_and_batches_are_shifted_blocks():
     text = "".join(chr(ord("a") + i % 26) for i in range(1000))
-    data = CharDataset(text, block_size=16)
+    data = TextDataset(text, block_size=16)
     train, val = data.splits["train"], data.splits["val"]
     assert len(train) == 900 and len(val) == 100
     assert data.vocab.decode(train) + data.vocab.decode(val) == text
@@ -35,10 +35,10 @@ def test_split_is_contiguous_90_10_and_batches_are_shifted_blocks():
 
 
 def test_too_short_text_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"the val split has 3 characters, fewer than block_size \+ 1 = 9"):
-        CharDataset("abcdefghijklmnopqrstuvwxyz", block_size=8)
+    with pytest.raises(ValueError, match=r"the val split has 3 tokens, fewer than block_size \+ 1 = 9"):
+        TextDataset("abcdefghijklmnopqrstuvwxyz", block_size=8)
     with pytest.raises(ValueError, match="block_size must be >= 1"):
-        CharDataset("abc" * 100, block_size=0)
+        TextDataset("abc" * 100, block_size=0)
 
 
 def test_read_text_errors(tmp_path):
