@@ -5,7 +5,9 @@ run can tell what the user asked for."""
 
 import argparse
 import inspect
+import os
 import sys
+import traceback
 
 
 def add_config_flags(parser, config, names, rename=None, choices=None, helps=None):
@@ -42,7 +44,15 @@ def refuse_contradictions(prog, asked, saved, allowed, rename=None):
                        f"goes on as it was saved (leave {flag} out, or start a new run with --out)")
 
 
+TRACEBACK_VARIABLE = "DEMOS_TRACEBACK"
+
+
 def fail(prog, message):
-    """A user's mistake: one line on stderr, exit status 2 (as argparse's own errors)."""
+    """A user's mistake: one line on stderr, exit status 2 (as argparse's own errors).
+
+    With the environment variable DEMOS_TRACEBACK=1 the line is followed by the traceback
+    of the exception being handled, for when the mistake may be a bug after all."""
     print(f"{prog}: error: {message}", file=sys.stderr)
+    if os.environ.get(TRACEBACK_VARIABLE) == "1" and sys.exc_info()[1] is not None:
+        traceback.print_exc()
     sys.exit(2)

@@ -195,14 +195,24 @@ def read_torch_file(path):
             return np.frombuffer(raw, np.dtype(dtype).newbyteorder("<"), count)
 
         with archive.open(pickles[0]) as f:
-            return _TorchUnpickler(f, read_storage).load()
+            return _unpickle(f, read_storage, path, "read_torch_file")
+
+
+def _unpickle(file, read_storage, path, reader):
+    """The restricted unpickler's object from file; bytes that are not such a pickle (a file
+    of another kind, truncated or corrupt) raise ValueError naming the file, whatever the
+    unpickler tripped on."""
+    try:
+        return _TorchUnpickler(file, read_storage).load()
+    except Exception as err:                               # noqa: BLE001  any byte string can be fed to it
+        raise ValueError(f"{reader}: {path!r} is not a pickle nanoGPT wrote ({type(err).__name__}: {err})") from err
 
 
 def read_meta(path):
     """nanoGPT's meta.pkl for a character model: {'vocab_size', 'itos', 'stoi'} (plain
     dicts, read with the same restricted unpickler)."""
     with open(path, "rb") as f:
-        meta = _TorchUnpickler(f, None).load()
+        meta = _unpickle(f, None, path, "read_meta")
     if not isinstance(meta, dict) or "itos" not in meta:
         raise ValueError(f"read_meta: {path!r} has no 'itos' table; expected nanoGPT's meta.pkl")
     return meta

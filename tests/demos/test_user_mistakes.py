@@ -66,3 +66,12 @@ def test_sample_prompt_outside_the_vocabulary(tmp_path, capsys):
     err = refused(sample.main, ["--checkpoint", str(tmp_path), "--prompt", snowman], capsys,
                   "demos.sample: error: --prompt: ")
     assert "not in the vocabulary" in err
+
+
+def test_a_traceback_on_request(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DEMOS_TRACEBACK", "1")
+    with pytest.raises(SystemExit) as stop:
+        gpt.main(TINY_GPT + ["--data", str(tmp_path / "nowhere.txt"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("demos.gpt: error: --data: read_text: no file at")
+    assert "Traceback (most recent call last)" in err and "FileNotFoundError" in err

@@ -342,3 +342,12 @@ def test_sample_cli_reads_both_kinds_of_checkpoint(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         sample.main(["--checkpoint", str(tmp_path), "--prompt", "Ω"])
     assert stop.value.code == 2
+
+
+def test_any_bytes_that_are_not_nanogpts_pickle_raise_a_value_error_naming_the_file(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "meta.pkl"
+    for _ in range(300):                           # random bytes trip the unpickler in a dozen different ways
+        path.write_bytes(rng.integers(0, 256, int(rng.integers(1, 80)), dtype=np.uint8).tobytes())
+        with pytest.raises(ValueError, match="read_meta: .*meta.pkl' is not a pickle nanoGPT wrote"):
+            read_meta(str(path))
