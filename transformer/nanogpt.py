@@ -110,10 +110,15 @@ def from_nanogpt(state, num_heads, dropout=0.0):
 def to_nanogpt(model):
     """The state dict of our GPT-configured DecoderOnly under nanoGPT's names (numpy arrays):
     what nanoGPT's GPT.load_state_dict takes.  q, k and v are stacked back into c_attn."""
-    own = model.state_dict()
+    return rename_to_nanogpt(model.state_dict(), model.config.num_layers)
+
+
+def rename_to_nanogpt(own, num_layers):
+    """Arrays under our parameter names (weights, or an optimizer's moments of them) ->
+    the same arrays under nanoGPT's names, q, k and v stacked into c_attn."""
     theirs = {}
     renames = _top_names()
-    for i in range(model.config.num_layers):
+    for i in range(num_layers):
         renames.update(_our_block_names(i))
         for kind in ("weight", "bias"):
             parts = [own.get(f"blocks.layers.{i}.self_attn.{name}.{kind}") for name in ("q_proj", "k_proj", "v_proj")]
@@ -121,6 +126,48 @@ def to_nanogpt(model):
                 theirs[f"transformer.h.{i}.attn.c_attn.{kind}"] = np.concatenate(parts, axis=0)
     theirs.update({k: own[v] for k, v in renames.items() if v in own})
     return theirs
+
+
+def nanogpt_model_args(config):
+    """nanoGPT's model_args for our config, or ValueError naming what nanoGPT's GPT cannot be
+    (its architecture is fixed: the config must be gpt_config's)."""
+    args = {"n_layer": config.num_layers, "n_head": config.num_heads, "n_embd": config.d_model,
+            "block_size": config.max_len, "bias": config.bias, "vocab_size": config.vocab, "dropout": config.dropout}
+    expected = gpt_config(config.vocab, config.max_len, config.num_layers, config.num_heads, config.d_model,
+                          config.dropout, config.bias, config.attention)
+    differ = [f"{f.name}={getattr(config, f.name)!r} (nanoGPT: {getattr(expected, f.name)!r})"
+              for f in dataclasses.fields(config) if f.name != "dtype" and getattr(config, f.name) != getattr(expected, f.name)]
+    if differ:
+        raise ValueError("this model is not nanoGPT's GPT: " + ", ".join(differ))
+    return args
+
+
+def nanogpt_parameter_order(num_layers, bias):
+    """nanoGPT's GPT.named_parameters() order (lm_head.weight is wte's, so not listed): the
+    order its AdamW numbers the parameters in, weight matrices first (configure_optimizers)."""
+    block = ["ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+             "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight",
+             "mlp.c_proj.bias"]
+    names = ["transformer.wte.weight", "transformer.wpe.weight"]
+    names += [f"transformer.h.{i}.{name}" for i in range(num_layers) for name in block]
+    names += ["transformer.ln_f.weight", "transformer.ln_f.bias"]
+    return [name for name in names if bias or not name.endswith(".bias")]
+
+
+def adam_moments_to_nanogpt(model, optimizer_state, parameters):
+    """({nanoGPT name: (exp_avg, exp_avg_sq)}, step) from the state_dict of our AdamW over
+    model's `parameters`, in the optimizer's order (its groups one after the other)."""
+    names = {id(p): name for name, p in model.named_parameters()}
+    order = [names[id(p)] for p in parameters]                    # the optimizer's indices
+    moments = {kind: {order[int(i)]: s[kind] for i, s in optimizer_state["state"].items()}
+               for kind in ("exp_avg", "exp_avg_sq")}
+    if not moments["exp_avg"]:
+        raise ValueError("the optimizer has taken no step: there are no moments to export")
+    steps = {int(s["step"]) for s in optimizer_state["state"].values()}
+    if len(steps) != 1:
+        raise ValueError(f"the parameters were updated different numbers of times ({sorted(steps)})")
+    averages, squares = (rename_to_nanogpt(m, model.config.num_layers) for m in moments.values())
+    return {name: (averages[name], squares[name]) for name in averages}, steps.pop()
 
 
 def _strip_prefix(state):

@@ -1,0 +1,119 @@
+"""Export a GPT trained here to nanoGPT, to go on training it there (on a GPU, say).
+
+    python -m demos.export --checkpoint runs/gpt --nanogpt out/ckpt.pt
+
+Writes ckpt.pt as nanoGPT's train.py writes it: `model` (the weights under nanoGPT's names,
+q, k and v stacked into c_attn), `model_args`, `iter_num`, `best_val_loss`, `config` (our
+training configuration under nanoGPT's names) and `optimizer` (AdamW's moments and step
+mapped onto nanoGPT's parameter order and its two groups, weight matrices first; a
+checkpoint with no optimizer state gets an empty one, and training there starts its moments
+afresh). Beside it goes meta.pkl, the character vocabulary as nanoGPT's prepare.py pickles
+it (copy it to nanoGPT's data/<dataset>/meta.pkl for its sample.py). Then, in nanoGPT:
+
+    python train.py --init_from=resume --out_dir=out --dataset=<dataset>
+    python sample.py --out_dir=out
+
+Writing a torch.save file takes PyTorch: the optional `bench` extra (`pip install -e
+".[bench]"`); this is the only command that needs it. The mapping itself lives in
+transformer/nanogpt.py, with the reading side.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import pickle
+
+import numpy as np
+
+from demos._flags import fail
+from transformer.checkpoint import load_checkpoint, model_from
+from transformer.lm_training import LMTrainConfig, decay_groups, vocab_of
+from transformer.nanogpt import adam_moments_to_nanogpt, nanogpt_model_args, nanogpt_parameter_order, to_nanogpt
+
+PROG = "demos.export"
+DATASET = "attention_from_scratch"               # config['dataset']: where nanoGPT's sample.py looks for meta.pkl
+
+
+def nanogpt_config(train_config, model_args, out_dir):
+    """Our LMTrainConfig (a dict) under the names of nanoGPT's train.py globals."""
+    t = train_config
+    return {"out_dir": out_dir, "eval_interval": t["eval_every"], "log_interval": t["log_every"],
+            "eval_iters": t["eval_iters"], "eval_only": False, "always_save_checkpoint": True, "init_from": "resume",
+            "wandb_log": False, "dataset": DATASET, "gradient_accumulation_steps": 1, "batch_size": t["batch_size"],
+            "block_size": t["block_size"], **{k: model_args[k] for k in ("n_layer", "n_head", "n_embd", "dropout", "bias")},
+            "learning_rate": t["lr"], "max_iters": t["max_iters"], "weight_decay": t["weight_decay"], "beta1": 0.9,
+            "beta2": t["beta2"], "grad_clip": t["grad_clip"], "decay_lr": True, "warmup_iters": t["warmup"],
+            "lr_decay_iters": t["max_iters"], "min_lr": t["min_lr"], "device": "cpu", "dtype": "float32",
+            "compile": False}
+
+
+def torch_optimizer_state(torch, weights, model, state, train_config):
+    """nanoGPT's AdamW state_dict: its two groups over its parameter order, our moments in it."""
+    order = [name for name in nanogpt_parameter_order(model.config.num_layers, model.config.bias) if name in weights]
+    tensors = {name: torch.zeros(weights[name].shape) for name in order}
+    decay = [name for name in order if weights[name].ndim >= 2]
+    no_decay = [name for name in order if weights[name].ndim < 2]
+    t = train_config
+    optimizer = torch.optim.AdamW([{"params": [tensors[n] for n in decay], "weight_decay": t["weight_decay"]},
+                                   {"params": [tensors[n] for n in no_decay], "weight_decay": 0.0}],
+                                  lr=t["lr"], betas=(0.9, t["beta2"]))
+    if "optimizer" not in state:
+        return optimizer.state_dict(), "no optimizer state in the checkpoint: nanoGPT starts AdamW's moments afresh"
+    ours = [p for group in decay_groups(model, 0.0) for p in group["params"]]     # as demos.gpt's AdamW holds them
+    moments, step = adam_moments_to_nanogpt(model, state["optimizer"], ours)
+    for name in decay + no_decay:
+        average, square = moments[name]
+        optimizer.state[tensors[name]] = {"step": torch.tensor(float(step)),
+                                          "exp_avg": torch.from_numpy(np.array(average, np.float32)),
+                                          "exp_avg_sq": torch.from_numpy(np.array(square, np.float32))}
+    return optimizer.state_dict(), f"AdamW's moments after {step} steps"
+
+
+def export(checkpoint, path):
+    """Write path (ckpt.pt) and meta.pkl beside it; returns what was written, to print."""
+    import torch
+    state = load_checkpoint(checkpoint, needs=("vocab",), kinds=("DecoderOnly",))
+    model, vocab = model_from(state), vocab_of(state)
+    model_args = nanogpt_model_args(model.config)
+    if vocab.kind != "char":
+        raise ValueError(f"the model reads {vocab.kind} tokens; nanoGPT's meta.pkl holds a character vocabulary only")
+    weights = to_nanogpt(model)
+    history = json.loads(str(state["history"])) if "history" in state else {"step": [], "evals": []}
+    train_config = (json.loads(str(state["train_config"])) if "train_config" in state
+                    else dataclasses.asdict(LMTrainConfig()))              # a model saved alone: the recipe's
+    optimizer, optimizer_note = torch_optimizer_state(torch, weights, model, state, train_config)
+    out_dir = os.path.dirname(os.path.abspath(path))
+    os.makedirs(out_dir, exist_ok=True)
+    torch.save({"model": {k: torch.from_numpy(np.array(v, np.float32)) for k, v in weights.items()},
+                "optimizer": optimizer, "model_args": model_args, "iter_num": len(history["step"]),
+                "best_val_loss": min((e["val"] for e in history["evals"]), default=1e9),
+                "config": nanogpt_config(train_config, model_args, out_dir)}, path)
+    meta = os.path.join(out_dir, "meta.pkl")
+    with open(meta, "wb") as f:
+        pickle.dump({"vocab_size": len(vocab), "itos": dict(enumerate(vocab.chars)),
+                     "stoi": {c: i for i, c in enumerate(vocab.chars)}}, f)
+    return (f"wrote {path} (iteration {len(history['step'])}, {sum(v.size for v in weights.values()):,} numbers; "
+            f"{optimizer_note}) and {meta}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", required=True, help="a folder (or checkpoint.npz) written by demos.gpt")
+    p.add_argument("--nanogpt", required=True, metavar="CKPT_PT", help="the ckpt.pt to write (meta.pkl goes beside it)")
+    args = p.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        fail(PROG, "--nanogpt writes a PyTorch checkpoint and needs PyTorch: pip install -e \".[bench]\"")
+    try:
+        message = export(args.checkpoint, args.nanogpt)
+    except (OSError, ValueError) as err:
+        fail(PROG, f"--checkpoint: {err}")
+    print(message)
+    print(f"in nanoGPT: copy meta.pkl to data/{DATASET}/meta.pkl, then python train.py --init_from=resume "
+          f"--out_dir={os.path.dirname(args.nanogpt) or '.'} --dataset={DATASET}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""demos.export writes a GPT trained here as nanoGPT's ckpt.pt and meta.pkl: the weights read
+back identical, nanoGPT's equations in PyTorch give our logits, and its AdamW takes the
+moments; the mapping of the moments is checked without PyTorch too."""
+import pickle
+import sys
+
+import numpy as np
+import pytest
+
+import nn
+from demos import export, gpt
+from nn import functional as F, optim
+from tests.demos.test_user_mistakes import TINY_GPT, refused
+from transformer.decoder_only import DecoderOnly, gpt_config
+from transformer.lm_training import decay_groups, load_lm
+from transformer.nanogpt import (adam_moments_to_nanogpt, from_nanogpt, nanogpt_model_args, nanogpt_parameter_order,
+                                 read_torch_file)
+
+
+def trained_run(folder, *extra):
+    gpt.main(TINY_GPT + ["--data", __file__, "--out", str(folder), *extra])
+    return folder
+
+
+def test_adam_moments_go_to_nanogpts_names_with_q_k_v_stacked():
+    model = DecoderOnly(gpt_config(11, 8, 2, 2, 8, bias=True, attention="composed"))
+    optimizer = optim.AdamW(model.parameters(), lr=1e-2)
+    x = np.random.default_rng(0).integers(0, 11, (2, 8))
+    for _ in range(3):
+        optimizer.zero_grad()
+        F.cross_entropy(model(x[:, :-1]), x[:, 1:]).backward()
+        optimizer.step()
+    moments, step = adam_moments_to_nanogpt(model, optimizer.state_dict(), model.parameters())
+    assert step == 3 and sorted(moments) == sorted(nanogpt_parameter_order(2, bias=True))
+    state = optimizer.state_dict()["state"]
+    index = {id(p): i for i, p in enumerate(model.parameters())}
+    attn = model.blocks.layers[1].self_attn
+    stacked = np.concatenate([state[index[id(getattr(attn, n).weight)]]["exp_avg"] for n in ("q_proj", "k_proj", "v_proj")])
+    np.testing.assert_array_equal(moments["transformer.h.1.attn.c_attn.weight"][0], stacked)
+
+
+def test_a_model_nanogpt_cannot_be_is_named():
+    config = gpt_config(11, 8, 1, 2, 8)
+    config.positional = "rope"
+    with pytest.raises(ValueError, match="not nanoGPT's GPT: positional='rope' \\(nanoGPT: 'learned'\\)"):
+        nanogpt_model_args(config)
+
+
+def test_without_pytorch_the_command_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)                # import torch raises ImportError
+    err = refused(export.main, ["--checkpoint", str(tmp_path), "--nanogpt", str(tmp_path / "ckpt.pt")], capsys,
+                  "demos.export: error: --nanogpt writes a PyTorch checkpoint and needs PyTorch")
+    assert 'pip install -e ".[bench]"' in err and not (tmp_path / "ckpt.pt").exists()
+
+
+def test_export_mistakes(tmp_path, capsys):
+    pytest.importorskip("torch", reason="writing ckpt.pt takes PyTorch (the bench extra)")
+    bpe = trained_run(tmp_path / "bpe", "--tokenizer", "bpe", "--vocab-size", "300")
+    capsys.readouterr()
+    err = refused(export.main, ["--checkpoint", str(bpe), "--nanogpt", str(tmp_path / "x" / "ckpt.pt")], capsys,
+                  "demos.export: error: --checkpoint: ")
+    assert "reads bpe tokens" in err and not (tmp_path / "x").exists()
+    err = refused(export.main, ["--checkpoint", str(tmp_path / "nowhere"), "--nanogpt", str(tmp_path / "y.pt")],
+                  capsys, "demos.export: error: --checkpoint: ")
+    assert "no checkpoint file at" in err
+
+
+def test_exported_checkpoint_reads_back_identical_and_runs_in_pytorch_as_nanogpt(tmp_path):
+    torch = pytest.importorskip("torch", reason="writing ckpt.pt takes PyTorch (the bench extra)")
+    from demos.bench.torch_gpt import TorchGPT                    # nanoGPT's modules, names and equations
+    run = trained_run(tmp_path / "run", "--bias")
+    path = tmp_path / "out" / "ckpt.pt"
+    export.main(["--checkpoint", str(run), "--nanogpt", str(path)])
+    ours, vocab = load_lm(str(run))
+
+    back = read_torch_file(str(path))                              # read back without PyTorch: bit-identical
+    model = from_nanogpt(back["model"], num_heads=back["model_args"]["n_head"])
+    for (name, p), (_, q) in zip(ours.named_parameters(), model.named_parameters()):
+        np.testing.assert_array_equal(p.data, q.data, err_msg=name)
+    meta = pickle.load(open(tmp_path / "out" / "meta.pkl", "rb"))
+    assert meta["vocab_size"] == len(vocab) and [meta["itos"][i] for i in range(len(vocab))] == vocab.chars
+
+    checkpoint = torch.load(path)                                   # as nanoGPT's train.py loads it (weights only)
+    args = checkpoint["model_args"]
+    theirs = TorchGPT(args["vocab_size"], args["block_size"], args["n_layer"], args["n_head"], args["n_embd"],
+                      args["dropout"], bias=args["bias"])
+    theirs.load_state_dict(checkpoint["model"])                    # strict: every key, every shape
+    tokens = np.random.default_rng(0).integers(0, len(vocab), (2, 8))
+    expected = ours(tokens).data
+    with torch.no_grad():
+        got = theirs(torch.from_numpy(tokens)).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=1e-5)
+
+    params = dict(theirs.named_parameters())                       # nanoGPT's configure_optimizers
+    groups = [{"params": [p for p in params.values() if p.dim() >= 2], "weight_decay": 0.1},
+              {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.99))
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    held = [p for group in decay_groups(ours, 0.0) for p in group["params"]]
+    moments, step = adam_moments_to_nanogpt(ours, nn.load(str(run / "checkpoint.npz"))["optimizer"], held)
+    for name, p in params.items():
+        np.testing.assert_array_equal(optimizer.state[p]["exp_avg"].numpy(), moments[name][0], err_msg=name)
+        assert int(optimizer.state[p]["step"]) == step == checkpoint["iter_num"]
+    loss = torch.nn.functional.cross_entropy(theirs(torch.from_numpy(tokens)).flatten(0, 1),
+                                             torch.from_numpy(tokens).roll(-1, 1).flatten())
+    loss.backward()
+    optimizer.step()                                                # training goes on there
+    assert checkpoint["config"]["init_from"] == "resume" and checkpoint["best_val_loss"] < 10
