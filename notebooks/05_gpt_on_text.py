@@ -1,0 +1,128 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 5. A GPT on text: train one, sample from it, and look inside one nanoGPT trained
+#
+# A decoder-only model (GPT) predicts the next token from the ones before it, through
+# masked self-attention. We train a small character-level GPT with nanoGPT's CPU recipe
+# for a few hundred iterations (about half a minute on 2 cores), sample from it with
+# temperature and top-k, then load a checkpoint written by nanoGPT's PyTorch code and look
+# at its weights and attention. `python -m demos.gpt` is the full run (2000 iterations).
+
+# %%
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from autograd import manual_seed, no_grad
+from transformer.decoder_only import DecoderOnly, gpt_config
+from transformer.lm_training import LMJob, LMTrainConfig, our_engine, train_lm
+from transformer.nanogpt import load_nanogpt_checkpoint, read_meta, read_torch_file
+from transformer.text import CharVocab, TextDataset, stdlib_docstrings
+
+ROOT = os.getcwd() if os.path.isdir("tests") else os.path.dirname(os.getcwd())   # run from the repo or notebooks/
+
+# %% [markdown]
+# ## Data: characters of the standard library's docstrings
+#
+# No download: every Python has this English prose about code. The first 90% trains, the
+# last 10% validates.
+
+# %%
+text = stdlib_docstrings(limit=300_000)
+cfg = LMTrainConfig(max_iters=300, eval_every=100, eval_iters=10, log_every=50)
+data = TextDataset(text, cfg.block_size)
+print(f"{len(text):,} characters, vocabulary of {len(data.vocab)}:", repr("".join(data.vocab.chars[:40])), "...")
+
+# %% [markdown]
+# ## The model and a short training run
+
+# %%
+manual_seed(cfg.seed)
+model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size))      # 4 layers, 4 heads, 128 wide
+print(f"{sum(p.data.size for p in model.parameters()):,} parameters")
+step, evaluate, optimizer = our_engine(model, cfg)
+history = train_lm(LMJob(data, step, evaluate, cfg, model, optimizer))
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3.5))
+ax.plot(history["step"], history["loss"], lw=0.6, label="training batches")
+ax.plot([e["step"] for e in history["evals"]], [e["val"] for e in history["evals"]], "o-", label="validation")
+ax.set_xlabel("iteration")
+ax.set_ylabel("cross-entropy, nats per character")
+ax.set_title("a character GPT learning")
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## Sampling: temperature and top-k
+#
+# The model gives a distribution over the next character. Temperature divides the logits
+# before softmax: below 1 sharpens the distribution (safer, more repetitive), above 1
+# flattens it. Top-k samples only among the k most likely characters. Temperature 0 is
+# greedy decoding.
+
+# %%
+model.eval()
+prompt = data.vocab.encode("Return the ")[None, :]                    # (1, P)
+for temperature, top_k in ((0.0, None), (0.8, 200), (1.5, None), (1.0, 5)):
+    out = model.generate(prompt, 80, temperature=temperature, top_k=top_k, generator=np.random.default_rng(0))
+    print(f"temperature {temperature}, top-k {top_k}:\n  {data.vocab.decode(out[0])!r}")
+
+# %% [markdown]
+# ## A model trained elsewhere: nanoGPT's checkpoint, read without PyTorch
+#
+# `tests/data/nanogpt_tiny.pt` was written by `torch.save` from a 2-layer GPT with
+# nanoGPT's module names. The file is a zip of a pickle and raw tensor buffers;
+# `read_torch_file` rebuilds every tensor as a numpy array (refusing anything but arrays,
+# dicts, numbers and strings), and `load_nanogpt_checkpoint` maps nanoGPT's names onto our
+# model (`transformer/nanogpt.py`).
+
+# %%
+path = os.path.join(ROOT, "tests", "data", "nanogpt_tiny.pt")
+raw = read_torch_file(path)
+print("entries:", sorted(raw))
+print("model_args:", raw["model_args"])
+for name, array in list(raw["model"].items())[:8]:
+    print(f"  {name:45s} {array.shape}")
+
+# %%
+theirs = load_nanogpt_checkpoint(path)
+meta = read_meta(os.path.join(ROOT, "tests", "data", "nanogpt_tiny_meta.pkl"))
+vocab = CharVocab(meta["itos"][i] for i in range(len(meta["itos"])))
+tokens = vocab.encode("hello wo")[None, :]
+with no_grad():
+    logits = theirs(tokens)                                           # (1, T, vocab)
+print("its next-character guess after each prefix:", repr(vocab.decode(logits.data[0].argmax(axis=-1))))
+
+# %% [markdown]
+# Its masked self-attention, layer by layer and head by head: every row is a query, and
+# nothing lies above the diagonal, since a GPT cannot look ahead.
+
+# %%
+layers = theirs.blocks.layers
+heads = layers[0].self_attn.num_heads
+fig, axes = plt.subplots(len(layers), heads, figsize=(3.2 * heads, 3 * len(layers)), squeeze=False,
+                         layout="constrained")
+labels = list("hello wo")
+for i, layer in enumerate(layers):
+    weights = layer.self_attn.attn_weights[0]                        # (H, T, T)
+    for h in range(heads):
+        image = axes[i, h].imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
+        axes[i, h].set_xticks(range(len(labels)), labels)
+        axes[i, h].set_yticks(range(len(labels)), labels)
+        axes[i, h].set_title(f"layer {i}, head {h}", fontsize=9)
+        axes[i, h].set_xlabel("key")
+        axes[i, h].set_ylabel("query")
+fig.colorbar(image, ax=axes, shrink=0.7, label="attention weight")
+fig.suptitle("nanoGPT's model, read here: masked self-attention")
+plt.show()
