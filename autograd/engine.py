@@ -127,6 +127,7 @@ def unbroadcast(grad, shape):
     """
     if grad.shape == shape:
         return grad
+    # BEGIN EXERCISE unbroadcast
     extra = grad.ndim - len(shape)
     if extra < 0:
         raise ValueError(f"gradient of shape {grad.shape} cannot be reduced to shape {shape}")
@@ -135,6 +136,7 @@ def unbroadcast(grad, shape):
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
     if stretched:
         grad = grad.sum(axis=stretched, keepdims=True)
+    # END EXERCISE
     return grad
 
 

@@ -45,8 +45,10 @@ class Value:
         out = Value(self.data * other.data, (self, other), "*")
 
         def _backward():  # d(ab)/da = b, d(ab)/db = a
+            # BEGIN EXERCISE value_mul
             self.grad += other.data * out.grad
             other.grad += self.data * out.grad
+            # END EXERCISE
         out._backward = _backward
         return out
 
@@ -145,6 +147,7 @@ class Value:
 
 def topological_order(root):
     """Values reachable from `root`, each listed after all of its parents."""
+    # BEGIN EXERCISE topological_sort
     order, visited = [], set()
     stack = [(root, False)]
     while stack:
@@ -156,6 +159,7 @@ def topological_order(root):
             stack.append((node, True))
             stack.extend((p, False) for p in node.parents if id(p) not in visited)
     return order
+    # END EXERCISE
 
 
 def _as_value(x):

@@ -59,9 +59,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     if fused and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
         return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
     scores = (score or scaled_dot_scores)(q, k)                      # (..., T_q, T_k)
+    # BEGIN EXERCISE attention
     if mask is not None:
         scores = scores.masked_fill(~mask, -np.inf)
     weights = scores.softmax(-1)                                    # (..., T_q, T_k)
+    # END EXERCISE
     if dropout_p:
         weights = F.dropout(weights, dropout_p, training, generator)
     return weights @ v, weights                                      # (..., T_q, d_v)
@@ -110,9 +112,18 @@ class MultiHeadAttention(nn.Module):
         return self._weights
 
     def _split_heads(self, x):
+        # BEGIN EXERCISE heads
         batch, length, _ = x.shape                                   # (B, T, d_model)
         x = x.reshape(batch, length, self.num_heads, self.d_head)    # (B, T, H, d_head)
         return x.transpose(1, 2)                                     # (B, H, T, d_head)
+        # END EXERCISE
+
+    def _merge_heads(self, x):
+        # BEGIN EXERCISE heads
+        batch, _, length, _ = x.shape                                # (B, H, T, d_head)
+        x = x.transpose(1, 2)                                        # (B, T, H, d_head)
+        return x.reshape(batch, length, self.d_model)                # (B, T, d_model): heads side by side
+        # END EXERCISE
 
     def forward(self, query, key, value, mask=None, kv_cache=None, static_kv=False):
         """kv_cache: for step-by-step generation, a dict (empty at the first step) in which
@@ -132,12 +143,14 @@ class MultiHeadAttention(nn.Module):
         else:
             k = self._split_heads(self.k_proj(key))                  # (B, H, T_k, d_head)
             v = self._split_heads(self.v_proj(value))                # (B, H, T_k, d_head)
+            # BEGIN EXERCISE kv_cache
             if kv_cache is not None:
                 if "k" in kv_cache:
                     past = kv_cache["k"].shape[2]
                     k = cat([kv_cache["k"], k], dim=2)               # (B, H, T_past + T_k, d_head)
                     v = cat([kv_cache["v"], v], dim=2)
                 kv_cache["k"], kv_cache["v"] = k, v
+            # END EXERCISE
         score = self.score
         if is_position_aware(score):
             score = functools.partial(self.score, q_offset=past)
@@ -145,8 +158,7 @@ class MultiHeadAttention(nn.Module):
                                                     fused=self.fused)
         self._weights = None if weights is None else weights.data                    # (B, H, T_q, T_k), no graph
         self._weights_from = None if weights is not None else (q.data, k.data, None if mask is None else np.asarray(mask))
-        out = out.transpose(1, 2).reshape(batch, q_len, self.d_model)   # (B, T_q, d_model)
-        return self.out_proj(out)
+        return self.out_proj(self._merge_heads(out))                   # (B, T_q, d_model)
 
     def extra_repr(self):
         return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}" + (", fused" if self.fused else "")

@@ -23,6 +23,7 @@ def greedy_decode(model, src, max_len, bos, eos, pad, use_cache=True):
         ys = np.full((len(src), 1), bos, dtype=np.int64)             # (B, 1)
         done = np.zeros(len(src), dtype=bool)
         cache = model.new_cache() if use_cache else None
+        # BEGIN EXERCISE greedy_decode
         for _ in range(max_len):
             if use_cache:
                 logits = model.decode(ys[:, -1:], memory, src_mask, cache=cache)   # (B, 1, V)
@@ -35,6 +36,7 @@ def greedy_decode(model, src, max_len, bos, eos, pad, use_cache=True):
             if done.all():
                 break
     return ys[:, 1:]
+        # END EXERCISE
 
 
 def length_penalty(length, alpha):
@@ -61,6 +63,7 @@ def _beam_search_one(model, src, max_len, bos, eos, beam_size, alpha):
     beams = np.full((1, 1), bos, dtype=np.int64)                     # (k, t) live hypotheses
     scores = np.zeros(1)                                             # (k,) summed log-probs
     finished = []                                                    # (normalized score, tokens)
+    # BEGIN EXERCISE beam_search
     for step in range(1, max_len + 1):
         k = len(beams)
         logits = model.decode(beams, as_tensor(memory.data.repeat(k, 0)), src_mask)   # (k, t, V)
@@ -89,4 +92,5 @@ def _beam_search_one(model, src, max_len, bos, eos, beam_size, alpha):
             break
     else:   # max_len reached: live hypotheses compete with the finished ones
         finished += [(s / length_penalty(max_len, alpha), b[1:]) for s, b in zip(scores, beams)]
+    # END EXERCISE
     return [int(t) for t in max(finished, key=lambda item: item[0])[1]]

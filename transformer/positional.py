@@ -22,11 +22,13 @@ def sinusoidal_table(max_len, d_model):
     """(max_len, d_model): PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same).
     Each pair of dims is a rotation at its own frequency, so PE[pos + k] is a linear
     function of PE[pos] and dot products depend on the distance between positions."""
+    # BEGIN EXERCISE sinusoidal
     pos = np.arange(max_len)[:, None]                                # (max_len, 1)
     freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)       # (ceil(d/2),)
     table = np.zeros((max_len, d_model))
     table[:, 0::2] = np.sin(pos * freq)
     table[:, 1::2] = np.cos(pos * freq[: d_model // 2])
+    # END EXERCISE
     return table
 
 

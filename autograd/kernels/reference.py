@@ -37,25 +37,31 @@ def softmax(x):
     """y_i = exp(x_i - max x) / sum_j exp(x_j - max x), row-wise."""
     if x.shape[-1] == 0:
         return x.copy()
+    # BEGIN EXERCISE softmax
     e = np.exp(x - _row_max(x))
     s = e.sum(axis=-1, keepdims=True)
     return np.divide(e, s, out=np.zeros_like(e), where=s != 0)   # s is NaN for a row with NaN or +inf
+    # END EXERCISE
 
 
 def softmax_backward(y, dy):
     """dx_i = y_i (dy_i - sum_j dy_j y_j)."""
+    # BEGIN EXERCISE softmax_backward
     return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
+    # END EXERCISE
 
 
 def log_softmax(x):
     """y_i = (x_i - max x) - log sum_j exp(x_j - max x), row-wise."""
     if x.shape[-1] == 0:
         return x.copy()
+    # BEGIN EXERCISE log_softmax
     shifted = x - _row_max(x)
     s = np.exp(shifted).sum(axis=-1, keepdims=True)
     masked = s == 0
     out = shifted - np.log(np.where(masked, 1, s))
     return np.where(masked, 0, out)
+    # END EXERCISE
 
 
 def log_softmax_backward(y, dy):
@@ -81,11 +87,13 @@ def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
             p *= 1 - lr * weight_decay
         else:
             g = g + weight_decay * p
+    # BEGIN EXERCISE adam_step
     m *= beta1
     m += (1 - beta1) * g
     v *= beta2
     v += (1 - beta2) * g * g
     p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)
+    # END EXERCISE
 
 
 def sum_of_squares(x):
@@ -128,9 +136,11 @@ def layer_norm(x, weight, bias, eps):
 def layer_norm_backward(grad, xhat, rstd, weight):
     """(dx, dweight, dbias) for layer_norm, from grad (N, D):
     dx = rstd (g w - mean(g w) - xhat mean(g w xhat)),  dw = sum_rows g xhat,  db = sum_rows g."""
+    # BEGIN EXERCISE layer_norm_backward
     dxhat = grad * weight
     dx = rstd * (dxhat - dxhat.mean(axis=1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=1, keepdims=True))
     return dx, (grad * xhat).sum(axis=0), grad.sum(axis=0)
+    # END EXERCISE
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)    # numpy has no erf; math.erf element by element (slow, exact)

@@ -39,6 +39,7 @@ class MatMul(Function):
             grad = grad[..., None]
         if ctx.a_vector:
             grad = grad[..., None, :]              # grad: (..., M, N)
+        # BEGIN EXERCISE matmul_backward
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_a = kernels.matmul(grad, np.swapaxes(b2, -1, -2), like=a2)      # (..., M, K)
@@ -52,5 +53,6 @@ class MatMul(Function):
                 grad_b = kernels.matmul(np.swapaxes(a2, -1, -2), grad, like=b2)  # (..., K, N)
             if ctx.b_vector:
                 grad_b = grad_b[..., 0]
+        # END EXERCISE
         return grad_a, grad_b
 
