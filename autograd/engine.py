@@ -71,10 +71,10 @@ def run_backward(root, grad, retain_graph=False):
             input_grads = (input_grads,)
         if anomaly.is_anomaly_enabled():
             anomaly.check_backward(node, input_grads)
+        input_grads = checked_shapes(node, input_grads)
         for i, (t, needs, g) in enumerate(zip(node.inputs, node.needs_input_grad, input_grads)):
             if not needs or g is None:
                 continue
-            g = unbroadcast(np.asarray(g), t.data.shape)
             if g.dtype != t.data.dtype:
                 g = g.astype(t.data.dtype)
             if t._node is None:            # a leaf: accumulate into .grad, as PyTorch does
@@ -88,6 +88,25 @@ def run_backward(root, grad, retain_graph=False):
                     t.grad = g.copy()          # shared with something else: .grad gets its own memory
             else:
                 accumulate(grads, t, g)
+
+
+def checked_shapes(node, input_grads):
+    """Each needed gradient summed to its input's shape (unbroadcast); a backward whose
+    gradient cannot be (a bug in the op) is an error naming the op, the input and both
+    shapes, raised before any gradient is stored."""
+    reduced = []
+    for i, (t, needs, g) in enumerate(zip(node.inputs, node.needs_input_grad, input_grads)):
+        if needs and g is not None:
+            g = np.asarray(g)
+            try:
+                g = unbroadcast(g, t.data.shape)
+            except ValueError:
+                pass                                         # the shape test below names the problem
+            if g.shape != t.data.shape:
+                raise ValueError(f"{node.name}.backward returned a gradient of shape {np.shape(input_grads[i])} "
+                                 f"for its input {i}, of shape {t.data.shape}: a gradient has its input's shape")
+        reduced.append(g)
+    return tuple(reduced)
 
 
 def accumulate(grads, t, g):

@@ -36,7 +36,7 @@ from transformer.decoding import beam_search, greedy_decode
 from transformer.model import TransformerConfig
 from transformer.positional import POSITIONAL_KINDS
 from transformer.run_state import INTERRUPTED_EXIT_CODE, CheckpointRotation
-from transformer.task_registry import TASKS, make_task
+from transformer.task_registry import make_task
 from transformer.training import (RESUME_ENTRIES, TrainConfig, evaluate, load_model, resumed_config, sample_decodes,
                                   train)
 from transformer.validation import ATTENTION_KINDS
@@ -46,7 +46,8 @@ TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr
                "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
 MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "attention")
 RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "symbols", "num_heads": "heads"}
-HELPS = {"task": "a toy task over symbols a, b, c, ... or a SCAN split (transformer/task_registry.py)",
+HELPS = {"task": "a toy task over symbols a, b, c, ..., a SCAN split, or MODULE:NAME for a task your module "
+                 "registers (transformer/task_registry.py)",
          "max_steps": "at most this many steps (stops at --target)", "target_accuracy": "stop at this held-out exact match",
          "lr": "peak learning rate (warm-up, then decay)", "decay_steps": "cosine decay to lr/10 over this many steps",
          "max_len": "longest training sequence; held-out sequences have this length",
@@ -54,7 +55,7 @@ HELPS = {"task": "a toy task over symbols a, b, c, ... or a SCAN split (transfor
          "save_every": "checkpoint every N steps (0: only at the end)", "keep_last": "keep this many periodic checkpoints",
          "norm_first": "pre-norm instead of the paper's post-norm",
          "attention": "composed: the ops you can step through; fused: one op, faster"}
-CHOICES = {"task": sorted(TASKS), "schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS,
+CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS,
            "attention": ATTENTION_KINDS}
 PROG = "demos.train"
 
@@ -97,7 +98,7 @@ def configs(args):
     if args.average_last:
         train_fields["keep_last"] = max(train_fields.get("keep_last", TrainConfig.keep_last), args.average_last)
     if not args.resume:
-        out = args.out or os.path.join("runs", train_fields.get("task", TrainConfig.task))
+        out = args.out or os.path.join("runs", train_fields.get("task", TrainConfig.task).rpartition(":")[2])
         return TrainConfig(**train_fields, out_dir=out), model_fields
     try:
         state = load_checkpoint(args.resume, needs=RESUME_ENTRIES, kinds=("Transformer",))
@@ -117,7 +118,11 @@ def main(argv=None):
         return decode_input(args.checkpoint, args.decode, args.beam_size)
     cfg, model_fields = configs(args)
     out = cfg.out_dir
-    data = make_task(cfg)
+    try:
+        data = make_task(cfg)
+        data.heldout(2, seed=0)               # samples the task once: an answer it cannot train on is refused here
+    except ValueError as err:
+        fail(PROG, f"--task: {err}")
     if isinstance(data, tasks.ToyTask):
         what = (f"to {cfg.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} "
                 f"sequences of length {cfg.max_len}")

@@ -27,10 +27,24 @@ def vocab_size(num_symbols):
     return NUM_SPECIAL + num_symbols
 
 
-def answer(task, sequence):
+def answer(task, sequence, num_symbols=None):
+    """The task's answer to a source of symbol ids; with num_symbols, checked: an answer must
+    hold at least one symbol, and only the task's symbols (ids 3 .. 2 + num_symbols; 0-2
+    are PAD, BOS and EOS), or the decoder would be asked for tokens it has no embedding of."""
     if task not in ANSWERS:
         raise ValueError(f"unknown task {task!r}; expected one of {sorted(ANSWERS)}")
-    return np.asarray(ANSWERS[task](sequence), dtype=np.int64)
+    result = np.asarray(ANSWERS[task](sequence), dtype=np.int64).reshape(-1)
+    if num_symbols is not None:
+        source = " ".join(symbol_label(t) for t in sequence)
+        if result.size == 0:
+            raise ValueError(f"task {task!r}: its answer to the source {source!r} is empty; an answer needs at "
+                             "least one symbol (the target would be BOS EOS, nothing to learn)")
+        outside = result[(result < NUM_SPECIAL) | (result >= NUM_SPECIAL + num_symbols)]
+        if outside.size:
+            raise ValueError(f"task {task!r}: its answer to the source {source!r} holds id {int(outside[0])}, outside "
+                             f"the task's symbols {NUM_SPECIAL}..{NUM_SPECIAL + num_symbols - 1} (ids 0-2 are PAD, BOS "
+                             "and EOS); answers are symbol ids like the sources'")
+    return result
 
 
 def make_batch(task, batch_size, min_len, max_len, num_symbols, rng):
@@ -45,7 +59,7 @@ def make_batch(task, batch_size, min_len, max_len, num_symbols, rng):
     answers = []
     for i, n in enumerate(lengths):
         src[i, :n] = symbols[i, :n]
-        answers.append(answer(task, symbols[i, :n]))
+        answers.append(answer(task, symbols[i, :n], num_symbols))
     width = max(max_len, max(len(a) for a in answers)) + 2      # BOS + answer + EOS, at least as wide as sources
     tgt = np.full((batch_size, width), PAD, dtype=np.int64)
     for i, a in enumerate(answers):

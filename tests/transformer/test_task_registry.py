@@ -1,5 +1,6 @@
 """Adding a task: register it, train on it with the same loop, decode it in its own symbols."""
 
+import sys
 import numpy as np
 import pytest
 
@@ -47,3 +48,43 @@ def test_unknown_task_names_the_registered_ones():
     with pytest.raises(ValueError, match=r"unknown task 'sort'.*'copy'.*'scan-jump'"):
         make_task(TrainConfig(task="sort"))
     assert np.array_equal(tasks.answer("reverse", np.array([3, 4, 5])), [5, 4, 3])
+
+
+@pytest.fixture
+def task_module(tmp_path, monkeypatch):
+    """A module of the user's own, outside the project, that registers tasks when imported."""
+    (tmp_path / "my_tasks.py").write_text(
+        "import numpy as np\nfrom transformer.task_registry import register_toy_task\n"
+        "register_toy_task('sort', np.sort)\nregister_toy_task('shift', lambda s: s + 1)\n"
+        "register_toy_task('down', lambda s: s - 1)\nregister_toy_task('nothing', lambda s: s[:0])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "my_tasks"
+    sys.modules.pop("my_tasks", None)                  # the next test imports it afresh
+    for name in ("sort", "shift", "down", "nothing"):
+        TASKS.pop(name, None)
+        tasks.ANSWERS.pop(name, None)
+
+
+def test_a_task_in_a_users_module_is_found_by_module_and_name(task_module, tmp_path, capsys):
+    metrics = train_cli.main(["--task", "my_tasks:sort", "--steps", "2", "--eval-every", "2", "--beam-examples", "2",
+                              "--d-model", "16", "--d-ff", "32", "--layers", "1", "--out", str(tmp_path / "sort")])
+    assert metrics["steps"] == 2
+    batch = make_task(TrainConfig(task="my_tasks:sort")).heldout(3, seed=0)
+    assert all(tasks.strip(out) == sorted(int(t) for t in src) for src, out in zip(batch.src, batch.tgt_out))
+    with pytest.raises(ValueError, match="importing 'my_tasks' registered no task 'zzz'"):
+        make_task(TrainConfig(task="my_tasks:zzz"))
+    with pytest.raises(ValueError, match="cannot import module 'no_such_module'"):
+        make_task(TrainConfig(task="no_such_module:sort"))
+
+
+@pytest.mark.parametrize("task, says", [("shift", r"holds id 13, outside the task's symbols 3\.\.12"),
+                                        ("down", r"holds id 2, outside the task's symbols 3\.\.12 \(ids 0-2 are PAD, BOS"),
+                                        ("nothing", "is empty; an answer needs at least one symbol")])
+def test_an_answer_outside_the_vocabulary_or_empty_is_refused_naming_the_task(task_module, tmp_path, capsys, task, says):
+    with pytest.raises(ValueError, match=f"task '{task}': its answer to the source '[a-j ]+' {says}"):
+        make_task(TrainConfig(task=f"my_tasks:{task}")).heldout(2, seed=0)
+    with pytest.raises(SystemExit) as stop:
+        train_cli.main(["--task", f"my_tasks:{task}", "--out", str(tmp_path / task)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith(f"demos.train: error: --task: task '{task}'")
+    assert not (tmp_path / task).exists()
