@@ -35,6 +35,7 @@ from transformer.checkpoint import load_checkpoint
 from transformer.decoding import beam_search, greedy_decode
 from transformer.model import TransformerConfig
 from transformer.positional import POSITIONAL_KINDS
+from transformer.scores import SCORES
 from transformer.run_state import INTERRUPTED_EXIT_CODE, CheckpointRotation
 from transformer.task_registry import make_task
 from transformer.training import (RESUME_ENTRIES, TrainConfig, evaluate, load_model, resumed_config, sample_decodes,
@@ -44,9 +45,10 @@ from transformer.validation import ATTENTION_KINDS
 
 TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr", "warmup", "decay_steps",
                "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
-MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "attention")
+MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "score", "attention")
 RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "symbols", "num_heads": "heads"}
-HELPS = {"task": "a toy task over symbols a, b, c, ..., a SCAN split, or MODULE:NAME for a task your module "
+HELPS = {"score": "self-attention's score function (transformer/scores.py), with positions added to the embeddings",
+         "task": "a toy task over symbols a, b, c, ..., a SCAN split, or MODULE:NAME for a task your module "
                  "registers (transformer/task_registry.py)",
          "max_steps": "at most this many steps (stops at --target)", "target_accuracy": "stop at this held-out exact match",
          "lr": "peak learning rate (warm-up, then decay)", "decay_steps": "cosine decay to lr/10 over this many steps",
@@ -55,7 +57,7 @@ HELPS = {"task": "a toy task over symbols a, b, c, ..., a SCAN split, or MODULE:
          "save_every": "checkpoint every N steps (0: only at the end)", "keep_last": "keep this many periodic checkpoints",
          "norm_first": "pre-norm instead of the paper's post-norm",
          "attention": "composed: the ops you can step through; fused: one op, faster"}
-CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS,
+CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS, "score": sorted(SCORES),
            "attention": ATTENTION_KINDS}
 PROG = "demos.train"
 
@@ -123,6 +125,11 @@ def main(argv=None):
         data.heldout(2, seed=0)               # samples the task once: an answer it cannot train on is refused here
     except ValueError as err:
         fail(PROG, f"--task: {err}")
+    if not args.resume:
+        try:
+            TransformerConfig(src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab, **model_fields)   # checked now
+        except ValueError as err:
+            fail(PROG, str(err))
     if isinstance(data, tasks.ToyTask):
         what = (f"to {cfg.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} "
                 f"sequences of length {cfg.max_len}")

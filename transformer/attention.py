@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 import nn
-from autograd import Tensor, cat, ops
+from autograd import Tensor, cat, no_grad, ops
 from autograd.kernels import reference
 from nn import functional as F
 from transformer.relative_position import is_position_aware
@@ -77,6 +77,25 @@ def attention_weights(q, k, mask=None):
     return reference.softmax(scores)
 
 
+def check_cache_consistency(score, num_heads, d_head, length=5):
+    """Under the key/value cache a score meets only the newest queries (told their first
+    position, q_offset, if it declares position_aware = True). A score that uses the
+    queries' positions without declaring it would make cached decoding differ from uncached,
+    silently; so it is tried once, on random queries, when the attention is built, and
+    refused with its name if the last query's scores change when it comes alone."""
+    rng = np.random.default_rng(0)
+    dtype = next((p.dtype for p in score.parameters()), np.float32) if isinstance(score, nn.Module) else np.float32
+    q, k = (Tensor(rng.standard_normal((1, num_heads, length, d_head)).astype(dtype)) for _ in range(2))
+    aware = is_position_aware(score)
+    with no_grad():
+        full = (score(q, k, q_offset=0) if aware else score(q, k)).data                           # (1, H, T, T)
+        alone = (score(q[:, :, -1:], k, q_offset=length - 1) if aware else score(q[:, :, -1:], k)).data
+    if not np.allclose(full[:, :, -1:], alone, atol=1e-4, rtol=1e-4):
+        raise ValueError(f"{type(score).__name__}: the last query's scores change when it is scored alone, as under "
+                         "the key/value cache; a score that uses the queries' positions must declare "
+                         "position_aware = True and take q_offset, their first position")
+
+
 class MultiHeadAttention(nn.Module):
     """num_heads attention heads side by side, each on its own d_model/num_heads slice of
     learned projections of the queries, keys and values; their outputs are concatenated and
@@ -101,6 +120,8 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias)
         self.out_proj = nn.Linear(d_model, d_model, bias)
         self._weights = self._weights_from = None     # see attn_weights
+        if score is not None:
+            check_cache_consistency(score, num_heads, self.d_head)
 
     @property
     def attn_weights(self):

@@ -60,7 +60,8 @@ class DecoderOnly(nn.Module):
         if c.init not in ("scaled_embedding", "gpt2"):
             raise ValueError(f"DecoderOnly: init must be 'scaled_embedding' or 'gpt2', got {c.init!r}")
         self.embed = nn.Embedding(c.vocab, c.d_model)
-        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
+                                                           c.dropout, c.score)
         self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                          activation=c.activation, bias=c.bias, make_self_score=make_self_score,
                                          fused_attention=c.attention == "fused")

@@ -40,7 +40,8 @@ class EncoderOnly(nn.Module):
         super().__init__()
         self.config = c = config
         self.embed = nn.Embedding(c.vocab, c.d_model)
-        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
+                                                           c.dropout, c.score)
         self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                make_self_score=make_self_score, fused_attention=c.attention == "fused")
         self.mlm_head = nn.Linear(c.d_model, c.vocab)

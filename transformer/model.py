@@ -45,7 +45,8 @@ class Transformer(nn.Module):
         self.config = c = config
         self.src_embed = nn.Embedding(c.src_vocab, c.d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model)
-        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len, c.dropout)
+        self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
+                                                           c.dropout, c.score)
         fused = c.attention == "fused"
         self.encoder = Encoder(c.num_encoder_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first,
                                c.activation, make_self_score=make_self_score, fused_attention=fused)

@@ -13,6 +13,7 @@ import numpy as np
 import nn
 from autograd import as_tensor
 from transformer.relative_position import ATTENTION_POSITIONS, position_score_factory
+from transformer.scores import make_score
 
 ADDED_ENCODINGS = ("sinusoidal", "binary", "learned", "none")
 POSITIONAL_KINDS = ADDED_ENCODINGS + ATTENTION_POSITIONS
@@ -137,11 +138,18 @@ class NoPositionalEncoding(nn.Module):
         return self.dropout(x)
 
 
-def make_positional(kind, d_model, num_heads, max_len, dropout=0.0):
+def make_positional(kind, d_model, num_heads, max_len, dropout=0.0, score="scaled_dot"):
     """(the module that encodes positions into the embeddings, a factory of self-attention
-    score modules or None) for the scheme `kind`, one of POSITIONAL_KINDS."""
+    score modules or None for the scaled dot product) for the scheme `kind`, one of
+    POSITIONAL_KINDS. `score` names the self-attention's score function
+    (transformer/scores.py: SCORES) for the schemes that add positions to the embeddings;
+    the others (RoPE, ALiBi, relative bias) put positions into the score itself."""
     if kind not in POSITIONAL_KINDS:
         raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {kind!r}")
+    if kind in ADDED_ENCODINGS and score != "scaled_dot":
+        d_head = d_model // num_heads
+        encoding, _ = make_positional(kind, d_model, num_heads, max_len, dropout)
+        return encoding, lambda: make_score(score, d_head, d_head)
     if kind == "learned":
         return LearnedPositionalEncoding(d_model, max_len, dropout), None
     if kind in ("sinusoidal", "binary"):

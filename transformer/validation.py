@@ -5,7 +5,8 @@ import dataclasses
 
 import numpy as np
 
-from transformer.positional import POSITIONAL_KINDS
+from transformer.positional import ADDED_ENCODINGS, POSITIONAL_KINDS
+from transformer.scores import SCORES
 
 DTYPES = ("float32", "float64")
 ATTENTION_KINDS = ("composed", "fused")
@@ -37,6 +38,11 @@ def check_model_config(config, *positive):
         raise ValueError(f"{owner}: attention must be one of {ATTENTION_KINDS}, got {config.attention!r}")
     if config.positional not in POSITIONAL_KINDS:
         raise ValueError(f"{owner}: positional must be one of {POSITIONAL_KINDS}, got {config.positional!r}")
+    if config.score not in SCORES:
+        raise ValueError(f"{owner}: score must be one of {sorted(SCORES)}, got {config.score!r}")
+    if config.score != "scaled_dot" and config.positional not in ADDED_ENCODINGS:
+        raise ValueError(f"{owner}: score={config.score!r} needs positions added to the embeddings "
+                         f"({', '.join(ADDED_ENCODINGS)}); positional={config.positional!r} is a score of its own")
     if config.positional == "rope" and (config.d_model // config.num_heads) % 2:
         raise ValueError(f"{owner}: positional='rope' rotates pairs of dimensions, so the head size "
                          f"d_model/num_heads = {config.d_model // config.num_heads} must be even")
@@ -52,6 +58,7 @@ class BlockConfig:
     d_ff: int = 128
     dropout: float = 0.0
     positional: str = "learned"       # any of transformer.positional.POSITIONAL_KINDS
+    score: str = "scaled_dot"         # self-attention's score function: any of transformer.scores.SCORES
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
     # how attention runs: "composed" (matmul, masked_fill, softmax, matmul: the nodes a learner
     # steps through) or "fused" (one op that keeps no weights: faster, autograd/ops/attention.py)

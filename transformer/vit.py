@@ -55,7 +55,7 @@ class VisionTransformer(nn.Module):
         self.patch_embed = nn.Linear(c.patch_size ** 2, c.d_model)
         self.cls_token = nn.Parameter(nn.init.normal((1, 1, c.d_model), 0.02))
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, num_patches + 1,
-                                                           c.dropout)
+                                                           c.dropout, c.score)
         self.encoder = Encoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                make_self_score=make_self_score, fused_attention=c.attention == "fused")
         self.head = nn.Linear(c.d_model, c.num_classes)

@@ -4,6 +4,7 @@ and every model's `positional` option."""
 import numpy as np
 import pytest
 
+import nn
 from autograd import Tensor, gradcheck, manual_seed, no_grad
 from nn import functional as F
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
@@ -179,3 +180,28 @@ def test_alibi_slopes_follow_the_authors_recipe_for_every_head_count(heads):
 def test_alibi_slopes_for_three_and_six_heads():
     np.testing.assert_allclose(alibi_slopes(3), [2.0 ** -4, 2.0 ** -8, 2.0 ** -2])
     np.testing.assert_allclose(alibi_slopes(6), [2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3])
+
+
+def test_a_score_that_uses_positions_without_declaring_it_is_refused_when_the_attention_is_built():
+    from transformer.attention import MultiHeadAttention
+
+    class DistancePenalty(nn.Module):
+        """q k^T - |i - j|, with i counted from 0 within the queries it is given: the
+        position_aware declaration (and q_offset) forgotten."""
+
+        def forward(self, q, k):
+            i, j = np.arange(q.shape[-2])[:, None], np.arange(k.shape[-2])[None, :]
+            return q @ k.transpose(-2, -1) - Tensor(np.abs(i - j).astype(q.dtype))
+
+    with pytest.raises(ValueError, match="DistancePenalty: the last query's scores change when it is scored alone, "
+                                         "as under the key/value cache; .* must declare position_aware = True"):
+        MultiHeadAttention(8, 2, score=DistancePenalty())
+
+    class Declared(DistancePenalty):
+        position_aware = True
+
+        def forward(self, q, k, q_offset=0):
+            i, j = q_offset + np.arange(q.shape[-2])[:, None], np.arange(k.shape[-2])[None, :]
+            return q @ k.transpose(-2, -1) - Tensor(np.abs(i - j).astype(q.dtype))
+
+    MultiHeadAttention(8, 2, score=Declared())                     # declared and offset: accepted

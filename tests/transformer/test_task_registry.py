@@ -88,3 +88,18 @@ def test_an_answer_outside_the_vocabulary_or_empty_is_refused_naming_the_task(ta
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith(f"demos.train: error: --task: task '{task}'")
     assert not (tmp_path / task).exists()
+
+
+def test_any_registered_score_is_chosen_from_the_command_line(tmp_path, capsys):
+    from transformer.scores import SCORES, CosineScore
+    train_cli.main(["--task", "copy", "--score", "cosine", "--steps", "2", "--eval-every", "2", "--beam-examples", "2",
+                    "--d-model", "16", "--d-ff", "32", "--layers", "1", "--out", str(tmp_path / "cosine")])
+    from transformer.training import load_model
+    model = load_model(str(tmp_path / "cosine"))
+    assert model.config.score == "cosine" and isinstance(model.encoder.layers[0].self_attn.score, CosineScore)
+    assert set(SCORES) <= set(train_cli.CHOICES["score"])
+    with pytest.raises(SystemExit) as stop:
+        train_cli.main(["--score", "additive", "--positional", "rope", "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "score='additive' needs positions added to the embeddings" in err
+    assert not (tmp_path / "x").exists()
