@@ -55,6 +55,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from autograd.engine_room import chunks, gemm, small_gemm, transpose
+from autograd.engine_room.dispatch import threads
 from autograd.engine_room.fast_math import JIT, make_exp_nonpositive
 
 MR = small_gemm.MR            # rows of the register tile (8; 4 with AVX2)
@@ -490,7 +491,8 @@ def _mask_matrices(mask, n):
 
 def _chunks(n):
     """How many runs of matrices the threads share (one when there is a single thread)."""
-    return min(n, 4 * numba.get_num_threads()) if numba.get_num_threads() > 1 else 1
+    count = threads()
+    return min(n, 4 * count) if count > 1 else 1
 
 
 def _as_4d(x, dtype):

@@ -7,11 +7,10 @@ so that the views that made a gradient's operand hand the gradient back without 
 
 import math
 
-import numba
 import numpy as np
 
 from autograd.engine_room import gemm, small_gemm
-from autograd.engine_room.dispatch import PARALLEL_MIN_FLOPS, use_threads
+from autograd.engine_room.dispatch import PARALLEL_MIN_FLOPS, threads, use_threads
 
 
 _aranges = {}
@@ -96,10 +95,9 @@ def product(a, b, out=None):
 
 def _whole_chunks(items):
     """How many runs of `items` work items the threads share: a whole number of runs per
-    thread, up to four each.  (Asked only for parallel calls: numba.get_num_threads() costs
-    a good part of a small product's whole call.)"""
-    threads = numba.get_num_threads()
-    return max(threads, min(items, 4 * threads) // threads * threads)
+    thread, up to four each."""
+    count = threads()
+    return max(count, min(items, 4 * count) // count * count)
 
 
 def _as_4d_in_place(x):
