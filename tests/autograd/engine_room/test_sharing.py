@@ -23,8 +23,7 @@ def machine(monkeypatch):
         state["busy"] += round((ours + elsewhere) * seconds * 100)
         state["total"] += round(2 * seconds * 100)
         return dispatch.threads()
-    yield advance
-    dispatch.share_cores(True)
+    return advance
 
 
 def test_threads_follow_what_other_processes_leave_free(machine):
