@@ -110,13 +110,13 @@ def readme_blocks(record, order):
 
 
 def block_pattern(name):
-    return re.compile(re.escape(BEGIN.format(name)) + r"\n(.*?)\n" + re.escape(END.format(name)), re.S)
+    return re.compile(re.escape(BEGIN.format(name)) + r"\n((?:.*?\n)?)" + re.escape(END.format(name)), re.S)
 
 
 def read_block(text, name):
     """The body of the README's generated block `name`, or None when it has none."""
     match = block_pattern(name).search(text)
-    return match and match.group(1)
+    return match and match.group(1).removesuffix("\n")
 
 
 def splice(text, name, body):

@@ -99,8 +99,6 @@ def collect_train(runs):
         averaged.append([task, m["steps"], f"{a['steps'][0]}-{a['steps'][-1]}", pct(a["final_exact_match"]),
                          pct(a["averaged_exact_match"])])
     main = load(f"{runs}/reverse/metrics.json")
-    reverse = [row for row in rows if row[0] == "reverse"]
-    copy = [row for row in rows if row[0] == "copy"]
     items = [
         table("Reverse and copy: every run stops at 99% held-out exact match",
               ["task", "seed", "steps", "training seconds", "held-out exact match (1000)",
@@ -115,15 +113,16 @@ def collect_train(runs):
         image("Cross-attention of the reverse task", "reverse_cross_attention.png"),
         image("Training loss and held-out exact match", "reverse_loss.png"),
     ]
-    headline = [
-        ("Transformer learns to reverse (5 seeds)",
-         f"{min(r[4] for r in reverse)}-{max(r[4] for r in reverse)} exact match in "
-         f"{min(r[2] for r in reverse)}-{max(r[2] for r in reverse)} steps, "
-         f"{min(float(r[3]) for r in reverse):.0f}-{max(float(r[3]) for r in reverse):.0f} s",
-         "python -m demos.train --task reverse"),
-        ("Transformer learns to copy (3 seeds)",
-         f"{min(r[4] for r in copy)}-{max(r[4] for r in copy)} exact match in "
-         f"{min(r[2] for r in copy)}-{max(r[2] for r in copy)} steps", "python -m demos.train --task copy")]
+    runs_of = {task: [load(f"{runs}/{task}-{seed}/metrics.json") for seed in seeds]
+               for task, seeds in (("reverse", range(5)), ("copy", range(3)))}
+
+    def span(values, form):
+        return f"{form(min(values))}-{form(max(values))}"
+
+    headline = [(f"Transformer learns to {task} ({len(ms)} seeds)",
+                 f"{span([m['exact_match'] for m in ms], pct)} exact match in {span([m['steps'] for m in ms], str)} "
+                 f"steps, {span([m['seconds'] for m in ms], lambda x: f'{x:.0f}')} s of training",
+                 f"python -m demos.train --task {task}") for task, ms in runs_of.items()]
     images = {"reverse_cross_attention.png": f"{runs}/reverse/attention_decoder_cross_attn.png",
               "reverse_loss.png": f"{runs}/reverse/loss.png"}
     return group(items, images, headline, readme_log=main_log(main))
@@ -250,8 +249,8 @@ def collect_scan(runs):
         items.append(image("The Transformer's cross-attention on a jump-split test command",
                            "scan_jump_cross_attention.png"))
     cell = {(row[0], row[1]): row for row in rows}
-    headline = [(f"SCAN {split} split, Transformer (paper's best)", f"{cell[(split, 'transformer')][2]} "
-                 f"({cell[(split, 'transformer')][-1]})", "python -m demos.scan --all")
+    headline = [(f"SCAN {split} split: Transformer, against Lake & Baroni (2018)",
+                 f"{cell[(split, 'transformer')][2]} against {cell[(split, 'transformer')][-1]}", "python -m demos.scan --all")
                 for split in ("simple", "length", "jump") if (split, "transformer") in cell]
     return group(items, images, headline)
 
@@ -367,6 +366,19 @@ def collect_gpt_steps(runs):
                             "python -m demos.bench.train --model gpt --threads 1")])
 
 
+def collect_share(runs):
+    r = load(f"{runs}/bench/share.json")
+    rows = [[mode, f"{r[mode]['alone_tokens_per_s']:,.0f}", f"{r[mode]['side_by_side_tokens_per_s']:,.0f}",
+             f"{r[mode]['side_by_side_vs_alone']:.0%}"] for mode in ("sharing", "not sharing")]
+    return group([table("Two GPT trainings (demos.gpt, 150 iterations) at once on all cores, each against one alone",
+                        ["the kernels' threads", "alone, tokens/s", "side by side, each, tokens/s", "each against alone"],
+                        rows, "python -m demos.bench.share",
+                        "Sharing: the kernels give up a thread for each core another process keeps busy "
+                        "(AUTOGRAD_SHARE_CORES=0 turns it off). A fair share is 50%.")],
+                 headline=[("Two trainings side by side, each against alone", f"{rows[0][3]} (without sharing: {rows[1][3]})",
+                            "python -m demos.bench.share")])
+
+
 LONGER_ATTENTION = (128, 256)             # lengths bench_attention also runs at (besides 64)
 
 
@@ -407,6 +419,7 @@ GROUPS = {
     "steps": (lambda runs: [["demos.bench.train", "--size", size, "--steps", str(steps), "--threads", t,
                              "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
                             for t in "12"], collect_steps),
+    "share": (lambda runs: [["demos.bench.share", "--json", f"{runs}/bench/share.json"]], collect_share),
     "threads": (lambda runs: [["demos.bench.threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
     "kernels": (lambda runs: [["demos.bench.kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
     "attention": (lambda runs: [["demos.bench.attention", "--json", f"{runs}/bench/attention.json"]]
@@ -419,8 +432,10 @@ TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bot
           "gpt": "A GPT on real text", "tokenizer": "BPE: a tokenizer learned here", "gpt_recipe": "The GPT learns as PyTorch's does",
           "gpt_steps": "GPT training speed against PyTorch", "scan": "SCAN against the paper",
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
+          "share": "Two trainings on one machine",
           "kernels": "Kernels", "attention": "Fused attention"}
-ORDER = list(GROUPS)                       # the results document's order of sections
+ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "gpt_recipe", "gpt_steps", "steps",
+         "share", "tokenizer", "scan", "pictures", "threads", "kernels", "attention"]     # the results document's sections
 
 
 # ----- recording and rendering -----
