@@ -161,9 +161,10 @@ def collect_length_generalisation(runs):
 def collect_families(runs):
     enc, dec, vit = (load(f"{runs}/{name}/results.json") for name in ("encoder_only", "decoder_only", "vit"))
     mlm, gen = enc["mlm_accuracy"], dec["generation"]
-    rows = [["encoder-only (BERT-style)", "masked-token accuracy after pre-training",
+    rows = [["encoder-only (BERT-style)", f"masked-token accuracy after pre-training, lowest-highest of {len(mlm)} seeds",
              f"{min(mlm):.1%}-{max(mlm):.1%}", "python -m demos.encoder_only"],
-            ["encoder-only (BERT-style)", "classifier on 256 labelled examples, from scratch / pre-trained (3 seeds)",
+            ["encoder-only (BERT-style)", f"classifier on 256 labelled examples, from scratch / pre-trained, mean of "
+             f"{len(enc['scratch'])} seeds",
              f"{np.mean(enc['scratch']):.1%} / {np.mean(enc['pretrained']):.1%}", "python -m demos.encoder_only"],
             ["decoder-only (GPT-style)", "exact match on the 145 held-out sort sequences",
              pct(dec["heldout_exact_match"]), "python -m demos.decoder_only"],
@@ -250,7 +251,7 @@ def collect_scan(runs):
                            "scan_jump_cross_attention.png"))
     cell = {(row[0], row[1]): row for row in rows}
     headline = [(f"SCAN {split} split: Transformer, against Lake & Baroni (2018)",
-                 f"{cell[(split, 'transformer')][2]} against {cell[(split, 'transformer')][-1]}", "python -m demos.scan --all")
+                 f"{cell[(split, 'transformer')][2]} against {cell[(split, 'transformer')][-1]}", "python -m demos.scan --all --seeds 0 1 2")
                 for split in ("simple", "length", "jump") if (split, "transformer") in cell]
     return group(items, images, headline)
 
@@ -300,7 +301,8 @@ def collect_kernels(runs):
                            f"{row['numpy_gflops']:.1f}", f"{row['ratio_vs_numpy']:.2f}x",
                            f"{row['torch_gflops']:.1f}", f"{row['torch_ratio_vs_numpy']:.2f}x"])
     compile_ = results["compile"]
-    compiles = [[what, f"{seconds:.1f}"] for what, seconds in compile_["cold_s"].items()]
+    names = {"total": "total: the float32 set", "fused attention": "fused attention (apart, when a run first uses it)"}
+    compiles = [[names.get(what, what), f"{seconds:.1f}"] for what, seconds in compile_["cold_s"].items()]
     compiles += [["first run: waits for two child processes compiling the float32 set", f"{compile_['first_run_s']:.1f}"],
                  ["warm cache: import plus the first call of every kernel", f"{compile_['warm_s']['total']:.1f}"]]
     return group([

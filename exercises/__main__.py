@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 from exercises.catalog import EXERCISES
-from exercises.regions import find_regions, isolate, student_copy
+from exercises.regions import find_regions, isolate, solutions_of, student_copy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,9 +33,10 @@ def check(names, project):
     """Grade each name in its own isolated copy; returns the exit status."""
     status = 0
     env = {**os.environ, "AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1", "MPLBACKEND": "Agg"}
+    solutions = solutions_of(ROOT)
     for name in names:
         with tempfile.TemporaryDirectory(prefix=f"exercise-{name}-") as folder:
-            isolate(project, ROOT, name, folder)
+            isolate(project, solutions, name, folder)
             run = subprocess.run([sys.executable, "-m", "exercises.checks", name], cwd=folder, text=True,
                                  capture_output=True, env={**env, "PYTHONPATH": folder})
         print((run.stdout + run.stderr).strip() or f"exercise {name}: the check crashed")

@@ -1,5 +1,7 @@
 """Finding the marked regions, and writing the student copy that has them cut out."""
 
+import gzip
+import json
 import os
 import re
 import shutil
@@ -8,6 +10,7 @@ BEGIN = re.compile(r"^(\s*)# BEGIN EXERCISE (\w+)\s*$")
 END = re.compile(r"^\s*# END EXERCISE\s*$")
 SKIPPED = {".git", ".venv", "runs", "__pycache__", ".pytest_cache", ".hypothesis", "build", "dist"}
 SOURCES = ("autograd", "nn", "transformer")
+SEALED = os.path.join("exercises", "solutions.sealed")     # in a student copy: the solutions, gzipped
 
 
 def python_files(root):
@@ -57,6 +60,8 @@ def student_copy(root, destination, hints):
     shutil.copytree(root, destination, dirs_exist_ok=True,
                     ignore=lambda folder, names: [n for n in names if n in SKIPPED or n.endswith(".egg-info")])
     changed = sorted({path for places in find_regions(root).values() for path, _, _ in places})
+    with gzip.open(os.path.join(destination, SEALED), "wt") as f:
+        json.dump(solutions_of(root), f)
     for path in changed:
         full = os.path.join(destination, path)
         with open(full) as f:
@@ -80,18 +85,32 @@ def bodies(text):
     return found
 
 
+def solutions_of(root):
+    """{file: [(exercise name, solution lines)]} of a project: read from its source, or, in
+    a student copy (whose source has the regions cut out), from the sealed file that `make`
+    wrote there, so that the copy can still grade each exercise on its own."""
+    sealed = os.path.join(root, SEALED)
+    if os.path.exists(sealed):
+        with gzip.open(sealed, "rt") as f:
+            return json.load(f)
+    solved = {}
+    for path in python_files(root):
+        with open(path) as f:
+            regions = bodies(f.read())
+        if regions:
+            solved[os.path.relpath(path, root)] = regions
+    return solved
+
+
 def isolate(project, solutions, name, destination):
     """Copy the source packages of `project` to destination with every region but `name`'s
-    taken from `solutions` (this project), so that exercise `name` is graded on its own,
+    taken from `solutions` (solutions_of), so that exercise `name` is graded on its own,
     whichever others the learner has done."""
     for package in SOURCES + ("exercises",):
         shutil.copytree(os.path.join(project, package), os.path.join(destination, package),
                         ignore=lambda folder, names: [n for n in names if n in SKIPPED])
-    for path in python_files(solutions):
-        with open(path) as f:
-            solved = bodies(f.read())
-        relative = os.path.relpath(path, solutions)
-        if not solved or not os.path.exists(os.path.join(destination, relative)):
+    for relative, solved in solutions.items():
+        if not os.path.exists(os.path.join(destination, relative)):
             continue
         with open(os.path.join(destination, relative)) as f:
             text = f.read()

@@ -9,13 +9,13 @@
 # ---
 
 # %% [markdown]
-# # 5. A GPT on text: train one, sample from it, and look inside one nanoGPT trained
+# # 5. A GPT on text: train one, sample from it, and read nanoGPT's checkpoint format
 #
 # A decoder-only model (GPT) predicts the next token from the ones before it, through
 # masked self-attention. We train a small character-level GPT with nanoGPT's CPU recipe
 # for a few hundred iterations (about half a minute on 2 cores), sample from it with
-# temperature and top-k, then load a checkpoint written by nanoGPT's PyTorch code and look
-# at its weights and attention. `python -m demos.gpt` is the full run (2000 iterations).
+# temperature and top-k, then read a checkpoint in nanoGPT's file format and look at its
+# weights and attention. `python -m demos.gpt` is the full run (2000 iterations).
 
 # %%
 import os
@@ -29,7 +29,9 @@ from transformer.lm_training import LMJob, LMTrainConfig, our_engine, train_lm
 from transformer.nanogpt import load_nanogpt_checkpoint, read_meta, read_torch_file
 from transformer.text import CharVocab, TextDataset, stdlib_docstrings
 
-ROOT = os.getcwd() if os.path.isdir("tests") else os.path.dirname(os.getcwd())   # run from the repo or notebooks/
+import transformer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(transformer.__file__)))    # the project's folder
 
 # %% [markdown]
 # ## Data: characters of the standard library's docstrings
@@ -81,8 +83,11 @@ for temperature, top_k in ((0.0, None), (0.8, 200), (1.5, None), (1.0, 5)):
 # %% [markdown]
 # ## A model trained elsewhere: nanoGPT's checkpoint, read without PyTorch
 #
-# `tests/data/nanogpt_tiny.pt` was written by `torch.save` from a 2-layer GPT with
-# nanoGPT's module names. The file is a zip of a pickle and raw tensor buffers;
+# `tests/data/nanogpt_tiny.pt` is laid out exactly as nanoGPT's `train.py` writes its
+# `ckpt.pt` (`torch.save` of a 2-layer GPT with nanoGPT's module names), but it is the
+# tests' small fixture, trained for a few steps on random characters
+# (`tests/data/make_nanogpt_fixture.py`): its guesses are noise and its attention nearly
+# uniform. What matters here is reading it. The file is a zip of a pickle and raw tensor buffers;
 # `read_torch_file` rebuilds every tensor as a numpy array (refusing anything but arrays,
 # dicts, numbers and strings), and `load_nanogpt_checkpoint` maps nanoGPT's names onto our
 # model (`transformer/nanogpt.py`).

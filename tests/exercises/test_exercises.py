@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from exercises.catalog import EXERCISES
-from exercises.regions import BEGIN, END, find_regions, isolate
+from exercises.regions import BEGIN, END, find_regions, isolate, solutions_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -49,6 +49,16 @@ def test_the_student_copy_fails_every_check_naming_the_exercise(tmp_path):
         assert line.startswith(f"exercise {name}: NotImplementedError: exercise {name}: "), line
     status, out = exercises("make", str(student))
     assert status == 2 and "exists and is not empty" in out
+    reference = student / "autograd" / "kernels" / "reference.py"      # one exercise solved, in the student's copy
+    solved = with_wrong_answer(reference.read_text(), "softmax_backward", 0,
+                               "    return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))\n")
+    reference.write_text(solved)
+    run = subprocess.run([sys.executable, "-m", "exercises", "check", "softmax_backward", "value_mul", "kv_cache"],
+                         cwd=student, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(student)})
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("exercise softmax_backward: passed"), run.stdout + run.stderr
+    assert lines[1].startswith("exercise value_mul: NotImplementedError: exercise value_mul: "), lines[1]
+    assert lines[2].startswith("exercise kv_cache: NotImplementedError: exercise kv_cache: "), lines[2]
 
 
 def test_check_refuses_an_unknown_exercise_or_project(tmp_path):
@@ -96,7 +106,7 @@ WRONG_ANSWERS = [
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
     folder = tmp_path_factory.mktemp("solved")
-    isolate(ROOT, ROOT, None, str(folder))
+    isolate(ROOT, solutions_of(ROOT), None, str(folder))
     return folder
 
 
