@@ -7,11 +7,12 @@ q, k and v stacked into c_attn), `model_args`, `iter_num`, `best_val_loss`, `con
 training configuration under nanoGPT's names) and `optimizer` (AdamW's moments and step
 mapped onto nanoGPT's parameter order and its two groups, weight matrices first; a
 checkpoint with no optimizer state gets an empty one, and training there starts its moments
-afresh). Beside it goes meta.pkl, the character vocabulary as nanoGPT's prepare.py pickles
-it (copy it to nanoGPT's data/<dataset>/meta.pkl for its sample.py). Then, in nanoGPT:
-
-    python train.py --init_from=resume --out_dir=out --dataset=<dataset>
-    python sample.py --out_dir=out
+afresh). Beside it go meta.pkl (the character vocabulary as nanoGPT's prepare.py pickles
+it) and train.bin / val.bin (the run's training and validation text as uint16 token ids, as
+prepare.py writes them): copy those three into nanoGPT's data/attention_from_scratch/.
+On resume nanoGPT's train.py takes the model's shape from the checkpoint but its training
+settings from its flags, so the command printed at the end passes them (block size, batch,
+learning rates, iterations, CPU).
 
 Writing a torch.save file takes PyTorch: the optional `bench` extra (`pip install -e
 ".[bench]"`); this is the only command that needs it. The mapping itself lives in
@@ -27,9 +28,11 @@ import pickle
 import numpy as np
 
 from demos._flags import fail
+from demos.gpt import load_corpus
 from transformer.checkpoint import load_checkpoint, model_from
 from transformer.lm_training import LMTrainConfig, decay_groups, vocab_of
 from transformer.nanogpt import adam_moments_to_nanogpt, nanogpt_model_args, nanogpt_parameter_order, to_nanogpt
+from transformer.text import split_text
 
 PROG = "demos.export"
 DATASET = "attention_from_scratch"               # config['dataset']: where nanoGPT's sample.py looks for meta.pkl
@@ -88,13 +91,25 @@ def export(checkpoint, path):
     torch.save({"model": {k: torch.from_numpy(np.array(v, np.float32)) for k, v in weights.items()},
                 "optimizer": optimizer, "model_args": model_args, "iter_num": len(history["step"]),
                 "best_val_loss": min((e["val"] for e in history["evals"]), default=1e9),
-                "config": nanogpt_config(train_config, model_args, out_dir)}, path)
-    meta = os.path.join(out_dir, "meta.pkl")
-    with open(meta, "wb") as f:
+                "config": nanogpt_config(train_config, model_args, os.path.dirname(path) or ".")}, path)
+    with open(os.path.join(out_dir, "meta.pkl"), "wb") as f:
         pickle.dump({"vocab_size": len(vocab), "itos": dict(enumerate(vocab.chars)),
                      "stoi": {c: i for i, c in enumerate(vocab.chars)}}, f)
+    text, _ = load_corpus(str(state["data"]) if "data" in state and str(state["data"]) else None)
+    for name, part in zip(("train.bin", "val.bin"), split_text(text)):
+        vocab.encode(part).astype(np.uint16).tofile(os.path.join(out_dir, name))
     return (f"wrote {path} (iteration {len(history['step'])}, {sum(v.size for v in weights.values()):,} numbers; "
-            f"{optimizer_note}) and {meta}")
+            f"{optimizer_note}), and meta.pkl, train.bin and val.bin beside it"), train_config, len(history["step"])
+
+
+def resume_command(out_dir, t, iteration):
+    """nanoGPT's train.py command that goes on from the exported checkpoint with our recipe."""
+    more = iteration + t["max_iters"]
+    return (f"python train.py --init_from=resume --out_dir={out_dir} --dataset={DATASET} --device=cpu --compile=False "
+            f"--dtype=float32 --block_size={t['block_size']} --batch_size={t['batch_size']} "
+            f"--learning_rate={t['lr']} --min_lr={t['min_lr']} --warmup_iters={t['warmup']} --max_iters={more} "
+            f"--lr_decay_iters={more} --beta2={t['beta2']} --weight_decay={t['weight_decay']} "
+            f"--grad_clip={t['grad_clip']} --eval_interval={t['eval_every']} --eval_iters={t['eval_iters']}")
 
 
 def main(argv=None):
@@ -107,12 +122,14 @@ def main(argv=None):
     except ImportError:
         fail(PROG, "--nanogpt writes a PyTorch checkpoint and needs PyTorch: pip install -e \".[bench]\"")
     try:
-        message = export(args.checkpoint, args.nanogpt)
+        message, train_config, iteration = export(args.checkpoint, args.nanogpt)
     except (OSError, ValueError) as err:
         fail(PROG, f"--checkpoint: {err}")
+    out_dir = os.path.dirname(args.nanogpt) or "."
     print(message)
-    print(f"in nanoGPT: copy meta.pkl to data/{DATASET}/meta.pkl, then python train.py --init_from=resume "
-          f"--out_dir={os.path.dirname(args.nanogpt) or '.'} --dataset={DATASET}")
+    print(f"in nanoGPT: copy {out_dir}/meta.pkl, train.bin and val.bin into data/{DATASET}/, put ckpt.pt in an out "
+          f"folder, then (training {train_config['max_iters']} iterations more):\n  "
+          + resume_command(out_dir, train_config, iteration))
 
 
 if __name__ == "__main__":

@@ -167,11 +167,13 @@ def main(argv=None):
         history = train_lm(job, start=state, out_dir=out)
     from demos import plots
     title = f"GPT ({data.vocab.kind} tokens) on {source}"
+    unit = "character" if data.vocab.kind == "char" else "token"
     if history["interrupted"]:
         if history["evals"]:
-            plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title)
+            plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title, unit=unit)
         write_metrics(out, source, text, data, n_params, cfg, model, history)
-        print(f"\nstopped at iteration {len(history['step'])}; wrote {out}/checkpoint.npz, metrics.json and loss.png. "
+        written = "metrics.json and loss.png" if history["evals"] else "metrics.json (no evaluation yet: no loss.png)"
+        print(f"\nstopped at iteration {len(history['step'])}; wrote {out}/checkpoint.npz, {written}. "
               f"Resume with:\n  python -m demos.gpt --resume {out}")
         sys.exit(INTERRUPTED_EXIT_CODE)
     model.eval()
@@ -182,7 +184,7 @@ def main(argv=None):
     with open(os.path.join(out, "sample.txt"), "w", encoding="utf-8") as f:
         f.write(sample)
     metrics = write_metrics(out, source, text, data, n_params, cfg, model, history)
-    plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title)
+    plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title, unit=unit)
     final = history["evals"][-1]
     print(f"\nafter {cfg.max_iters} iterations ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
           f"validation loss {final['val']:.4f} nats a token, {metrics['val_bits_per_byte']:.4f} bits a byte")

@@ -29,7 +29,7 @@ def loss_curve(history, path, title="training"):
     return save(fig, path)
 
 
-def lm_loss_curve(history, path, title="language model"):
+def lm_loss_curve(history, path, title="language model", unit="character"):
     """Training loss per iteration (faint, and a running mean) and the train and validation
     loss estimates at each evaluation."""
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -39,9 +39,9 @@ def lm_loss_curve(history, path, title="language model"):
     ax.plot([e["step"] for e in evals], [e["train"] for e in evals], "o-", color="#1f2937", label="train (estimate)")
     ax.plot([e["step"] for e in evals], [e["val"] for e in evals], "o-", color="#2563eb", label="validation (estimate)")
     ax.set_xlabel("iteration")
-    ax.set_ylabel("cross-entropy (nats per character)")
+    ax.set_ylabel(f"cross-entropy (nats per {unit})")
     ax.set_ylim(bottom=max(0.0, min(losses.min(), min(e["val"] for e in evals)) - 0.2),
-                top=min(losses.max(), 4.5) + 0.1)
+                top=min(losses.max(), max(e["val"] for e in evals) + 1.5) + 0.1)   # the first steps' loss off the top
     ax.set_title(title)
     ax.legend()
     return save(fig, path)

@@ -1,4 +1,4 @@
-"""Generate text from a trained character GPT: ours (demos.gpt), or one nanoGPT trained.
+"""Generate text from a trained GPT: ours (demos.gpt, characters or BPE tokens), or one nanoGPT trained.
 
     python -m demos.sample --checkpoint runs/gpt --prompt "Return the" --tokens 300
     python -m demos.sample --nanogpt out-shakespeare-char/ckpt.pt --meta data/shakespeare_char/meta.pkl \\
@@ -31,13 +31,13 @@ def parse_args(argv=None):
     source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
     p.add_argument("--meta", help="nanoGPT's meta.pkl with the character vocabulary")
     p.add_argument("--prompt", default="\n")
-    p.add_argument("--tokens", type=int, default=500, help="characters to generate")
+    p.add_argument("--tokens", type=int, default=500, help="tokens to generate (characters, for a character model)")
     p.add_argument("--temperature", type=float, default=0.8, help="0 picks the most likely character")
     p.add_argument("--top-k", type=int, default=200, help="sample among the k most likely (1: greedy)")
     p.add_argument("--seed", type=int, default=1337)
     args = p.parse_args(argv)
     if args.nanogpt and not args.meta:
-        p.error("--nanogpt needs --meta (nanoGPT's meta.pkl) for the character vocabulary")
+        fail(PROG, "--nanogpt needs --meta (nanoGPT's meta.pkl) for the character vocabulary")
     return args
 
 

@@ -13,6 +13,7 @@ from nn import functional as F, optim
 from tests.demos.test_user_mistakes import TINY_GPT, refused
 from transformer.decoder_only import DecoderOnly, gpt_config
 from transformer.lm_training import decay_groups, load_lm
+from transformer.text import split_text
 from transformer.nanogpt import (adam_moments_to_nanogpt, from_nanogpt, nanogpt_model_args, nanogpt_parameter_order,
                                  read_torch_file)
 
@@ -79,6 +80,10 @@ def test_exported_checkpoint_reads_back_identical_and_runs_in_pytorch_as_nanogpt
         np.testing.assert_array_equal(p.data, q.data, err_msg=name)
     meta = pickle.load(open(tmp_path / "out" / "meta.pkl", "rb"))
     assert meta["vocab_size"] == len(vocab) and [meta["itos"][i] for i in range(len(vocab))] == vocab.chars
+    with open(__file__) as f:                                         # the run's text, as nanoGPT's prepare.py writes it
+        train_text, val_text = split_text(f.read())
+    assert vocab.decode(np.fromfile(tmp_path / "out" / "train.bin", np.uint16)) == train_text
+    assert vocab.decode(np.fromfile(tmp_path / "out" / "val.bin", np.uint16)) == val_text
 
     checkpoint = torch.load(path)                                   # as nanoGPT's train.py loads it (weights only)
     args = checkpoint["model_args"]
