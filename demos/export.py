@@ -127,8 +127,8 @@ def main(argv=None):
         fail(PROG, f"--checkpoint: {err}")
     out_dir = os.path.dirname(args.nanogpt) or "."
     print(message)
-    print(f"in nanoGPT: copy {out_dir}/meta.pkl, train.bin and val.bin into data/{DATASET}/, put ckpt.pt in an out "
-          f"folder, then (training {train_config['max_iters']} iterations more):\n  "
+    print(f"in nanoGPT: copy {out_dir}/meta.pkl, train.bin and val.bin into data/{DATASET}/, then "
+          f"(training {train_config['max_iters']} iterations more):\n  "
           + resume_command(out_dir, train_config, iteration))
 
 
