@@ -84,13 +84,11 @@ def main_log(metrics):
 
 
 def collect_train(runs):
-    rows = []
-    for task, seeds in (("reverse", range(5)), ("copy", range(3))):
-        for seed in seeds:
-            m = load(f"{runs}/{task}-{seed}/metrics.json")
-            b = m["beam_vs_greedy"]
-            rows.append([task, seed, m["steps"], f"{m['seconds']:.1f}", pct(m["exact_match"]),
-                         f"{pct(b['greedy_exact_match'])} / {pct(b['beam_exact_match'])}"])
+    runs_of = {task: [load(f"{runs}/{task}-{seed}/metrics.json") for seed in seeds]
+               for task, seeds in (("reverse", range(5)), ("copy", range(3)))}
+    rows = [[task, seed, m["steps"], f"{m['seconds']:.1f}", pct(m["exact_match"]),
+             f"{pct(m['beam_vs_greedy']['greedy_exact_match'])} / {pct(m['beam_vs_greedy']['beam_exact_match'])}"]
+            for task, ms in runs_of.items() for seed, m in enumerate(ms)]
     ls, do = load(f"{runs}/reverse-ls/metrics.json"), load(f"{runs}/reverse-do/metrics.json")
     averaged = []
     for task in ("reverse", "copy"):
@@ -105,7 +103,8 @@ def collect_train(runs):
                "greedy / beam 4 (200 other sequences)"], rows, "python -m demos.train --task reverse|copy --seed N"),
         table("Training options (reverse, seed 0)", ["option", "steps", "training seconds", "held-out exact match"],
               [[flag, m["steps"], f"{m['seconds']:.1f}", pct(m["exact_match"])]
-               for flag, m in (("--label-smoothing 0.1", ls), ("--dropout 0.1", do))]),
+               for flag, m in (("--label-smoothing 0.1", ls), ("--dropout 0.1", do))],
+              "python -m demos.train --task reverse --label-smoothing 0.1 | --dropout 0.1"),
         table("Checkpoint averaging (seed 0, checkpoints every 100 steps)",
               ["task", "steps", "averaged steps", "final model", "average of the last 5"], averaged,
               "python -m demos.train --task reverse|copy --save-every 100 --average-last 5"),
@@ -113,9 +112,6 @@ def collect_train(runs):
         image("Cross-attention of the reverse task", "reverse_cross_attention.png"),
         image("Training loss and held-out exact match", "reverse_loss.png"),
     ]
-    runs_of = {task: [load(f"{runs}/{task}-{seed}/metrics.json") for seed in seeds]
-               for task, seeds in (("reverse", range(5)), ("copy", range(3)))}
-
     def span(values, form):
         return f"{form(min(values))}-{form(max(values))}"
 
