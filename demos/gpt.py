@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from autograd import detect_anomaly, manual_seed
+from autograd import detect_anomaly, kernels, manual_seed
 from demos._flags import add_config_flags, fail, given, refuse_contradictions
 from transformer.checkpoint import model_from
 from transformer.decoder_only import DecoderOnly, gpt_config
@@ -139,6 +139,7 @@ def main(argv=None):
         vocab = vocab_of(state)
         if args.tokenizer not in (None, vocab.kind) or (args.vocab_size not in (None, len(vocab))):
             fail(PROG, f"--tokenizer/--vocab-size contradict the resumed run's {vocab.kind} vocabulary of {len(vocab)}")
+        kernels.prepare_in_background(fused_attention=saved_model["attention"] == "fused")   # overlaps reading
         text, source = read_data(data_path)
         data = dataset(text, cfg, vocab)
         manual_seed(cfg.seed)
@@ -146,6 +147,7 @@ def main(argv=None):
     else:
         cfg = LMTrainConfig(**train_fields)
         data_path = args.data
+        kernels.prepare_in_background(fused_attention=gpt_config(1, cfg.block_size, **model_fields).attention == "fused")
         text, source = read_data(data_path)
         data = dataset(text, cfg, make_vocab(args, text))
         manual_seed(cfg.seed)

@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 import nn
-from autograd import detect_anomaly
+from autograd import detect_anomaly, kernels
 from transformer import tasks
 from demos._flags import add_config_flags, fail, given, refuse_contradictions
 from transformer.checkpoint import load_checkpoint
@@ -120,6 +120,8 @@ def main(argv=None):
         return decode_input(args.checkpoint, args.decode, args.beam_size)
     cfg, model_fields = configs(args)
     out = cfg.out_dir
+    shape = {field.name: field.default for field in dataclasses.fields(TransformerConfig)} | model_fields
+    kernels.prepare_in_background(fused_attention=shape["attention"] == "fused")     # a first run compiles meanwhile
     try:
         data = make_task(cfg)
         data.heldout(2, seed=0)               # samples the task once: an answer it cannot train on is refused here
@@ -135,7 +137,6 @@ def main(argv=None):
                 f"sequences of length {cfg.max_len}")
     else:
         what = f"on {cfg.task}; progress on {cfg.eval_size} held-out examples"
-    shape = {field.name: field.default for field in dataclasses.fields(TransformerConfig)} | model_fields
     print(f"training a Transformer ({shape['num_encoder_layers']}+{shape['num_decoder_layers']} layers, "
           f"d_model {shape['d_model']}, {shape['num_heads']} heads) {what}")
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():

@@ -196,7 +196,7 @@ def _rowwise_set(dtype):
     dtype = np.dtype(dtype)
     if dtype not in _rowwise_kernels:
         if dtype == np.float64:      # compiled here, they would give other last bits than loaded
-            compile_once.compile_in_a_child_if_needed("float64")
+            compile_once.wait("float64")
         _rowwise_kernels[dtype] = _make_rowwise(dtype.type)
     return _rowwise_kernels[dtype]
 

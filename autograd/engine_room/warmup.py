@@ -4,22 +4,23 @@ import functools
 
 import numpy as np
 
-from autograd.engine_room import gemm, small_gemm
+from autograd.engine_room import attention, gemm, small_gemm
 from autograd.engine_room.elementwise import _gelu_kernel, _masked_fill_kernel, _relu_kernel
 from autograd.engine_room.normalization import _layer_norm_kernel
 from autograd.engine_room.optimizer import adam_step, sum_of_squares
 from autograd.engine_room.rowwise import _rowwise_set
 from autograd.engine_room.scatter import index_add_rows
 
-def warmup(dtypes=(np.float32, np.float64), part=0, parts=1):
-    """Compile (or load from the cache) every kernel for float32 and float64, serial and
-    parallel, so that the first training step does not pay for compilation.  With parts > 1,
-    only the kernels of share `part` (of `parts` about equal shares): compile_once runs one
-    child process a share, side by side on a machine with several cores.  Not the fused
-    attention kernels: a model's config chooses that op (the GPT recipe does), and
-    kernels.prepare compiles them for it, once: then Numba's cache has them."""
+def warmup(dtypes=(np.float32, np.float64), part=0, parts=1, kernels=True, attention=False):
+    """Compile (or load from the cache) every kernel for float32 and float64, so that the
+    first training step does not pay for compilation; with attention, the fused attention's
+    kernels too (a model's config chooses that op: the GPT recipe does); without kernels,
+    only those.  With parts > 1, only the kernels of share `part` (of `parts` about equal
+    shares): compile_once runs one child process a share, side by side on a machine with
+    several cores."""
     for dtype in dtypes:
-        for piece in _share(_warmup_pieces(dtype), part, parts):
+        pieces = (_warmup_pieces(dtype) if kernels else []) + ([_attention_piece(dtype)] if attention else [])
+        for piece in _share(pieces, part, parts):
             piece()
 
 
@@ -34,15 +35,21 @@ def _share(pieces, part, parts):
     return shares[part]
 
 
+def _attention_piece(dtype):
+    """(seconds, function) for the fused attention's kernels, as _warmup_pieces."""
+    return 15.0, functools.partial(attention._kernels_for, np.dtype(dtype).type)
+
+
 def _warmup_pieces(dtype):
-    """(seconds, function) for each kernel (both directions of one op together), with roughly
-    the seconds it takes to compile (as measured once), to share them out evenly."""
+    """(seconds, function) for each kernel (both directions of one op together), with the
+    seconds it took to compile float32 in a child process beside another (measured once),
+    to share them out evenly."""
     rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
-    return [(11.5, functools.partial(gemm.gemm_kernel, dtype)),                # compiled when made
-            (5.0, functools.partial(small_gemm.small_gemm_kernel, dtype)),
-            (4.5, functools.partial(_rowwise_set, dtype)), (2.5, functools.partial(_layer_norm_kernel, dtype, False)),
-            (2.2, functools.partial(_gelu_kernel, dtype, False)), (1.4, functools.partial(_relu_kernel, dtype, False)),
-            (2.0, functools.partial(_masked_fill_kernel, dtype)),
+    return [(10.2, functools.partial(gemm.gemm_kernel, dtype)),                # compiled when made
+            (5.5, functools.partial(small_gemm.small_gemm_kernel, dtype)),
+            (7.8, functools.partial(_rowwise_set, dtype)), (2.3, functools.partial(_layer_norm_kernel, dtype, False)),
+            (2.0, functools.partial(_gelu_kernel, dtype, False)), (0.7, functools.partial(_relu_kernel, dtype, False)),
+            (1.1, functools.partial(_masked_fill_kernel, dtype)),
             (0.3, lambda: adam_step(flat, flat, flat.copy(), flat.copy(), 1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)),
             (0.3, lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])),
-            (0.2, lambda: sum_of_squares(flat))]
+            (0.15, lambda: sum_of_squares(flat))]

@@ -81,6 +81,15 @@ def prepare(dtype="float32", fused_attention=False):
         _current = _load(_tier)
 
 
+def prepare_in_background(dtype="float32", fused_attention=False):
+    """Start what prepare() does first, without waiting for it: the fast tier starts
+    compiling the kernels (in child processes) if this is their first run, and prepare()
+    later waits for them.  A demo calls this before it reads its data, so the two overlap."""
+    if _tier == "fast":
+        from autograd import engine_room
+        engine_room.start(dtype, fused_attention)
+
+
 def _default_tier():
     if "AUTOGRAD_KERNELS" in os.environ:
         return os.environ["AUTOGRAD_KERNELS"]

@@ -377,13 +377,14 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
     the GEMM driver's packing close over intrinsics, and reached directly an intrinsic
     pickled differently in every process, Numba's cache key with it.  The fused attention
     kernels, made ready first (kernels.prepare, as the GPT's training does), are
-    compiled in this process while the child compiles the others, and give the same bits
-    compiled as loaded."""
+    compiled in the same children, beside the others."""
     script = textwrap.dedent("""
         import hashlib, numpy as np
         from autograd import kernels
         from autograd import engine_room
         from autograd.engine_room import attention, dispatch, elementwise, gemm, normalization, rowwise, small_gemm, warmup
+        kernels.prepare_in_background(np.float32, fused_attention=True)   # as demos.gpt does, before its data
+        kernels.softmax(np.zeros((2, 3), np.float32))     # the first kernel call waits for those children
         kernels.prepare(np.float32, fused_attention=True)
         rng = np.random.default_rng(0)
         digest = hashlib.sha256()
@@ -410,13 +411,41 @@ def test_every_process_runs_the_kernels_from_numbas_cache_and_gets_the_same_bits
     assert all(run.returncode == 0 for run in runs), runs[0].stderr + runs[1].stderr
     (first, misses, hits), (second, *counts) = (run.stdout.split() for run in runs)
     assert first == second
-    for dtype in ("float32", "float64"):
-        assert re.search(f"compiling the {dtype} Numba kernels in [12] child process", runs[0].stderr)
-        assert re.search(f"the {dtype} Numba kernels compiled in [0-9]+ s", runs[0].stderr)
-    assert "compiling the fused attention kernels for float32" in runs[0].stderr
-    assert re.search("the fused attention kernels for float32 compiled in [0-9]+ s", runs[0].stderr)
+    for what in ("the float32 Numba kernels and the fused attention kernels for float32", "the float64 Numba kernels"):
+        assert re.search(f"compiling {what} in [12] child process", runs[0].stderr)
+        assert re.search(f"{what} compiled in [0-9]+ s", runs[0].stderr)
+    assert runs[0].stderr.count("compiling") == 2                    # started once, waited for twice
     assert "compiling" not in runs[1].stderr                         # the markers say it is done
     assert (misses, hits) == ("0", "1") and counts == ["0", "1"]      # loaded, not compiled, both times
+
+
+def test_a_process_that_leaves_early_stops_its_compiling_children(tmp_path):
+    """A demo starts the compile children before it reads its data; if it then leaves
+    (a user's mistake: exit status 2), the children stop with it and mark nothing done."""
+    script = textwrap.dedent("""
+        import sys
+        from autograd import kernels
+        from autograd.engine_room import compile_once
+        kernels.prepare_in_background()
+        print(" ".join(str(child.pid) for child in compile_once._under_way["float32"].children))
+        sys.exit(2)
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("AUTOGRAD_COMPILE_IN_PROCESS", None)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    run = subprocess.run([sys.executable, "-c", script], env=env, cwd=root, capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    pids = [int(pid) for pid in run.stdout.split()]
+    assert pids and not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+    assert not [name for name in os.listdir(os.path.dirname(_marker_in(tmp_path))) if name.endswith(".done")]
+
+
+def _marker_in(cache):
+    """The float32 marker's path when Numba caches in `cache`."""
+    script = "from autograd.engine_room import compile_once; print(compile_once.marker('float32'))"
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    return subprocess.run([sys.executable, "-c", script], env=dict(os.environ, NUMBA_CACHE_DIR=str(cache)), cwd=root,
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def test_no_kernel_links_numbas_string_code(tmp_path):
