@@ -377,6 +377,17 @@ def collect_share(runs):
                             "python -m demos.bench.share")])
 
 
+def collect_first_run(runs):
+    rows = [[f"python -m {r['demo']}", str(r["cores"]), f"{r['compiled_s']:.1f}", f"{r['first_line_s']:.1f}",
+             f"{r['warm_first_line_s']:.1f}"] for r in load(f"{runs}/bench/first_run.json")]
+    return group([table("Seconds from the start to the first progress line, with an empty Numba cache (a fresh clone) "
+                        "and with the cache it left", ["command", "cores", "kernels compiled", "first progress line",
+                                                        "the same, cache warm"], rows, "python -m demos.bench.first_run",
+                        "An empty cache: the kernels compile in child processes, one a core (the GPT's fused attention "
+                        "with them), while the demo reads its data; the first progress line comes after 100 training "
+                        "steps (the reverse demo's with an evaluation).")])
+
+
 LONGER_ATTENTION = (128, 256)             # lengths bench_attention also runs at (besides 64)
 
 
@@ -418,6 +429,7 @@ GROUPS = {
                              "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
                             for t in "12"], collect_steps),
     "share": (lambda runs: [["demos.bench.share", "--json", f"{runs}/bench/share.json"]], collect_share),
+    "first_run": (lambda runs: [["demos.bench.first_run", "--json", f"{runs}/bench/first_run.json"]], collect_first_run),
     "threads": (lambda runs: [["demos.bench.threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
     "kernels": (lambda runs: [["demos.bench.kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
     "attention": (lambda runs: [["demos.bench.attention", "--json", f"{runs}/bench/attention.json"]]
@@ -430,10 +442,10 @@ TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bot
           "gpt": "A GPT on real text", "tokenizer": "BPE: a tokenizer learned here", "gpt_recipe": "The GPT learns as PyTorch's does",
           "gpt_steps": "GPT training speed against PyTorch", "scan": "SCAN against the paper",
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
-          "share": "Two trainings on one machine",
+          "share": "Two trainings on one machine", "first_run": "A first run",
           "kernels": "Kernels", "attention": "Fused attention"}
 ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "gpt_recipe", "gpt_steps", "steps",
-         "share", "tokenizer", "scan", "pictures", "threads", "kernels", "attention"]     # the results document's sections
+         "share", "first_run", "tokenizer", "scan", "pictures", "threads", "kernels", "attention"]     # the results document's sections
 
 
 # ----- recording and rendering -----
