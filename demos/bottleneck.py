@@ -35,7 +35,8 @@ def make_model(name, cfg):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.bottleneck", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--lengths", type=int, nargs="+", default=[5, 10, 15, 20])
     parser.add_argument("--seed", type=int, default=0)

@@ -85,7 +85,8 @@ def _function_node(tree, names):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.debug", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-b", "--break", dest="breakpoints", action="append", default=[],
                         metavar="FILE:FUNCTION[:TEXT]", help="a breakpoint (FILE:LINE works too)")
     parser.add_argument("module", help="the demo to run, e.g. demos.tour")

@@ -37,7 +37,8 @@ def tokens_per_second(model, prompts, steps, use_cache, repeats=3):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.decoder_only", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=800)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/decoder_only")

@@ -57,7 +57,8 @@ def finetune(model, labelled, steps, seed):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.encoder_only", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pretrain-steps", type=int, default=600)
     parser.add_argument("--finetune-steps", type=int, default=200)
     parser.add_argument("--labelled", type=int, default=256)

@@ -491,7 +491,8 @@ def write_documents(record):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.figures", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), help="these groups only")
     parser.add_argument("--collect", action="store_true", help="do not run the demos; read their existing outputs")
     parser.add_argument("--runs", default="runs", help="where the demos write (relative to the repository)")

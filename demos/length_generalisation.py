@@ -26,7 +26,8 @@ from transformer.training import TrainConfig, evaluate, train
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.length_generalisation", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", choices=sorted(tasks.ANSWERS), default="copy")
     parser.add_argument("--train-len", type=int, default=10)
     parser.add_argument("--test-len", type=int, default=20)

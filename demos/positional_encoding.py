@@ -96,7 +96,8 @@ def plot_criteria(path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.positional_encoding", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, default=64)
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--out", default="runs/positional_encoding")

@@ -66,7 +66,8 @@ def hinge_loss(model, points, labels, alpha=1e-4):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.scalar_mlp", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--points", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)

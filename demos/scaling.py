@@ -30,7 +30,8 @@ def weight_statistics(d_k, keys=32, trials=200, scale=True, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.scaling", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", type=int, default=32)
     parser.add_argument("--out", default="runs/scaling")
     args = parser.parse_args(argv)

@@ -204,7 +204,8 @@ def run_grid(seeds, out, jobs, options=()):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.scan", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=scan.SPLITS, default="simple")
     parser.add_argument("--model", choices=MODELS, default="transformer")
     parser.add_argument("--positional", default="sinusoidal", help="the Transformer's positional scheme")

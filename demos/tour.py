@@ -25,7 +25,8 @@ def expression(x, w, b):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.tour", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/tour")
     args = parser.parse_args(argv)
     out_dir = output_dir(args.out)

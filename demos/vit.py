@@ -32,7 +32,8 @@ def accuracy(model, images, labels):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.vit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=1500, help="at most this many steps (stops at --target)")
     parser.add_argument("--target", type=float, default=0.95)
     parser.add_argument("--seed", type=int, default=0)

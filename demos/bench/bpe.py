@@ -59,7 +59,8 @@ def tiktoken_encoder(tokenizer):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="demos.bench.bpe", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--merges", type=int, default=1000)
     p.add_argument("--reference-merges", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)

@@ -50,7 +50,8 @@ def time_to_progress(module_args, cache, out, one_core):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="demos.bench.first_run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args(argv)

@@ -37,7 +37,8 @@ def tokens_per_second(folders, iters, share):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="demos.bench.share", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--iters", type=int, default=150)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--json", help="write the figures to this file")

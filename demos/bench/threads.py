@@ -71,7 +71,8 @@ def compare(step, threads, rounds, steps):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.bench.threads", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sizes", nargs="+", choices=sorted(STEPS_PER_ROUND), default=["S", "M", "L"])
     parser.add_argument("--rounds", type=int, default=7)

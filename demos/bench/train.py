@@ -29,7 +29,8 @@ from demos.bench._threads import use_threads
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="demos.bench.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
     parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")

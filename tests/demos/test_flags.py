@@ -3,6 +3,8 @@ refuses a flag that contradicts it, in one line, with exit status 2, writing not
 
 import dataclasses
 import os
+import runpy
+import sys
 
 import pytest
 
@@ -74,3 +76,23 @@ def test_decode_names_the_kind_of_checkpoint_it_found(tmp_path, capsys):
         gpt.main(["--resume", str(tmp_path), "--d-model", "32"])
     assert stop.value.code == 2
     assert "--d-model 32 contradicts the resumed run's d_model = 16" in capsys.readouterr().err
+
+
+def _commands():
+    """Every `python -m demos...` command: the demos and benchmarks with a command line."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for folder in ("demos", os.path.join("demos", "bench")):
+        for name in sorted(os.listdir(os.path.join(root, folder))):
+            path = os.path.join(root, folder, name)
+            if name.endswith(".py") and not name.startswith("_") and "argparse" in open(path).read():
+                yield folder.replace(os.sep, ".") + "." + name[:-3]
+
+
+@pytest.mark.parametrize("command", list(_commands()))
+def test_help_names_the_command_a_user_types(command, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [command, "--help"])
+    monkeypatch.delitem(sys.modules, command, raising=False)          # run afresh, as `python -m` does
+    with pytest.raises(SystemExit) as leaving:
+        runpy.run_module(command, run_name="__main__")
+    assert leaving.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {command} ")
