@@ -6,6 +6,7 @@ run can tell what the user asked for."""
 import argparse
 import inspect
 import os
+import re
 import sys
 import traceback
 
@@ -42,6 +43,19 @@ def refuse_contradictions(prog, asked, saved, allowed, rename=None):
             flag = "--" + rename.get(name, name.replace("_", "-"))
             fail(prog, f"{flag} {value} contradicts the resumed run's {name} = {saved[name]!r}; a resumed run "
                        f"goes on as it was saved (leave {flag} out, or start a new run with --out)")
+
+
+def fail_config(prog, error, flags):
+    """Exit (fail) with a config's error in the words of the command line (flags: {config
+    field: flag name}): "TrainConfig: max_steps must be ..." becomes "--steps must be ...",
+    and "d_model=30" becomes "--d-model 30"."""
+    def flag(field):
+        return f"--{flags[field]}" if field in flags else field
+
+    message = re.sub(r"^\w+Config: ", "", str(error))
+    message = re.sub(r"\b(\w+)=('[^']*'|[^\s,;)\]]+)",                        # field=value
+                     lambda m: f"{flag(m[1])} {m[2].strip(chr(39))}" if m[1] in flags else m[0], message)
+    fail(prog, re.sub(r"(?<![-\w])(\w+)(?= must | \d)", lambda m: flag(m[1]), message))   # field must / field 3
 
 
 TRACEBACK_VARIABLE = "DEMOS_TRACEBACK"

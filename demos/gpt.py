@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from autograd import detect_anomaly, kernels, manual_seed
-from demos._flags import add_config_flags, fail, given, refuse_contradictions
+from demos._flags import add_config_flags, fail, fail_config, given, refuse_contradictions
 from transformer.checkpoint import model_from
 from transformer.decoder_only import DecoderOnly, gpt_config
 from transformer.bpe_training import train as train_bpe
@@ -50,6 +50,9 @@ TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup"
 MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention")     # gpt_config's parameters
 MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model"}   # their DecoderOnlyConfig names
 RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model"}
+CONFIG_FLAGS = {"num_layers": "layers", "num_heads": "heads", "d_model": "d-model", "dropout": "dropout",
+                "max_len": "block-size", **{field: field.replace("_", "-") for field in TRAIN_FLAGS}}
+# the flag that sets each field of LMTrainConfig and DecoderOnlyConfig
 HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
          "min_lr": "learning rate at the end of the cosine decay", "warmup": "warm-up iterations",
          "eval_iters": "batches per loss estimate", "log_every": "iterations between progress lines",
@@ -117,6 +120,14 @@ def dataset(text, cfg, vocab):
         fail(PROG, f"--data: {err}")
 
 
+def train_config(make, *args, **train_fields):
+    """make(*args, **train_fields), an LMTrainConfig; a flag's value out of range is one line."""
+    try:
+        return make(*args, **train_fields)
+    except ValueError as err:
+        fail_config(PROG, err, CONFIG_FLAGS)
+
+
 def main(argv=None):
     args = parse_args(argv)
     out = args.out or args.resume or "runs/gpt"
@@ -134,7 +145,7 @@ def main(argv=None):
                               allowed=(), rename={field: RENAME[name] for name, field in MODEL_FIELDS.items()})
         if args.data and args.data != (str(state["data"]) or None):
             fail(PROG, f"--data {args.data} contradicts the resumed run's data {str(state['data']) or 'the default corpus'}")
-        cfg = dataclasses.replace(cfg, **train_fields)
+        cfg = train_config(dataclasses.replace, cfg, **train_fields)
         data_path = str(state["data"]) or None
         vocab = vocab_of(state)
         if args.tokenizer not in (None, vocab.kind) or (args.vocab_size not in (None, len(vocab))):
@@ -145,13 +156,17 @@ def main(argv=None):
         manual_seed(cfg.seed)
         model = model_from(state)
     else:
-        cfg = LMTrainConfig(**train_fields)
+        cfg = train_config(LMTrainConfig, **train_fields)
         data_path = args.data
-        kernels.prepare_in_background(fused_attention=gpt_config(1, cfg.block_size, **model_fields).attention == "fused")
+        try:
+            model_config = gpt_config(1, cfg.block_size, **model_fields)        # checked before anything runs
+        except ValueError as err:
+            fail_config(PROG, err, CONFIG_FLAGS)
+        kernels.prepare_in_background(fused_attention=model_config.attention == "fused")   # overlaps reading
         text, source = read_data(data_path)
         data = dataset(text, cfg, make_vocab(args, text))
         manual_seed(cfg.seed)
-        model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size, **model_fields))
+        model = DecoderOnly(dataclasses.replace(model_config, vocab=len(data.vocab)))
     c = model.config
     n_params = sum(p.data.size for p in model.parameters())
     print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "

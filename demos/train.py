@@ -30,7 +30,7 @@ import numpy as np
 import nn
 from autograd import detect_anomaly, kernels
 from transformer import tasks
-from demos._flags import add_config_flags, fail, given, refuse_contradictions
+from demos._flags import add_config_flags, fail, fail_config, given, refuse_contradictions
 from transformer.checkpoint import load_checkpoint
 from transformer.decoding import beam_search, greedy_decode
 from transformer.model import TransformerConfig
@@ -47,6 +47,7 @@ TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr
                "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
 MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "score", "attention")
 RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "symbols", "num_heads": "heads"}
+FLAG_NAMES = {field: RENAME.get(field, field.replace("_", "-")) for field in TRAIN_FLAGS + MODEL_FLAGS}
 HELPS = {"score": "self-attention's score function (transformer/scores.py), with positions added to the embeddings",
          "task": "a toy task over symbols a, b, c, ..., a SCAN split, or MODULE:NAME for a task your module "
                  "registers (transformer/task_registry.py)",
@@ -118,7 +119,10 @@ def main(argv=None):
     args = parse_args(argv)
     if args.decode is not None:
         return decode_input(args.checkpoint, args.decode, args.beam_size)
-    cfg, model_fields = configs(args)
+    try:
+        cfg, model_fields = configs(args)
+    except ValueError as err:                     # a flag's value out of range
+        fail_config(PROG, err, FLAG_NAMES)
     out = cfg.out_dir
     shape = {field.name: field.default for field in dataclasses.fields(TransformerConfig)} | model_fields
     kernels.prepare_in_background(fused_attention=shape["attention"] == "fused")     # a first run compiles meanwhile
@@ -131,7 +135,7 @@ def main(argv=None):
         try:
             TransformerConfig(src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab, **model_fields)   # checked now
         except ValueError as err:
-            fail(PROG, str(err))
+            fail_config(PROG, err, FLAG_NAMES)
     if isinstance(data, tasks.ToyTask):
         what = (f"to {cfg.task} sequences of {cfg.min_len}-{cfg.max_len} symbols; held-out: {cfg.eval_size} "
                 f"sequences of length {cfg.max_len}")

@@ -21,7 +21,7 @@ from transformer.checkpoint import load_checkpoint, model_from, run_state
 from transformer.loop import train_loop
 from transformer.run_state import generator_state, restore_generator
 from transformer.text import tokenizer_from
-from transformer.validation import require_positive
+from transformer.validation import require, require_positive
 
 
 @dataclasses.dataclass
@@ -47,8 +47,12 @@ class LMTrainConfig:
     def __post_init__(self):
         require_positive("LMTrainConfig", **{name: getattr(self, name) for name in (
             "block_size", "batch_size", "max_iters", "eval_every", "eval_iters", "log_every")})
-        if not 0 <= self.min_lr <= self.lr:
-            raise ValueError(f"LMTrainConfig: need 0 <= min_lr <= lr, got min_lr={self.min_lr}, lr={self.lr}")
+        require("LMTrainConfig", "lr", self.lr, self.lr > 0, "> 0")
+        require("LMTrainConfig", "min_lr", self.min_lr, 0 <= self.min_lr <= self.lr, f"in [0, lr = {self.lr}]")
+        for name in ("warmup", "weight_decay", "save_every"):
+            require("LMTrainConfig", name, getattr(self, name), getattr(self, name) >= 0, ">= 0")
+        require("LMTrainConfig", "beta2", self.beta2, 0 <= self.beta2 < 1, "in [0, 1)")
+        require("LMTrainConfig", "grad_clip", self.grad_clip, self.grad_clip > 0, "> 0")
 
     def lr_at(self, it):
         """The learning rate of iteration `it` (from 0): linear warm-up, cosine decay to min_lr."""

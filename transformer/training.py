@@ -16,7 +16,7 @@ from transformer.loop import train_loop
 from transformer.model import Transformer, TransformerConfig
 from transformer.run_state import generator_state, restore_generator
 from transformer.task_registry import make_task
-from transformer.validation import require_positive
+from transformer.validation import require, require_positive
 
 
 @dataclasses.dataclass
@@ -44,7 +44,13 @@ class TrainConfig:
     def __post_init__(self):
         require_positive("TrainConfig", num_symbols=self.num_symbols, min_len=self.min_len, max_len=self.max_len,
                          batch_size=self.batch_size, max_steps=self.max_steps, eval_every=self.eval_every,
-                         eval_size=self.eval_size, keep_last=self.keep_last)
+                         eval_size=self.eval_size, keep_last=self.keep_last, decay_steps=self.decay_steps)
+        require("TrainConfig", "lr", self.lr, self.lr > 0, "> 0")
+        require("TrainConfig", "warmup", self.warmup, self.warmup >= (1 if self.schedule == "noam" else 0),
+                ">= 1 with the noam schedule" if self.schedule == "noam" else ">= 0")
+        require("TrainConfig", "label_smoothing", self.label_smoothing, 0 <= self.label_smoothing < 1, "in [0, 1)")
+        require("TrainConfig", "clip_norm", self.clip_norm, self.clip_norm > 0, "> 0")
+        require("TrainConfig", "target_accuracy", self.target_accuracy, 0 < self.target_accuracy <= 1, "in (0, 1]")
         if self.schedule not in ("cosine", "noam"):
             raise ValueError(f"TrainConfig: schedule must be 'cosine' or 'noam', got {self.schedule!r}")
         if self.save_every < 0:

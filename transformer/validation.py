@@ -19,6 +19,13 @@ def require_positive(owner, **values):
             raise ValueError(f"{owner}: {name} must be an integer >= 1, got {value!r}")
 
 
+def require(owner, name, value, ok, expected):
+    """Raise ValueError naming the field when its value is not as expected:
+    "TrainConfig: lr must be > 0, got -1.0"."""
+    if not ok:
+        raise ValueError(f"{owner}: {name} must be {expected}, got {value!r}")
+
+
 def require_dtype(owner, dtype):
     if dtype not in DTYPES:
         raise ValueError(f"{owner}: dtype must be one of {DTYPES}, got {dtype!r}")

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from demos import gpt, sample
+from demos import gpt, sample, train
 
 TINY_GPT = ["--max-iters", "2", "--eval-every", "2", "--eval-iters", "1", "--block-size", "8", "--batch-size", "2",
             "--layers", "1", "--d-model", "16", "--heads", "2", "--sample-tokens", "2"]
@@ -75,3 +75,25 @@ def test_a_traceback_on_request(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("demos.gpt: error: --data: read_text: no file at")
     assert "Traceback (most recent call last)" in err and "FileNotFoundError" in err
+
+
+@pytest.mark.parametrize("main, argv, says", [
+    (train.main, ["--steps", "0"], "--steps must be an integer >= 1, got 0"),
+    (train.main, ["--lr", "-1"], "--lr must be > 0, got -1.0"),
+    (train.main, ["--schedule", "noam", "--warmup", "0"], "--warmup must be >= 1 with the noam schedule, got 0"),
+    (train.main, ["--label-smoothing", "1"], "--label-smoothing must be in [0, 1), got 1.0"),
+    (train.main, ["--target", "0"], "--target must be in (0, 1], got 0.0"),
+    (train.main, ["--dropout", "2"], "--dropout must be in [0, 1), got 2.0"),
+    (train.main, ["--d-model", "30", "--heads", "4"], "--d-model 30 is not divisible by --heads 4"),
+    (train.main, ["--positional", "rope", "--score", "dot"], "--score dot needs positions added to the embeddings"),
+    (gpt.main, ["--max-iters", "0"], "--max-iters must be an integer >= 1, got 0"),
+    (gpt.main, ["--min-lr", "0.1"], "--min-lr must be in [0, lr = 0.001], got 0.1"),
+    (gpt.main, ["--beta2", "1"], "--beta2 must be in [0, 1), got 1.0"),
+    (gpt.main, ["--grad-clip", "0"], "--grad-clip must be > 0, got 0.0"),
+    (gpt.main, ["--d-model", "30", "--heads", "4"], "--d-model 30 is not divisible by --heads 4"),
+    (gpt.main, ["--layers", "0"], "--layers must be an integer >= 1, got 0")])
+def test_a_flag_out_of_range_is_named_as_typed(tmp_path, capsys, main, argv, says):
+    out = tmp_path / "out"
+    prog = "demos.train" if main is train.main else "demos.gpt"
+    err = refused(main, argv + ["--out", str(out)], capsys, f"{prog}: error: {says}")
+    assert not out.exists()
