@@ -11,6 +11,39 @@ import sys
 import traceback
 
 
+class CommandLine(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (a user's mistake: see fail), not the
+    usage followed by the error."""
+
+    def error(self, message):
+        fail(self.prog, f"{message} (python -m {self.prog} --help lists the flags)")
+
+
+def command_line(prog, doc):
+    """The parser of the command `python -m prog`, its help the module's docstring."""
+    return CommandLine(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def integer_at_least(low):
+    """An argparse type: an integer >= low (a seed >= 0, a count >= 1)."""
+    def integer(text):
+        value = int(text)                          # argparse: "invalid integer value: 'x'"
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+    return integer
+
+
+def number(ok, expected):
+    """An argparse type: a float for which ok(value) holds, e.g. number(lambda x: x > 0, "> 0")."""
+    def parse(text):
+        value = float(text)                        # argparse: "invalid parse value: 'x'"
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {value}")
+        return value
+    return parse
+
+
 def add_config_flags(parser, config, names, rename=None, choices=None, helps=None):
     """A --flag for each parameter of `config` (a dataclass or a function) named in `names`:
     its default is the parameter's, its type the annotation's (else the default's type); its

@@ -10,7 +10,6 @@ Writes bottleneck.png (held-out exact match against length, one line per model) 
 rnn_attention.png (the RNN's attention weights for one example), plus results.json.
 """
 
-import argparse
 import json
 import os
 
@@ -21,6 +20,7 @@ from demos._plotting import output_dir, plt, save
 from transformer import tasks
 from transformer.rnn import RNNConfig, RNNEncoderDecoder
 from transformer.training import TrainConfig, build_model, train
+from demos._flags import command_line, integer_at_least
 
 MODELS = ("RNN", "RNN + attention", "Transformer")
 
@@ -35,11 +35,10 @@ def make_model(name, cfg):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.bottleneck", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=600)
-    parser.add_argument("--lengths", type=int, nargs="+", default=[5, 10, 15, 20])
-    parser.add_argument("--seed", type=int, default=0)
+    parser = command_line("demos.bottleneck", __doc__)
+    parser.add_argument("--steps", type=integer_at_least(1), default=600)
+    parser.add_argument("--lengths", type=integer_at_least(1), nargs="+", default=[5, 10, 15, 20])
+    parser.add_argument("--seed", type=integer_at_least(0), default=0)
     parser.add_argument("--out", default="runs/bottleneck")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

@@ -9,11 +9,10 @@ the validation split (bytes per token: 1.0 is the bytes themselves), and how a s
 splits into tokens. --save writes the tokenizer as JSON, which BPETokenizer.load reads.
 """
 
-import argparse
 import os
 import time
 
-from demos._flags import fail
+from demos._flags import command_line, fail
 from demos.gpt import BPE_VOCAB, load_corpus
 from transformer.bpe_training import train
 from transformer.text import split_text
@@ -28,7 +27,7 @@ def show(token_bytes):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line(PROG, __doc__)
     p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
     p.add_argument("--vocab-size", type=int, default=BPE_VOCAB, help="256 bytes + merges + 1 special token")
     p.add_argument("--sentence", default=SENTENCE, help="a sentence to show split into tokens")

@@ -22,6 +22,7 @@ import os
 import pdb
 import runpy
 import sys
+from demos._flags import command_line
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,8 +86,7 @@ def _function_node(tree, names):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.debug", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.debug", __doc__)
     parser.add_argument("-b", "--break", dest="breakpoints", action="append", default=[],
                         metavar="FILE:FUNCTION[:TEXT]", help="a breakpoint (FILE:LINE works too)")
     parser.add_argument("module", help="the demo to run, e.g. demos.tour")

@@ -10,7 +10,6 @@ is measured with the key/value cache (each step runs only the new token) and wit
 (each step re-runs the whole prefix).
 """
 
-import argparse
 import json
 import os
 import time
@@ -23,6 +22,7 @@ from nn import functional as F
 from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
 from transformer.toy_data import DIGIT0, lm_batch, sort_accuracy, sort_dataset
 from nn.recipe import make_optimizer, optimize
+from demos._flags import command_line, integer_at_least
 
 LENGTH = 6
 
@@ -37,10 +37,9 @@ def tokens_per_second(model, prompts, steps, use_cache, repeats=3):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.decoder_only", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=800)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = command_line("demos.decoder_only", __doc__)
+    parser.add_argument("--steps", type=integer_at_least(1), default=800)
+    parser.add_argument("--seed", type=integer_at_least(0), default=0)
     parser.add_argument("--out", default="runs/decoder_only")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

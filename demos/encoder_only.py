@@ -9,7 +9,6 @@ is the progression intact, or was one symbol replaced?  Only `--labelled` labell
 examples are available for it, which is where pre-training pays.
 """
 
-import argparse
 import json
 import os
 
@@ -22,6 +21,7 @@ from transformer import tasks
 from nn.recipe import make_optimizer, optimize
 from transformer.encoder_only import EncoderOnly, EncoderOnlyConfig, mask_for_mlm, with_cls
 from transformer.toy_data import corruption_task, progressions
+from demos._flags import command_line, integer_at_least
 
 SYMBOLS, LENGTH = 10, 8
 
@@ -57,12 +57,11 @@ def finetune(model, labelled, steps, seed):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.encoder_only", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pretrain-steps", type=int, default=600)
-    parser.add_argument("--finetune-steps", type=int, default=200)
-    parser.add_argument("--labelled", type=int, default=256)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser = command_line("demos.encoder_only", __doc__)
+    parser.add_argument("--pretrain-steps", type=integer_at_least(1), default=600)
+    parser.add_argument("--finetune-steps", type=integer_at_least(1), default=200)
+    parser.add_argument("--labelled", type=integer_at_least(1), default=256)
+    parser.add_argument("--seeds", type=integer_at_least(0), nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", default="runs/encoder_only")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

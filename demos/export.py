@@ -19,7 +19,6 @@ Writing a torch.save file takes PyTorch: the optional `bench` extra (`pip instal
 transformer/nanogpt.py, with the reading side.
 """
 
-import argparse
 import dataclasses
 import json
 import os
@@ -27,7 +26,7 @@ import pickle
 
 import numpy as np
 
-from demos._flags import fail
+from demos._flags import command_line, fail
 from demos.gpt import load_corpus
 from transformer.checkpoint import load_checkpoint, model_from
 from transformer.lm_training import LMTrainConfig, decay_groups, vocab_of
@@ -113,7 +112,7 @@ def resume_command(out_dir, t, iteration):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line(PROG, __doc__)
     p.add_argument("--checkpoint", required=True, help="a folder (or checkpoint.npz) written by demos.gpt")
     p.add_argument("--nanogpt", required=True, metavar="CKPT_PT", help="the ckpt.pt to write (meta.pkl goes beside it)")
     args = p.parse_args(argv)

@@ -13,7 +13,6 @@ tests/test_readme_figures.py checks that RESULTS.md and those blocks are what th
 renders, so a figure is never typed by hand.
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -26,6 +25,7 @@ import numpy as np
 from demos import _report
 from demos._report import code, image, table
 from demos.bench import train as bench_train
+from demos._flags import command_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = os.path.join(ROOT, "docs", "figures.json")
@@ -491,8 +491,7 @@ def write_documents(record):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.figures", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.figures", __doc__)
     parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), help="these groups only")
     parser.add_argument("--collect", action="store_true", help="do not run the demos; read their existing outputs")
     parser.add_argument("--runs", default="runs", help="where the demos write (relative to the repository)")

@@ -24,7 +24,6 @@ and prints the command that resumes (`--resume OUT`, which continues bit for bit
 lowest validation loss).  --detect-anomaly stops at the first op that makes a NaN or inf.
 """
 
-import argparse
 import contextlib
 import dataclasses
 import json
@@ -35,7 +34,7 @@ import time
 import numpy as np
 
 from autograd import detect_anomaly, kernels, manual_seed
-from demos._flags import add_config_flags, fail, fail_config, given, refuse_contradictions
+from demos._flags import add_config_flags, command_line, fail, fail_config, given, integer_at_least, refuse_contradictions
 from transformer.checkpoint import model_from
 from transformer.decoder_only import DecoderOnly, gpt_config
 from transformer.bpe_training import train as train_bpe
@@ -66,14 +65,14 @@ BPE_VOCAB = 512                      # --vocab-size's default: 256 bytes, 255 me
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line(PROG, __doc__)
     p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
     add_config_flags(p, LMTrainConfig, TRAIN_FLAGS, helps=HELPS)
     add_config_flags(p, gpt_config, MODEL_FLAGS, RENAME, {"attention": ATTENTION_KINDS}, HELPS)
     p.add_argument("--tokenizer", choices=TOKENIZERS, help="characters (the default), or byte-level BPE tokens "
                    "learned from the training split")
     p.add_argument("--vocab-size", type=int, help=f"BPE's vocabulary size, at least 257 (default {BPE_VOCAB})")
-    p.add_argument("--sample-tokens", type=int, default=500, help="tokens in the sample written at the end")
+    p.add_argument("--sample-tokens", type=integer_at_least(1), default=500, help="tokens in the sample written at the end")
     p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
     p.add_argument("--detect-anomaly", action="store_true", help="stop at the first op that produces NaN or inf")
     p.add_argument("--out", default=None, help="output folder (default runs/gpt, or the --resume folder)")

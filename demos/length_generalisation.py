@@ -13,7 +13,6 @@ evaluated on lengths 1 to 20.  Writes length_generalisation.png (mean over seeds
 each seed's line faint) and results.json.
 """
 
-import argparse
 import json
 import os
 
@@ -23,16 +22,16 @@ from demos._plotting import output_dir, plt, save
 from transformer import tasks
 from transformer.positional import POSITIONAL_KINDS
 from transformer.training import TrainConfig, evaluate, train
+from demos._flags import command_line, integer_at_least
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.length_generalisation", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.length_generalisation", __doc__)
     parser.add_argument("--task", choices=sorted(tasks.ANSWERS), default="copy")
-    parser.add_argument("--train-len", type=int, default=10)
-    parser.add_argument("--test-len", type=int, default=20)
-    parser.add_argument("--per-length", type=int, default=200, help="held-out sequences per length")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--train-len", type=integer_at_least(1), default=10)
+    parser.add_argument("--test-len", type=integer_at_least(1), default=20)
+    parser.add_argument("--per-length", type=integer_at_least(1), default=200, help="held-out sequences per length")
+    parser.add_argument("--seeds", type=integer_at_least(0), nargs="+", default=[0])
     parser.add_argument("--positional", nargs="+", default=["sinusoidal", "learned", "rope", "alibi", "relative"],
                         choices=POSITIONAL_KINDS)
     parser.add_argument("--out", default="runs/length_generalisation")

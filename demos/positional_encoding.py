@@ -15,12 +15,12 @@ Writes
   decaying with |i - j|).
 """
 
-import argparse
 import json
 
 import numpy as np
 
 from autograd import Tensor, manual_seed, no_grad
+from demos._flags import command_line, integer_at_least
 from demos._plotting import output_dir, plt, save
 from transformer.attention import MultiHeadAttention
 from transformer.positional import (binary_table, encoding_criteria, integer_table, one_hot_table, scaled_table,
@@ -96,10 +96,9 @@ def plot_criteria(path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.positional_encoding", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--positions", type=int, default=64)
-    parser.add_argument("--d-model", type=int, default=64)
+    parser = command_line("demos.positional_encoding", __doc__)
+    parser.add_argument("--positions", type=integer_at_least(1), default=64)
+    parser.add_argument("--d-model", type=integer_at_least(1), default=64)
     parser.add_argument("--out", default="runs/positional_encoding")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

@@ -9,13 +9,12 @@ the last block_size characters are fed, as nanoGPT's sample.py does.  Reading na
 ckpt.pt needs no PyTorch (transformer/nanogpt.py reads the file itself).
 """
 
-import argparse
 import pickle
 import zipfile
 
 import numpy as np
 
-from demos._flags import fail
+from demos._flags import command_line, fail, integer_at_least, number
 from transformer.lm_training import load_lm
 from transformer.nanogpt import load_nanogpt_checkpoint, read_meta
 from transformer.text import CharVocab
@@ -25,16 +24,18 @@ PROG = "demos.sample"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line(PROG, __doc__)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoint", help="a folder (or checkpoint.npz) written by demos.gpt")
     source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
     p.add_argument("--meta", help="nanoGPT's meta.pkl with the character vocabulary")
     p.add_argument("--prompt", default="\n")
-    p.add_argument("--tokens", type=int, default=500, help="tokens to generate (characters, for a character model)")
-    p.add_argument("--temperature", type=float, default=0.8, help="0 picks the most likely character")
-    p.add_argument("--top-k", type=int, default=200, help="sample among the k most likely (1: greedy)")
-    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--tokens", type=integer_at_least(1), default=500,
+                   help="tokens to generate (characters, for a character model)")
+    p.add_argument("--temperature", type=number(lambda t: t >= 0, ">= 0"), default=0.8,
+                   help="0 picks the most likely character")
+    p.add_argument("--top-k", type=integer_at_least(1), default=200, help="sample among the k most likely (1: greedy)")
+    p.add_argument("--seed", type=integer_at_least(0), default=1337)
     args = p.parse_args(argv)
     if args.nanogpt and not args.meta:
         fail(PROG, "--nanogpt needs --meta (nanoGPT's meta.pkl) for the character vocabulary")

@@ -6,13 +6,13 @@ Every weight is one `Value`, so each step builds a graph of thousands of scalar 
 backpropagates through it: slow, but nothing is hidden.  Writes the decision boundary.
 """
 
-import argparse
 import random
 
 import numpy as np
 
 from autograd import Value
 from demos._plotting import output_dir, plt, save
+from demos._flags import command_line, integer_at_least
 
 
 def two_moons(n, noise, seed):
@@ -66,11 +66,10 @@ def hinge_loss(model, points, labels, alpha=1e-4):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.scalar_mlp", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--points", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = command_line("demos.scalar_mlp", __doc__)
+    parser.add_argument("--steps", type=integer_at_least(1), default=60)
+    parser.add_argument("--points", type=integer_at_least(1), default=60)
+    parser.add_argument("--seed", type=integer_at_least(0), default=0)
     parser.add_argument("--out", default="runs/scalar_mlp")
     args = parser.parse_args(argv)
     out_dir = output_dir(args.out)

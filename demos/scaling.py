@@ -8,12 +8,12 @@ one-hot choice and gradients through the softmax vanish.  Dividing by sqrt(d_k) 
 scores' variance at 1 whatever d_k.  Writes scaling.png.
 """
 
-import argparse
 
 import numpy as np
 
 from autograd.kernels import reference
 from demos._plotting import output_dir, plt, save
+from demos._flags import command_line, integer_at_least
 
 
 def weight_statistics(d_k, keys=32, trials=200, scale=True, seed=0):
@@ -30,9 +30,8 @@ def weight_statistics(d_k, keys=32, trials=200, scale=True, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.scaling", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keys", type=int, default=32)
+    parser = command_line("demos.scaling", __doc__)
+    parser.add_argument("--keys", type=integer_at_least(1), default=32)
     parser.add_argument("--out", default="runs/scaling")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

@@ -13,7 +13,6 @@ models with attention, cross_attention.png for a composed test command; appends 
 result to OUT/results.jsonl and rewrites OUT/results.md (and with --all, OUT/scan.png).
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,6 +27,7 @@ from demos.plots import loss_curve
 from transformer import scan
 from transformer.rnn import RNNConfig, RNNEncoderDecoder
 from transformer.training import TrainConfig, build_model, evaluate, train
+from demos._flags import command_line, integer_at_least, number
 
 MODELS = ("transformer", "rnn-attention", "rnn")
 # Lake and Baroni (2018), arXiv:1711.00350: test accuracy of their overall-best network (an LSTM
@@ -204,18 +204,17 @@ def run_grid(seeds, out, jobs, options=()):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.scan", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.scan", __doc__)
     parser.add_argument("--split", choices=scan.SPLITS, default="simple")
     parser.add_argument("--model", choices=MODELS, default="transformer")
     parser.add_argument("--positional", default="sinusoidal", help="the Transformer's positional scheme")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, nargs="+", help="with --all: the seeds of each cell (default: --seed)")
-    parser.add_argument("--steps", type=int, help=f"training steps (default per model: {STEPS})")
-    parser.add_argument("--lr", type=float, help=f"peak learning rate, warm-up then cosine decay (default per model: {LR})")
-    parser.add_argument("--dropout", type=float, default=0.0, help="the Transformer's dropout")
+    parser.add_argument("--seed", type=integer_at_least(0), default=0)
+    parser.add_argument("--seeds", type=integer_at_least(0), nargs="+", help="with --all: the seeds of each cell (default: --seed)")
+    parser.add_argument("--steps", type=integer_at_least(1), help=f"training steps (default per model: {STEPS})")
+    parser.add_argument("--lr", type=number(lambda lr: lr > 0, "> 0"), help=f"peak learning rate, warm-up then cosine decay (default per model: {LR})")
+    parser.add_argument("--dropout", type=number(lambda p: 0 <= p < 1, "in [0, 1)"), default=0.0, help="the Transformer's dropout")
     parser.add_argument("--all", action="store_true", help="the grid: every split with every model")
-    parser.add_argument("--jobs", type=int, default=2, help="with --all: cells run at a time, one thread each")
+    parser.add_argument("--jobs", type=integer_at_least(1), default=2, help="with --all: cells run at a time, one thread each")
     parser.add_argument("--out", default="runs/scan")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

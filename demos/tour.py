@@ -7,13 +7,13 @@ receives and what it sends to its inputs), checks the result with gradcheck, and
 a drawing of the graph.  Put a breakpoint in `autograd/engine.py:run_backward` to step it.
 """
 
-import argparse
 
 import numpy as np
 
 from autograd import Tensor, draw_graph, gradcheck, kernels, print_graph
 from autograd.engine import graph_nodes
 from demos._plotting import output_dir
+from demos._flags import command_line
 
 
 def expression(x, w, b):
@@ -25,8 +25,7 @@ def expression(x, w, b):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.tour", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.tour", __doc__)
     parser.add_argument("--out", default="runs/tour")
     args = parser.parse_args(argv)
     out_dir = output_dir(args.out)

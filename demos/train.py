@@ -30,7 +30,7 @@ import numpy as np
 import nn
 from autograd import detect_anomaly, kernels
 from transformer import tasks
-from demos._flags import add_config_flags, fail, fail_config, given, refuse_contradictions
+from demos._flags import add_config_flags, command_line, fail, fail_config, given, integer_at_least, refuse_contradictions
 from transformer.checkpoint import load_checkpoint
 from transformer.decoding import beam_search, greedy_decode
 from transformer.model import TransformerConfig
@@ -64,16 +64,16 @@ PROG = "demos.train"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line(PROG, __doc__)
     add_config_flags(p, TrainConfig, TRAIN_FLAGS, RENAME, CHOICES, HELPS)
     add_config_flags(p, TransformerConfig, MODEL_FLAGS, RENAME, CHOICES, HELPS)
     layers = TransformerConfig.__dataclass_fields__["num_encoder_layers"].default
-    p.add_argument("--layers", type=int, default=argparse.SUPPRESS,
+    p.add_argument("--layers", type=integer_at_least(1), default=argparse.SUPPRESS,
                    help=f"encoder layers and decoder layers, each (default: {layers})")
     p.add_argument("--out", default=None, help="output folder (default runs/<task>, or the --resume folder)")
-    p.add_argument("--beam-size", type=int, default=4)
-    p.add_argument("--beam-examples", type=int, default=200, help="held-out sequences to compare greedy and beam on")
-    p.add_argument("--average-last", type=int, default=0, metavar="K",
+    p.add_argument("--beam-size", type=integer_at_least(1), default=4)
+    p.add_argument("--beam-examples", type=integer_at_least(1), default=200, help="held-out sequences to compare greedy and beam on")
+    p.add_argument("--average-last", type=integer_at_least(0), default=0, metavar="K",
                    help="also evaluate the average of the last K checkpoints (use with --save-every)")
     p.add_argument("--resume", metavar="DIR", help="continue the run saved in DIR exactly where it stopped")
     p.add_argument("--detect-anomaly", action="store_true", help="stop at the first op that produces NaN or inf")

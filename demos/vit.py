@@ -8,7 +8,6 @@ held-out accuracy (or --steps), then writes vit.png: a few held-out images with 
 predictions, and the <class> token's attention over the patches.
 """
 
-import argparse
 import json
 import os
 import time
@@ -21,6 +20,7 @@ from nn import functional as F
 from nn.recipe import make_optimizer, optimize
 from transformer.toy_data import ORIENTATIONS, bars
 from transformer.vit import ViTConfig, VisionTransformer
+from demos._flags import command_line, integer_at_least, number
 
 
 def accuracy(model, images, labels):
@@ -32,11 +32,10 @@ def accuracy(model, images, labels):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.vit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=1500, help="at most this many steps (stops at --target)")
-    parser.add_argument("--target", type=float, default=0.95)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = command_line("demos.vit", __doc__)
+    parser.add_argument("--steps", type=integer_at_least(1), default=1500, help="at most this many steps (stops at --target)")
+    parser.add_argument("--target", type=number(lambda t: 0 < t <= 1, "in (0, 1]"), default=0.95)
+    parser.add_argument("--seed", type=integer_at_least(0), default=0)
     parser.add_argument("--out", default="runs/vit")
     args = parser.parse_args(argv)
     out = output_dir(args.out)

@@ -48,6 +48,7 @@ class LMTrainConfig:
         require_positive("LMTrainConfig", **{name: getattr(self, name) for name in (
             "block_size", "batch_size", "max_iters", "eval_every", "eval_iters", "log_every")})
         require("LMTrainConfig", "lr", self.lr, self.lr > 0, "> 0")
+        require("LMTrainConfig", "seed", self.seed, self.seed >= 0, ">= 0")
         require("LMTrainConfig", "min_lr", self.min_lr, 0 <= self.min_lr <= self.lr, f"in [0, lr = {self.lr}]")
         for name in ("warmup", "weight_decay", "save_every"):
             require("LMTrainConfig", name, getattr(self, name), getattr(self, name) >= 0, ">= 0")

@@ -46,6 +46,7 @@ class TrainConfig:
                          batch_size=self.batch_size, max_steps=self.max_steps, eval_every=self.eval_every,
                          eval_size=self.eval_size, keep_last=self.keep_last, decay_steps=self.decay_steps)
         require("TrainConfig", "lr", self.lr, self.lr > 0, "> 0")
+        require("TrainConfig", "seed", self.seed, self.seed >= 0, ">= 0")
         require("TrainConfig", "warmup", self.warmup, self.warmup >= (1 if self.schedule == "noam" else 0),
                 ">= 1 with the noam schedule" if self.schedule == "noam" else ">= 0")
         require("TrainConfig", "label_smoothing", self.label_smoothing, 0 <= self.label_smoothing < 1, "in [0, 1)")

@@ -23,11 +23,11 @@ that both libraries' fused / composed ratios come from one run; their outputs an
 are first checked equal to ours.
 """
 
-import argparse
 import time
 
 from demos._results import write_json
 from demos.bench._threads import use_threads
+from demos._flags import command_line
 
 
 def median_ms(fn, repeats):
@@ -42,8 +42,7 @@ def median_ms(fn, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.bench.attention", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.bench.attention", __doc__)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--heads", type=int, default=4)

@@ -12,7 +12,6 @@ Times, in interleaved rounds (medians reported):
   and pattern, whose tokens are first checked equal to ours.
 """
 
-import argparse
 import os
 import statistics
 import time
@@ -22,6 +21,7 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")        # tokenizers' trainer: on
 from demos._results import write_json                   # noqa: E402
 from transformer import bpe, bpe_training               # noqa: E402
 from transformer.text import stdlib_docstrings          # noqa: E402
+from demos._flags import command_line
 
 
 def seconds(fn):
@@ -59,8 +59,7 @@ def tiktoken_encoder(tokenizer):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="demos.bench.bpe", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line("demos.bench.bpe", __doc__)
     p.add_argument("--merges", type=int, default=1000)
     p.add_argument("--reference-merges", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)

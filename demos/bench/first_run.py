@@ -11,7 +11,6 @@ The first run compiles the kernels in child processes (autograd/engine_room/comp
 a later run loads them from the cache.
 """
 
-import argparse
 import os
 import shutil
 import statistics
@@ -21,6 +20,7 @@ import tempfile
 import time
 
 from demos._results import write_json
+from demos._flags import command_line
 
 DEMOS = {"demos.train --task reverse": ["demos.train", "--task", "reverse"], "demos.gpt": ["demos.gpt"]}
 
@@ -50,8 +50,7 @@ def time_to_progress(module_args, cache, out, one_core):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="demos.bench.first_run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line("demos.bench.first_run", __doc__)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args(argv)

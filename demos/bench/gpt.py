@@ -1,7 +1,6 @@
 """The GPT half of demos/bench/train.py (`--model gpt`): our DecoderOnly against the same
 GPT in PyTorch (demos/bench/torch_gpt.py), step time and, with --recipe, a whole training run."""
 
-import dataclasses
 import time
 
 import numpy as np

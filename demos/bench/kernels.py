@@ -14,7 +14,6 @@ Thread counts are fixed before numpy is imported, so BLAS, Numba and PyTorch all
 `--threads` threads.
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -22,13 +21,13 @@ import sys
 import tempfile
 import time
 
+from demos._flags import command_line
 from demos._results import write_json
 from demos.bench._threads import use_threads
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.bench.kernels", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.bench.kernels", __doc__)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")

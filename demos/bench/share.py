@@ -10,7 +10,6 @@ metrics.json; the configurations alternate in rounds, and medians are reported. 
 side, a fair share is half of the solo speed.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -19,6 +18,7 @@ import sys
 import tempfile
 
 from demos._results import write_json
+from demos._flags import command_line
 
 
 def start(folder, iters, share):
@@ -37,8 +37,7 @@ def tokens_per_second(folders, iters, share):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="demos.bench.share", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_line("demos.bench.share", __doc__)
     p.add_argument("--iters", type=int, default=150)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--json", help="write the figures to this file")

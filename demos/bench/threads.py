@@ -15,10 +15,10 @@ numpy's BLAS keeps --threads threads in both: the step's products are ours, and 
 its ops calls numpy's matmul.
 """
 
-import argparse
 
 from demos._results import write_json
 from demos.bench._threads import use_threads
+from demos._flags import command_line
 
 STEPS_PER_ROUND = {"S": 20, "M": 6, "L": 2}
 
@@ -71,8 +71,7 @@ def compare(step, threads, rounds, steps):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.bench.threads", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.bench.threads", __doc__)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sizes", nargs="+", choices=sorted(STEPS_PER_ROUND), default=["S", "M", "L"])
     parser.add_argument("--rounds", type=int, default=7)

@@ -21,16 +21,15 @@ in the same run, rounds of ours and theirs interleaved.  --profile prints where 
 spends its time.
 """
 
-import argparse
 import time
 
 from demos._results import write_json
 from demos.bench._threads import use_threads
+from demos._flags import command_line
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="demos.bench.train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = command_line("demos.bench.train", __doc__)
     parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
     parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
