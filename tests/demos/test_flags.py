@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from demos import gpt, train
+from demos._flags import command_line, integer_at_least, number
 from transformer.decoder_only import gpt_config
 from transformer.lm_training import LMTrainConfig
 from transformer.model import TransformerConfig
@@ -96,3 +97,29 @@ def test_help_names_the_command_a_user_types(command, capsys, monkeypatch):
         runpy.run_module(command, run_name="__main__")
     assert leaving.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: {command} ")
+
+
+@pytest.mark.parametrize("command", list(_commands()))
+def test_a_mistyped_flag_is_one_line_naming_the_command(command, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [command, "--no-such-flag"])
+    monkeypatch.delitem(sys.modules, command, raising=False)
+    with pytest.raises(SystemExit) as leaving:
+        runpy.run_module(command, run_name="__main__")
+    err = capsys.readouterr().err
+    assert leaving.value.code == 2 and len(err.splitlines()) == 1
+    assert err.startswith(f"{command}: error: ") and err.endswith(f"(python -m {command} --help lists the flags)\n")
+    assert "--no-such-flag" in err or "required" in err            # demos.debug first asks for its module
+
+
+@pytest.mark.parametrize("flag_type, text, says", [
+    (integer_at_least(1), "0", "must be an integer >= 1, got 0"),
+    (integer_at_least(0), "-1", "must be an integer >= 0, got -1"),
+    (integer_at_least(1), "x", "invalid integer value: 'x'"),
+    (number(lambda p: 0 <= p < 1, "in [0, 1)"), "1", "must be in [0, 1), got 1.0")])
+def test_a_value_out_of_range_is_refused_as_it_is_parsed(flag_type, text, says, capsys):
+    parser = command_line("demos.example", "")
+    parser.add_argument("--count", type=flag_type)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--count", text])
+    assert capsys.readouterr().err.startswith(f"demos.example: error: argument --count: {says} (")
+    assert parser.parse_args(["--count", "1" if text != "1" else "0.5"]).count in (1, 0.5)
