@@ -18,6 +18,15 @@ class CommandLine(argparse.ArgumentParser):
     def error(self, message):
         fail(self.prog, f"{message} (python -m {self.prog} --help lists the flags)")
 
+    def parse_args(self, args=None, namespace=None):
+        """The arguments; an --out that names a file, not a folder, is refused here, before
+        anything runs (the demo would fail when it first writes, perhaps after training)."""
+        parsed = super().parse_args(args, namespace)
+        out = getattr(parsed, "out", None)
+        if isinstance(out, str) and os.path.exists(out) and not os.path.isdir(out):
+            fail(self.prog, f"--out: {out} is a file; expected a folder to write into (made if missing)")
+        return parsed
+
 
 def command_line(prog, doc):
     """The parser of the command `python -m prog`, its help the module's docstring."""

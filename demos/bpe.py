@@ -33,6 +33,8 @@ def main(argv=None):
     p.add_argument("--sentence", default=SENTENCE, help="a sentence to show split into tokens")
     p.add_argument("--save", metavar="FILE", help="write the tokenizer as JSON to FILE")
     args = p.parse_args(argv)
+    if args.save and os.path.isdir(args.save):
+        fail(PROG, f"--save: {args.save} is a folder; expected the path of the JSON file to write")
     try:
         text, source = load_corpus(args.data)
     except (OSError, ValueError) as err:

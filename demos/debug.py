@@ -18,11 +18,13 @@ wrappers.  Every -b sets a breakpoint; the program runs until the first one.
 import argparse
 import ast
 import bdb
+import importlib.util
 import os
 import pdb
 import runpy
 import sys
-from demos._flags import command_line
+
+from demos._flags import command_line, fail
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -85,6 +87,14 @@ def _function_node(tree, names):
     return None
 
 
+def _missing(module):
+    """Whether there is no module `module` (a dotted name) to run."""
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:
+        return True
+
+
 def main(argv=None):
     parser = command_line("demos.debug", __doc__)
     parser.add_argument("-b", "--break", dest="breakpoints", action="append", default=[],
@@ -92,6 +102,8 @@ def main(argv=None):
     parser.add_argument("module", help="the demo to run, e.g. demos.tour")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = parser.parse_args(argv)
+    if _missing(args.module):
+        fail("demos.debug", f"module: no module {args.module!r} to run (e.g. demos.tour, demos.train)")
     debug = debugger(args.breakpoints)
     sys.argv = [args.module, *args.args]
     debug.reset()

@@ -72,14 +72,20 @@ def torch_optimizer_state(torch, weights, model, state, train_config):
     return optimizer.state_dict(), f"AdamW's moments after {step} steps"
 
 
-def export(checkpoint, path):
-    """Write path (ckpt.pt) and meta.pkl beside it; returns what was written, to print."""
-    import torch
+def read_checkpoint(checkpoint):
+    """(the checkpoint's entries, our model, its vocabulary), of a model nanoGPT can be."""
     state = load_checkpoint(checkpoint, needs=("vocab",), kinds=("DecoderOnly",))
     model, vocab = model_from(state), vocab_of(state)
-    model_args = nanogpt_model_args(model.config)
+    nanogpt_model_args(model.config)                                   # refuses a model nanoGPT cannot be
     if vocab.kind != "char":
         raise ValueError(f"the model reads {vocab.kind} tokens; nanoGPT's meta.pkl holds a character vocabulary only")
+    return state, model, vocab
+
+
+def export(state, model, vocab, path):
+    """Write path (ckpt.pt) and meta.pkl beside it; returns what was written, to print."""
+    import torch
+    model_args = nanogpt_model_args(model.config)
     weights = to_nanogpt(model)
     history = json.loads(str(state["history"])) if "history" in state else {"step": [], "evals": []}
     train_config = (json.loads(str(state["train_config"])) if "train_config" in state
@@ -117,13 +123,19 @@ def main(argv=None):
     p.add_argument("--nanogpt", required=True, metavar="CKPT_PT", help="the ckpt.pt to write (meta.pkl goes beside it)")
     args = p.parse_args(argv)
     try:
+        state, model, vocab = read_checkpoint(args.checkpoint)
+    except (OSError, ValueError) as err:
+        fail(PROG, f"--checkpoint: {err}")
+    if os.path.isdir(args.nanogpt):
+        fail(PROG, f"--nanogpt: {args.nanogpt} is a folder; expected the path of the ckpt.pt to write")
+    try:
         import torch  # noqa: F401
     except ImportError:
         fail(PROG, "--nanogpt writes a PyTorch checkpoint and needs PyTorch: pip install -e \".[bench]\"")
     try:
-        message, train_config, iteration = export(args.checkpoint, args.nanogpt)
-    except (OSError, ValueError) as err:
-        fail(PROG, f"--checkpoint: {err}")
+        message, train_config, iteration = export(state, model, vocab, args.nanogpt)
+    except OSError as err:
+        fail(PROG, f"--nanogpt: {err}")
     out_dir = os.path.dirname(args.nanogpt) or "."
     print(message)
     print(f"in nanoGPT: copy {out_dir}/meta.pkl, train.bin and val.bin into data/{DATASET}/, then "

@@ -45,19 +45,23 @@ def parse_args(argv=None):
 def load(args):
     """(model, vocab) from either kind of checkpoint."""
     if args.checkpoint:
-        return load_lm(args.checkpoint)
-    meta = read_meta(args.meta)
-    itos = meta["itos"]
+        return read("checkpoint", load_lm, args.checkpoint)
+    itos = read("meta", read_meta, args.meta)["itos"]
     vocab = CharVocab(itos[i] for i in range(len(itos)))
-    return load_nanogpt_checkpoint(args.nanogpt), vocab
+    return read("nanogpt", load_nanogpt_checkpoint, args.nanogpt), vocab
+
+
+def read(flag, reader, path):
+    """reader(path); a file that cannot be read is the user's mistake, named by its flag."""
+    try:
+        return reader(path)
+    except (OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as err:
+        fail(PROG, f"--{flag}: {err}")
 
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        model, vocab = load(args)
-    except (OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as err:
-        fail(PROG, f"--{'checkpoint' if args.checkpoint else 'nanogpt'}: {err}")
+    model, vocab = load(args)
     if len(vocab) != model.config.vocab:
         fail(PROG, f"the vocabulary has {len(vocab)} tokens but the model {model.config.vocab}")
     if not args.prompt:

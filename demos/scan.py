@@ -25,6 +25,7 @@ from autograd import manual_seed, no_grad
 from demos._plotting import output_dir, plt, save
 from demos.plots import loss_curve
 from transformer import scan
+from transformer.positional import POSITIONAL_KINDS
 from transformer.rnn import RNNConfig, RNNEncoderDecoder
 from transformer.training import TrainConfig, build_model, evaluate, train
 from demos._flags import command_line, integer_at_least, number
@@ -207,7 +208,8 @@ def main(argv=None):
     parser = command_line("demos.scan", __doc__)
     parser.add_argument("--split", choices=scan.SPLITS, default="simple")
     parser.add_argument("--model", choices=MODELS, default="transformer")
-    parser.add_argument("--positional", default="sinusoidal", help="the Transformer's positional scheme")
+    parser.add_argument("--positional", default="sinusoidal", choices=POSITIONAL_KINDS,
+                        help="the Transformer's positional scheme")
     parser.add_argument("--seed", type=integer_at_least(0), default=0)
     parser.add_argument("--seeds", type=integer_at_least(0), nargs="+", help="with --all: the seeds of each cell (default: --seed)")
     parser.add_argument("--steps", type=integer_at_least(1), help=f"training steps (default per model: {STEPS})")

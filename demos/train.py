@@ -217,9 +217,9 @@ def decode_input(checkpoint, text, beam_size):
     try:
         src = data.encode_source(text)
     except ValueError as err:
-        raise SystemExit(f"--decode: {err}") from None
+        fail(PROG, f"--decode: {err}")
     if src.shape[1] + 2 > model.config.max_len:
-        raise SystemExit(f"--decode: at most {model.config.max_len - 2} tokens for this model, got {src.shape[1]}")
+        fail(PROG, f"--decode: at most {model.config.max_len - 2} tokens for this model, got {src.shape[1]}")
     max_len = data.max_output_len + 1
     greedy = tasks.strip(greedy_decode(model, src, max_len, tasks.BOS, tasks.EOS, tasks.PAD)[0])
     beam = tasks.strip(beam_search(model, src, max_len, tasks.BOS, tasks.EOS, beam_size=beam_size)[0])

@@ -55,6 +55,8 @@ def cut(text, hints):
 def student_copy(root, destination, hints):
     """Copy the project to destination with every exercise region cut out; returns the
     files changed."""
+    if os.path.exists(destination) and not os.path.isdir(destination):
+        raise FileExistsError(f"exercises make: {destination!r} is a file; expected a new or empty folder")
     if os.path.exists(destination) and os.listdir(destination):
         raise FileExistsError(f"exercises make: {destination!r} exists and is not empty")
     shutil.copytree(root, destination, dirs_exist_ok=True,

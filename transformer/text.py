@@ -60,6 +60,8 @@ def _python_files(root):
 
 def read_text(path):
     """The text of a UTF-8 file, with a clear error for a missing, empty or binary file."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"read_text: {path!r} is a folder; expected a text file")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"read_text: no file at {path!r}")
     with open(path, "rb") as f:

@@ -27,7 +27,7 @@ import time
 
 from demos._results import write_json
 from demos.bench._threads import use_threads
-from demos._flags import command_line
+from demos._flags import command_line, integer_at_least
 
 
 def median_ms(fn, repeats):
@@ -43,7 +43,7 @@ def median_ms(fn, repeats):
 
 def main(argv=None):
     parser = command_line("demos.bench.attention", __doc__)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=integer_at_least(1), default=1)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--length", type=int, default=64)

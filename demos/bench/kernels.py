@@ -21,14 +21,14 @@ import sys
 import tempfile
 import time
 
-from demos._flags import command_line
+from demos._flags import command_line, integer_at_least
 from demos._results import write_json
 from demos.bench._threads import use_threads
 
 
 def parse_args(argv=None):
     parser = command_line("demos.bench.kernels", __doc__)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=integer_at_least(1), default=1)
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")
     parser.add_argument("--sizes", nargs="*", default=["S", "M", "L"], help="training-step sizes for the GEMM-shape table")

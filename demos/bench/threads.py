@@ -18,7 +18,7 @@ its ops calls numpy's matmul.
 
 from demos._results import write_json
 from demos.bench._threads import use_threads
-from demos._flags import command_line
+from demos._flags import command_line, integer_at_least
 
 STEPS_PER_ROUND = {"S": 20, "M": 6, "L": 2}
 
@@ -72,7 +72,7 @@ def compare(step, threads, rounds, steps):
 
 def main(argv=None):
     parser = command_line("demos.bench.threads", __doc__)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=integer_at_least(1), default=2)
     parser.add_argument("--sizes", nargs="+", choices=sorted(STEPS_PER_ROUND), default=["S", "M", "L"])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--json")

@@ -25,7 +25,7 @@ import time
 
 from demos._results import write_json
 from demos.bench._threads import use_threads
-from demos._flags import command_line
+from demos._flags import command_line, integer_at_least
 
 
 def parse_args(argv=None):
@@ -37,7 +37,7 @@ def parse_args(argv=None):
                         help="--model gpt: our attention (PyTorch's is its fused scaled_dot_product_attention); "
                              "two kinds time our step with each, interleaved, the first for --recipe")
     parser.add_argument("--size", choices=sorted(SIZES), default="S", help="--model transformer: the model's size")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=integer_at_least(1), default=1)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json")

@@ -48,16 +48,22 @@ def test_a_model_nanogpt_cannot_be_is_named():
 
 
 def test_without_pytorch_the_command_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    run = trained_run(tmp_path / "run")
+    capsys.readouterr()
     monkeypatch.setitem(sys.modules, "torch", None)                # import torch raises ImportError
-    err = refused(export.main, ["--checkpoint", str(tmp_path), "--nanogpt", str(tmp_path / "ckpt.pt")], capsys,
+    err = refused(export.main, ["--checkpoint", str(run), "--nanogpt", str(tmp_path / "ckpt.pt")], capsys,
                   "demos.export: error: --nanogpt writes a PyTorch checkpoint and needs PyTorch")
     assert 'pip install -e ".[bench]"' in err and not (tmp_path / "ckpt.pt").exists()
 
 
 def test_export_mistakes(tmp_path, capsys):
-    pytest.importorskip("torch", reason="writing ckpt.pt takes PyTorch (the bench extra)")
+    """Each named before PyTorch is needed."""
     bpe = trained_run(tmp_path / "bpe", "--tokenizer", "bpe", "--vocab-size", "300")
+    char = trained_run(tmp_path / "char")
     capsys.readouterr()
+    err = refused(export.main, ["--checkpoint", str(char), "--nanogpt", str(tmp_path)], capsys,
+                  "demos.export: error: --nanogpt: ")
+    assert "is a folder" in err
     err = refused(export.main, ["--checkpoint", str(bpe), "--nanogpt", str(tmp_path / "x" / "ckpt.pt")], capsys,
                   "demos.export: error: --checkpoint: ")
     assert "reads bpe tokens" in err and not (tmp_path / "x").exists()

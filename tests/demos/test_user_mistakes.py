@@ -2,6 +2,7 @@
 argument and what was expected, exit status 2, and nothing written."""
 
 import os
+import pickle
 
 import pytest
 
@@ -45,17 +46,19 @@ def test_gpt_resume_mistakes(tmp_path, capsys, make, says):
     assert says in err and sorted(os.listdir(folder)) == before
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--checkpoint", "{tmp}/nowhere"], "no checkpoint file at"),
-    (["--checkpoint", "{tmp}/random.npz"], "is not a checkpoint"),
-    (["--checkpoint", "{tmp}/truncated.npz"], "truncated or corrupt"),
-    (["--nanogpt", "{tmp}/nowhere.pt", "--meta", "{tmp}/nowhere.pkl"], "No such file"),
-    (["--nanogpt", "{tmp}/random.npz", "--meta", "{tmp}/random.npz"], "")])
-def test_sample_checkpoint_mistakes(tmp_path, capsys, argv, says):
+@pytest.mark.parametrize("argv, blamed, says", [
+    (["--checkpoint", "{tmp}/nowhere"], "--checkpoint", "no checkpoint file at"),
+    (["--checkpoint", "{tmp}/random.npz"], "--checkpoint", "is not a checkpoint"),
+    (["--checkpoint", "{tmp}/truncated.npz"], "--checkpoint", "truncated or corrupt"),
+    (["--nanogpt", "{tmp}/nowhere.pt", "--meta", "{tmp}/nowhere.pkl"], "--meta", "No such file"),
+    (["--nanogpt", "{tmp}/random.npz", "--meta", "{tmp}/random.npz"], "--meta", ""),
+    (["--nanogpt", "{tmp}/random.npz", "--meta", "{tmp}/meta.pkl"], "--nanogpt", ""),
+    (["--nanogpt", "{tmp}/nowhere.pt", "--meta", "{tmp}/meta.pkl"], "--nanogpt", "no file at")])
+def test_sample_checkpoint_mistakes(tmp_path, capsys, argv, blamed, says):
     (tmp_path / "random.npz").write_bytes(os.urandom(64))
     (tmp_path / "truncated.npz").write_bytes(b"PK\3\4" + os.urandom(40))
-    option = argv[0]
-    err = refused(sample.main, [a.format(tmp=tmp_path) for a in argv], capsys, f"demos.sample: error: {option}: ")
+    (tmp_path / "meta.pkl").write_bytes(pickle.dumps({"vocab_size": 2, "itos": {0: "a", 1: "b"}, "stoi": {"a": 0, "b": 1}}))
+    err = refused(sample.main, [a.format(tmp=tmp_path) for a in argv], capsys, f"demos.sample: error: {blamed}: ")
     assert says in err
 
 

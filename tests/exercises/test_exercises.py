@@ -49,6 +49,8 @@ def test_the_student_copy_fails_every_check_naming_the_exercise(tmp_path):
         assert line.startswith(f"exercise {name}: NotImplementedError: exercise {name}: "), line
     status, out = exercises("make", str(student))
     assert status == 2 and "exists and is not empty" in out
+    status, out = exercises("make", str(student / "README.md"))
+    assert status == 2 and "is a file; expected a new or empty folder" in out
     reference = student / "autograd" / "kernels" / "reference.py"      # one exercise solved, in the student's copy
     solved = with_wrong_answer(reference.read_text(), "softmax_backward", 0,
                                "    return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))\n")
