@@ -1,6 +1,7 @@
 """A user's mistake in a demo's arguments or files is one line on stderr naming the
 argument and what was expected, exit status 2, and nothing written."""
 
+import importlib
 import os
 import pickle
 
@@ -57,7 +58,8 @@ def test_gpt_resume_mistakes(tmp_path, capsys, make, says):
 def test_sample_checkpoint_mistakes(tmp_path, capsys, argv, blamed, says):
     (tmp_path / "random.npz").write_bytes(os.urandom(64))
     (tmp_path / "truncated.npz").write_bytes(b"PK\3\4" + os.urandom(40))
-    (tmp_path / "meta.pkl").write_bytes(pickle.dumps({"vocab_size": 2, "itos": {0: "a", 1: "b"}, "stoi": {"a": 0, "b": 1}}))
+    meta = {"vocab_size": 2, "itos": {0: "a", 1: "b"}, "stoi": {"a": 0, "b": 1}}
+    (tmp_path / "meta.pkl").write_bytes(pickle.dumps(meta))
     err = refused(sample.main, [a.format(tmp=tmp_path) for a in argv], capsys, f"demos.sample: error: {blamed}: ")
     assert says in err
 
@@ -100,3 +102,28 @@ def test_a_flag_out_of_range_is_named_as_typed(tmp_path, capsys, main, argv, say
     prog = "demos.train" if main is train.main else "demos.gpt"
     err = refused(main, argv + ["--out", str(out)], capsys, f"{prog}: error: {says}")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command, argv, says", [
+    ("train", ["--out", "{file}"], "--out: {file} is a file; expected a folder"),
+    ("gpt", ["--out", "{file}"], "--out: {file} is a file; expected a folder"),
+    ("gpt", ["--data", "{tmp}", "--out", "{tmp}/out"], "--data: read_text: '{tmp}' is a folder; expected a text file"),
+    ("bpe", ["--save", "{tmp}"], "--save: {tmp} is a folder; expected the path of the JSON file"),
+    ("scan", ["--positional", "banana"], "argument --positional: invalid choice: 'banana'"),
+    ("debug", ["demos.nosuchdemo"], "module: no module 'demos.nosuchdemo' to run")])
+def test_a_path_or_name_that_cannot_be_used_is_refused_before_anything_runs(tmp_path, capsys, command, argv, says):
+    file = tmp_path / "notes.txt"
+    file.write_text("a file, not a folder")
+    before = sorted(os.listdir(tmp_path))
+    fill = {"file": str(file), "tmp": str(tmp_path)}
+    main = importlib.import_module(f"demos.{command}").main
+    refused(main, [a.format(**fill) for a in argv], capsys, f"demos.{command}: error: {says.format(**fill)}")
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_decode_input_outside_the_vocabulary_is_one_line(tmp_path, capsys):
+    train.main(["--steps", "1", "--eval-every", "1", "--beam-examples", "1", "--out", str(tmp_path)])
+    capsys.readouterr()
+    err = refused(train.main, ["--checkpoint", str(tmp_path), "--decode", "a b z q"], capsys,
+                  "demos.train: error: --decode: ")
+    assert "use the task's symbols a b c d e f g h i j" in err
