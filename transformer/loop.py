@@ -41,6 +41,10 @@ def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_ev
     keep_last step-N.npz files.  Returns the history."""
     history = history or new_history()
     rotation = CheckpointRotation(out_dir, keep_last) if out_dir else None
+    if rotation and not history["step"]:                                  # a new run
+        stale = rotation.clear_earlier_run()
+        if stale:
+            log(f"{out_dir} held an earlier run's {', '.join(stale)}: removed (this run writes its own)")
 
     def save():
         score = job.score(history["evals"][-1]) if history["evals"] else None

@@ -80,6 +80,17 @@ class CheckpointRotation:
             self.best = score
             nn.save(state, os.path.join(self.folder, "best.npz"))
 
+    def clear_earlier_run(self):
+        """Remove an earlier run's step-N.npz and best.npz from the folder (a new run in the
+        same folder: left there, they would pass for this run's, and an earlier run's later
+        steps would outlast this run's in the rotation); returns their names."""
+        if not os.path.isdir(self.folder):
+            return []
+        stale = self.numbered() + [path for path in [os.path.join(self.folder, "best.npz")] if os.path.exists(path)]
+        for path in stale:
+            os.remove(path)
+        return [os.path.basename(path) for path in stale]
+
     def numbered(self):
         """The step-N.npz files in the folder, oldest first."""
         names = [n for n in os.listdir(self.folder) if n.startswith("step-") and n.endswith(".npz")]

@@ -51,7 +51,7 @@ class TrainConfig:
                 ">= 1 with the noam schedule" if self.schedule == "noam" else ">= 0")
         require("TrainConfig", "label_smoothing", self.label_smoothing, 0 <= self.label_smoothing < 1, "in [0, 1)")
         require("TrainConfig", "clip_norm", self.clip_norm, self.clip_norm > 0, "> 0")
-        require("TrainConfig", "target_accuracy", self.target_accuracy, 0 < self.target_accuracy <= 1, "in (0, 1]")
+        require("TrainConfig", "target_accuracy", self.target_accuracy, self.target_accuracy > 0, "> 0")   # > 1: never
         if self.schedule not in ("cosine", "noam"):
             raise ValueError(f"TrainConfig: schedule must be 'cosine' or 'noam', got {self.schedule!r}")
         if self.save_every < 0:

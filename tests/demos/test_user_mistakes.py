@@ -87,7 +87,7 @@ def test_a_traceback_on_request(tmp_path, capsys, monkeypatch):
     (train.main, ["--lr", "-1"], "--lr must be > 0, got -1.0"),
     (train.main, ["--schedule", "noam", "--warmup", "0"], "--warmup must be >= 1 with the noam schedule, got 0"),
     (train.main, ["--label-smoothing", "1"], "--label-smoothing must be in [0, 1), got 1.0"),
-    (train.main, ["--target", "0"], "--target must be in (0, 1], got 0.0"),
+    (train.main, ["--target", "0"], "--target must be > 0, got 0.0"),
     (train.main, ["--dropout", "2"], "--dropout must be in [0, 1), got 2.0"),
     (train.main, ["--d-model", "30", "--heads", "4"], "--d-model 30 is not divisible by --heads 4"),
     (train.main, ["--positional", "rope", "--score", "dot"], "--score dot needs positions added to the embeddings"),

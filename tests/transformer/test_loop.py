@@ -61,3 +61,13 @@ def test_stops_when_the_job_is_done_or_asked_and_goes_on_from_a_history():
     asked_at_last = train_loop(CountingJob(), max_steps=2, eval_every=5, log=lambda line: None,
                                should_stop=lambda n: True)
     assert asked_at_last["step"] == [1] and asked_at_last["interrupted"]
+
+
+def test_a_new_run_in_a_folder_replaces_an_earlier_runs_checkpoints(tmp_path):
+    train_loop(CountingJob(), max_steps=20, eval_every=5, out_dir=str(tmp_path), save_every=5, log=lambda line: None)
+    assert sorted(os.listdir(tmp_path)) == ["best.npz", "checkpoint.npz", "step-20.npz"]
+    lines = []
+    train_loop(CountingJob(), max_steps=3, eval_every=5, out_dir=str(tmp_path), log=lines.append)
+    assert lines[0] == f"{tmp_path} held an earlier run's step-20.npz, best.npz: removed (this run writes its own)"
+    assert sorted(os.listdir(tmp_path)) == ["best.npz", "checkpoint.npz", "step-3.npz"]     # not the earlier step-20
+    assert int(nn.load(str(tmp_path / "best.npz"))["marker"]) == 3

@@ -95,8 +95,9 @@ def test_decode_your_own_input(tmp_path, capsys):
     result = train_cli.main(["--checkpoint", str(tmp_path), "--decode", "a b c"])
     assert len(result["plots"]) == 3 and all(os.path.exists(p) for p in result["plots"])
     assert "greedy:" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="use the task's symbols"):
+    with pytest.raises(SystemExit) as stop:
         train_cli.main(["--checkpoint", str(tmp_path), "--decode", "a z"])
+    assert stop.value.code == 2 and "--decode: use the task's symbols" in capsys.readouterr().err
 
 
 # ----- bad inputs: each fails before any state exists, saying what was wrong -----
