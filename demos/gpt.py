@@ -20,8 +20,9 @@ try `python -m demos.sample --checkpoint OUT --prompt "Return the"`.
 
 Ctrl-C stops after the current iteration, writes the checkpoint, metrics and loss plot,
 and prints the command that resumes (`--resume OUT`, which continues bit for bit);
---save-every N also checkpoints every N iterations (checkpoint.npz, and best.npz at the
-lowest validation loss).  --detect-anomaly stops at the first op that makes a NaN or inf.
+every checkpoint is written as checkpoint.npz and step-N.npz (N: its iteration; the last
+one kept), with best.npz at the lowest validation loss; --save-every N also checkpoints
+every N iterations.  --detect-anomaly stops at the first op that makes a NaN or inf.
 """
 
 import contextlib
