@@ -5,6 +5,7 @@ run can tell what the user asked for."""
 
 import argparse
 import inspect
+import json
 import os
 import re
 import sys
@@ -98,6 +99,14 @@ def fail_config(prog, error, flags):
     message = re.sub(r"\b(\w+)=('[^']*'|[^\s,;)\]]+)",                        # field=value
                      lambda m: f"{flag(m[1])} {m[2].strip(chr(39))}" if m[1] in flags else m[0], message)
     fail(prog, re.sub(r"(?<![-\w])(\w+)(?= must | \d)", lambda m: flag(m[1]), message))   # field must / field 3
+
+
+def refuse_finished(prog, flag, asked, state):
+    """Exit (fail) if a resumed run is asked to stop at a step it has passed already (asked:
+    the --steps / --max-iters the user gave, or None)."""
+    done = len(json.loads(str(state["history"]))["step"])
+    if asked is not None and asked <= done:
+        fail(prog, f"{flag} {asked}: the resumed run has trained {done} already; give more to train on")
 
 
 TRACEBACK_VARIABLE = "DEMOS_TRACEBACK"

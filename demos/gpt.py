@@ -35,7 +35,8 @@ import time
 import numpy as np
 
 from autograd import detect_anomaly, kernels, manual_seed
-from demos._flags import add_config_flags, command_line, fail, fail_config, given, integer_at_least, refuse_contradictions
+from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
+                          refuse_contradictions, refuse_finished)
 from transformer.checkpoint import model_from
 from transformer.decoder_only import DecoderOnly, gpt_config
 from transformer.bpe_training import train as train_bpe
@@ -140,6 +141,7 @@ def main(argv=None):
             fail(PROG, f"--resume: {err}")
         saved = dataclasses.asdict(cfg)
         refuse_contradictions(PROG, train_fields, saved, allowed={"max_iters"})
+        refuse_finished(PROG, "--max-iters", train_fields.get("max_iters"), state)
         saved_model = json.loads(str(state["model_config"]))
         refuse_contradictions(PROG, {MODEL_FIELDS.get(k, k): v for k, v in model_fields.items()}, saved_model,
                               allowed=(), rename={field: RENAME[name] for name, field in MODEL_FIELDS.items()})

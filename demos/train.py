@@ -30,7 +30,8 @@ import numpy as np
 import nn
 from autograd import detect_anomaly, kernels
 from transformer import tasks
-from demos._flags import add_config_flags, command_line, fail, fail_config, given, integer_at_least, refuse_contradictions
+from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
+                          refuse_contradictions, refuse_finished)
 from transformer.checkpoint import load_checkpoint
 from transformer.decoding import beam_search, greedy_decode
 from transformer.model import TransformerConfig
@@ -109,6 +110,7 @@ def configs(args):
         fail(PROG, f"--resume: {err}")
     saved_train, saved_model = json.loads(str(state["train_config"])), json.loads(str(state["model_config"]))
     refuse_contradictions(PROG, train_fields, saved_train, allowed={"max_steps"}, rename=RENAME)
+    refuse_finished(PROG, "--steps", train_fields.get("max_steps"), state)
     refuse_contradictions(PROG, model_fields, saved_model, allowed=(), rename={**RENAME, "num_encoder_layers": "layers",
                                                                                "num_decoder_layers": "layers"})
     saved_train.update(train_fields, out_dir=args.out or args.resume)

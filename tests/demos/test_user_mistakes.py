@@ -127,3 +127,15 @@ def test_a_decode_input_outside_the_vocabulary_is_one_line(tmp_path, capsys):
     err = refused(train.main, ["--checkpoint", str(tmp_path), "--decode", "a b z q"], capsys,
                   "demos.train: error: --decode: ")
     assert "use the task's symbols a b c d e f g h i j" in err
+
+
+def test_resuming_to_a_step_already_passed_is_refused(tmp_path, capsys):
+    train.main(["--steps", "2", "--eval-every", "2", "--beam-examples", "1", "--out", str(tmp_path / "t")])
+    gpt.main(TINY_GPT + ["--data", __file__, "--out", str(tmp_path / "g")])
+    capsys.readouterr()
+    before = {name: os.path.getmtime(tmp_path / "t" / name) for name in os.listdir(tmp_path / "t")}
+    refused(train.main, ["--resume", str(tmp_path / "t"), "--steps", "2"], capsys,
+            "demos.train: error: --steps 2: the resumed run has trained 2 already")
+    refused(gpt.main, ["--resume", str(tmp_path / "g"), "--max-iters", "1"], capsys,
+            "demos.gpt: error: --max-iters 1: the resumed run has trained 2 already")
+    assert before == {name: os.path.getmtime(tmp_path / "t" / name) for name in os.listdir(tmp_path / "t")}
