@@ -232,7 +232,7 @@ def test_lr_schedule_warms_up_then_decays_to_min_lr():
     assert all(a >= b for a, b in zip(lrs[9:], lrs[10:])) and lrs[-1] == pytest.approx(1e-4, rel=0.01)
     with pytest.raises(ValueError, match="max_iters must be an integer >= 1"):
         LMTrainConfig(max_iters=0)
-    with pytest.raises(ValueError, match="min_lr <= lr"):
+    with pytest.raises(ValueError, match=r"min_lr must be in \[0, lr = 0.0001\], got 0.001"):
         LMTrainConfig(lr=1e-4, min_lr=1e-3)
 
 
