@@ -16,11 +16,11 @@ import os
 import numpy as np
 
 from autograd import manual_seed, no_grad
-from demos._plotting import output_dir, plt, save
-from transformer import tasks
-from transformer.rnn import RNNConfig, RNNEncoderDecoder
-from transformer.training import TrainConfig, build_model, train
 from demos._flags import command_line, integer_at_least
+from demos._plotting import output_dir, plt, save
+from transformer.data import tasks
+from transformer.families.rnn import RNNConfig, RNNEncoderDecoder
+from transformer.training.seq2seq import TrainConfig, build_model, train
 
 MODELS = ("RNN", "RNN + attention", "Transformer")
 

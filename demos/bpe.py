@@ -3,7 +3,7 @@
     python -m demos.bpe                              # the standard library's docstrings
     python -m demos.bpe --data my_text.txt --vocab-size 1000 --save runs/bpe/tokenizer.json
 
-Trains a byte-level BPE tokenizer (transformer/bpe.py) on the training split (the first
+Trains a byte-level BPE tokenizer (transformer/data/bpe.py) on the training split (the first
 90%) and prints the first merges as text, the longest tokens learned, the compression on
 the validation split (bytes per token: 1.0 is the bytes themselves), and how a sentence
 splits into tokens. --save writes the tokenizer as JSON, which BPETokenizer.load reads.
@@ -14,8 +14,8 @@ import time
 
 from demos._flags import command_line, fail
 from demos.gpt import BPE_VOCAB, load_corpus
-from transformer.bpe_training import train
-from transformer.text import split_text
+from transformer.data.bpe_training import train
+from transformer.data.text import split_text
 
 PROG = "demos.bpe"
 SENTENCE = "Return the number of items in a container, unless it is empty."

@@ -17,12 +17,12 @@ import time
 import numpy as np
 
 from autograd import manual_seed
+from demos._flags import command_line, integer_at_least
 from demos._plotting import output_dir
 from nn import functional as F
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
-from transformer.toy_data import DIGIT0, lm_batch, sort_accuracy, sort_dataset
 from nn.recipe import make_optimizer, optimize
-from demos._flags import command_line, integer_at_least
+from transformer.data.toy_data import DIGIT0, lm_batch, sort_accuracy, sort_dataset
+from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
 
 LENGTH = 6
 

@@ -15,13 +15,13 @@ import os
 import numpy as np
 
 from autograd import manual_seed, no_grad
+from demos._flags import command_line, integer_at_least
 from demos._plotting import output_dir, plt, save
 from nn import functional as F
-from transformer import tasks
 from nn.recipe import make_optimizer, optimize
-from transformer.encoder_only import EncoderOnly, EncoderOnlyConfig, mask_for_mlm, with_cls
-from transformer.toy_data import corruption_task, progressions
-from demos._flags import command_line, integer_at_least
+from transformer.data import tasks
+from transformer.data.toy_data import corruption_task, mask_for_mlm, progressions, with_cls
+from transformer.families.encoder_only import EncoderOnly, EncoderOnlyConfig
 
 SYMBOLS, LENGTH = 10, 8
 

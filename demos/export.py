@@ -16,7 +16,7 @@ learning rates, iterations, CPU).
 
 Writing a torch.save file takes PyTorch: the optional `bench` extra (`pip install -e
 ".[bench]"`); this is the only command that needs it. The mapping itself lives in
-transformer/nanogpt.py, with the reading side.
+transformer/training/nanogpt.py, with the reading side.
 """
 
 import dataclasses
@@ -28,10 +28,11 @@ import numpy as np
 
 from demos._flags import command_line, fail
 from demos.gpt import load_corpus
-from transformer.checkpoint import load_checkpoint, model_from
-from transformer.lm_training import LMTrainConfig, decay_groups, vocab_of
-from transformer.nanogpt import adam_moments_to_nanogpt, nanogpt_model_args, nanogpt_parameter_order, to_nanogpt
-from transformer.text import split_text
+from transformer.data.text import split_text
+from transformer.training.checkpoints import load_checkpoint, model_from
+from transformer.training.lm import LMTrainConfig, decay_groups, vocab_of
+from transformer.training.nanogpt import (adam_moments_to_nanogpt, nanogpt_model_args, nanogpt_parameter_order,
+                                          to_nanogpt)
 
 PROG = "demos.export"
 DATASET = "attention_from_scratch"               # config['dataset']: where nanoGPT's sample.py looks for meta.pkl

@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 from demos import _report
+from demos._flags import command_line
 from demos._report import code, image, table
 from demos.bench import train as bench_train
-from demos._flags import command_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGURES = os.path.join(ROOT, "docs", "figures.json")
@@ -203,8 +203,8 @@ def collect_gpt_recipe(runs):
 
 def collect_tokenizer(runs):
     b = load(f"{runs}/bench/bpe.json")
-    timings = [["train, incremental (transformer/bpe_training.py)", f"{b['train_s']:.2f}"],
-               ["train, readable reference (transformer/bpe.py), at its time per merge",
+    timings = [["train, incremental (transformer/data/bpe_training.py)", f"{b['train_s']:.2f}"],
+               ["train, readable reference (transformer/data/bpe.py), at its time per merge",
                 f"{b['reference_per_merge_s'] * b['merges']:.0f}"],
                ["train, Hugging Face tokenizers", "-" if b["tokenizers_train_s"] is None else f"{b['tokenizers_train_s']:.2f}"],
                ["encode, ours (empty cache)", f"{b['encode_s']:.2f}"],

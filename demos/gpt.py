@@ -10,7 +10,7 @@ weight decay 0.1 on weight matrices), lr 1e-3 warmed up over 100 iterations and 
 decayed to 1e-4, gradient clipping at 1.  Without --data it trains on the docstrings of
 this Python's standard library, so it runs offline out of the box.
 
---tokenizer bpe trains a byte-level BPE tokenizer (transformer/bpe.py) on the training
+--tokenizer bpe trains a byte-level BPE tokenizer (transformer/data/bpe.py) on the training
 split only and saves it in the checkpoint. The validation loss is reported per token and in
 bits per byte, which compares a character model with a BPE one.
 
@@ -37,14 +37,13 @@ import numpy as np
 from autograd import detect_anomaly, kernels, manual_seed
 from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
                           refuse_contradictions, refuse_finished)
-from transformer.checkpoint import model_from
-from transformer.decoder_only import DecoderOnly, gpt_config
-from transformer.bpe_training import train as train_bpe
-from transformer.lm_training import LMJob, LMTrainConfig, our_engine, resume_state, train_lm, vocab_of
-from transformer.run_state import INTERRUPTED_EXIT_CODE
-from transformer.text import TextDataset, read_text, split_text, stdlib_docstrings
-from transformer.validation import ATTENTION_KINDS
-
+from transformer.config import ATTENTION_KINDS
+from transformer.data.bpe_training import train as train_bpe
+from transformer.data.text import TextDataset, read_text, split_text, stdlib_docstrings
+from transformer.families.decoder_only import DecoderOnly, gpt_config
+from transformer.training.checkpoints import model_from
+from transformer.training.lm import LMJob, LMTrainConfig, step_functions, resume_state, train_lm, vocab_of
+from transformer.training.loop import INTERRUPTED_EXIT_CODE
 
 TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup", "weight_decay", "beta2", "grad_clip",
                "eval_every", "eval_iters", "log_every", "save_every", "seed")
@@ -176,7 +175,7 @@ def main(argv=None):
           f"({data.bytes_per_token['val']:.2f} bytes a token)")
     print(f"GPT: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, context {cfg.block_size}, "
           f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
-    step, evaluate, optimizer = our_engine(model, cfg)
+    step, evaluate, optimizer = step_functions(model, cfg)
     job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])

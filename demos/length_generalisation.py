@@ -18,11 +18,11 @@ import os
 
 import numpy as np
 
-from demos._plotting import output_dir, plt, save
-from transformer import tasks
-from transformer.positional import POSITIONAL_KINDS
-from transformer.training import TrainConfig, evaluate, train
 from demos._flags import command_line, integer_at_least
+from demos._plotting import output_dir, plt, save
+from transformer.data import tasks
+from transformer.positional import POSITIONAL_KINDS
+from transformer.training.seq2seq import TrainConfig, evaluate, train
 
 
 def main(argv=None):

@@ -4,7 +4,7 @@ import numpy as np
 
 from autograd import no_grad
 from demos._plotting import plt, save
-from transformer import tasks
+from transformer.data import tasks
 
 
 def loss_curve(history, path, title="training"):

@@ -6,7 +6,7 @@
 
 Generation runs with the key/value cache; when the text outgrows the model's context only
 the last block_size characters are fed, as nanoGPT's sample.py does.  Reading nanoGPT's
-ckpt.pt needs no PyTorch (transformer/nanogpt.py reads the file itself).
+ckpt.pt needs no PyTorch (transformer/training/nanogpt.py reads the file itself).
 """
 
 import pickle
@@ -15,10 +15,9 @@ import zipfile
 import numpy as np
 
 from demos._flags import command_line, fail, integer_at_least, number
-from transformer.lm_training import load_lm
-from transformer.nanogpt import load_nanogpt_checkpoint, read_meta
-from transformer.text import CharVocab
-
+from transformer.data.text import CharVocab
+from transformer.training.lm import load_lm
+from transformer.training.nanogpt import load_nanogpt_checkpoint, read_meta
 
 PROG = "demos.sample"
 

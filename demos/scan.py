@@ -22,13 +22,13 @@ import time
 import numpy as np
 
 from autograd import manual_seed, no_grad
+from demos._flags import command_line, integer_at_least, number
 from demos._plotting import output_dir, plt, save
 from demos.plots import loss_curve
-from transformer import scan
+from transformer.data import scan
+from transformer.families.rnn import RNNConfig, RNNEncoderDecoder
 from transformer.positional import POSITIONAL_KINDS
-from transformer.rnn import RNNConfig, RNNEncoderDecoder
-from transformer.training import TrainConfig, build_model, evaluate, train
-from demos._flags import command_line, integer_at_least, number
+from transformer.training.seq2seq import TrainConfig, build_model, evaluate, train
 
 MODELS = ("transformer", "rnn-attention", "rnn")
 # Lake and Baroni (2018), arXiv:1711.00350: test accuracy of their overall-best network (an LSTM

@@ -29,20 +29,19 @@ import numpy as np
 
 import nn
 from autograd import detect_anomaly, kernels
-from transformer import tasks
 from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
                           refuse_contradictions, refuse_finished)
-from transformer.checkpoint import load_checkpoint
+from transformer.config import ATTENTION_KINDS
+from transformer.data import tasks
+from transformer.data.registry import make_task
 from transformer.decoding import beam_search, greedy_decode
-from transformer.model import TransformerConfig
+from transformer.encoder_decoder import TransformerConfig
 from transformer.positional import POSITIONAL_KINDS
 from transformer.scores import SCORES
-from transformer.run_state import INTERRUPTED_EXIT_CODE, CheckpointRotation
-from transformer.task_registry import make_task
-from transformer.training import (RESUME_ENTRIES, TrainConfig, evaluate, load_model, resumed_config, sample_decodes,
-                                  train)
-from transformer.validation import ATTENTION_KINDS
-
+from transformer.training.checkpoints import CheckpointRotation, load_checkpoint
+from transformer.training.loop import INTERRUPTED_EXIT_CODE
+from transformer.training.seq2seq import (RESUME_ENTRIES, TrainConfig, evaluate, load_model, resumed_config,
+                                          sample_decodes, train)
 
 TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr", "warmup", "decay_steps",
                "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
@@ -51,7 +50,7 @@ RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "sym
 FLAG_NAMES = {field: RENAME.get(field, field.replace("_", "-")) for field in TRAIN_FLAGS + MODEL_FLAGS}
 HELPS = {"score": "self-attention's score function (transformer/scores.py), with positions added to the embeddings",
          "task": "a toy task over symbols a, b, c, ..., a SCAN split, or MODULE:NAME for a task your module "
-                 "registers (transformer/task_registry.py)",
+                 "registers (transformer/data/registry.py)",
          "max_steps": "at most this many steps (stops at --target)", "target_accuracy": "stop at this held-out exact match",
          "lr": "peak learning rate (warm-up, then decay)", "decay_steps": "cosine decay to lr/10 over this many steps",
          "max_len": "longest training sequence; held-out sequences have this length",

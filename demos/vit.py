@@ -15,12 +15,12 @@ import time
 import numpy as np
 
 from autograd import manual_seed, no_grad
+from demos._flags import command_line, integer_at_least, number
 from demos._plotting import output_dir, plt, save
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
-from transformer.toy_data import ORIENTATIONS, bars
-from transformer.vit import ViTConfig, VisionTransformer
-from demos._flags import command_line, integer_at_least, number
+from transformer.data.toy_data import ORIENTATIONS, bars
+from transformer.families.vit import VisionTransformer, ViTConfig
 
 
 def accuracy(model, images, labels):

@@ -380,7 +380,7 @@ def check_beam_search():
 
 def check_kv_cache():
     from autograd import manual_seed, no_grad
-    from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
+    from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
     prompt = np.array([[1, 5, 2, 7]])
     results = {}
     for positional in ("none", "rope"):

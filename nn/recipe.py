@@ -20,11 +20,13 @@ def make_optimizer(parameters, lr, warmup, decay_steps, schedule="cosine", d_mod
 
 
 def optimize(loss, optimizer, schedule, clip_norm):
-    """One step: backward, clip the global gradient norm, update, advance the schedule."""
+    """One step: backward, clip the global gradient norm, update, advance the schedule
+    (None: the caller sets each step's learning rate itself, as nanoGPT's recipe does)."""
     optimizer.zero_grad()
     loss.backward()
     params = [p for group in optimizer.param_groups for p in group["params"]]
     clip_grad_norm_(params, clip_norm)
     optimizer.step()
-    schedule.step()
+    if schedule is not None:
+        schedule.step()
     return loss.item()

@@ -23,10 +23,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from autograd import kernels, manual_seed, no_grad
-from transformer import tasks
-from transformer.loop import train_loop
-from transformer.task_registry import make_task
-from transformer.training import ToyTaskJob, TrainConfig, build_model, sample_decodes
+from transformer.data import tasks
+from transformer.data.registry import make_task
+from transformer.training.loop import train_loop
+from transformer.training.seq2seq import ToyTaskJob, TrainConfig, build_model, sample_decodes
 
 cfg = TrainConfig(task="reverse", out_dir=None)
 data = make_task(cfg)

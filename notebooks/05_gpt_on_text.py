@@ -23,13 +23,12 @@ import os
 import matplotlib.pyplot as plt
 import numpy as np
 
-from autograd import manual_seed, no_grad
-from transformer.decoder_only import DecoderOnly, gpt_config
-from transformer.lm_training import LMJob, LMTrainConfig, our_engine, train_lm
-from transformer.nanogpt import load_nanogpt_checkpoint, read_meta, read_torch_file
-from transformer.text import CharVocab, TextDataset, stdlib_docstrings
-
 import transformer
+from autograd import manual_seed, no_grad
+from transformer.data.text import CharVocab, TextDataset, stdlib_docstrings
+from transformer.families.decoder_only import DecoderOnly, gpt_config
+from transformer.training.lm import LMJob, LMTrainConfig, step_functions, train_lm
+from transformer.training.nanogpt import load_nanogpt_checkpoint, read_meta, read_torch_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(transformer.__file__)))    # the project's folder
 
@@ -52,7 +51,7 @@ print(f"{len(text):,} characters, vocabulary of {len(data.vocab)}:", repr("".joi
 manual_seed(cfg.seed)
 model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size))      # 4 layers, 4 heads, 128 wide
 print(f"{sum(p.data.size for p in model.parameters()):,} parameters")
-step, evaluate, optimizer = our_engine(model, cfg)
+step, evaluate, optimizer = step_functions(model, cfg)
 history = train_lm(LMJob(data, step, evaluate, cfg, model, optimizer))
 
 # %%
@@ -90,7 +89,7 @@ for temperature, top_k in ((0.0, None), (0.8, 200), (1.5, None), (1.0, 5)):
 # uniform. What matters here is reading it. The file is a zip of a pickle and raw tensor buffers;
 # `read_torch_file` rebuilds every tensor as a numpy array (refusing anything but arrays,
 # dicts, numbers and strings), and `load_nanogpt_checkpoint` maps nanoGPT's names onto our
-# model (`transformer/nanogpt.py`).
+# model (`transformer/training/nanogpt.py`).
 
 # %%
 path = os.path.join(ROOT, "tests", "data", "nanogpt_tiny.pt")

@@ -18,9 +18,9 @@ import nn
 from autograd import Tensor, cat, no_grad, ops
 from autograd.kernels import reference
 from nn import functional as F
+from transformer.config import require_positive
 from transformer.relative_position import is_position_aware
 from transformer.scores import scaled_dot_scores
-from transformer.validation import require_positive
 
 
 def _checked_mask(mask, scores_shape):

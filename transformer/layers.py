@@ -1,5 +1,5 @@
-"""The Transformer's blocks: position-wise feed-forward, encoder layer, decoder layer, and
-their stacks.
+"""The Transformer's blocks: position-wise feed-forward, the Transformer layer (self-attention
+then feed-forward; the encoder's and the GPT's block), the decoder layer, and their stacks.
 
 Each sub-layer (attention or feed-forward) is wrapped in a residual connection and a
 LayerNorm.  Post-norm, the paper's and the lectures' default:  x = LayerNorm(x + Dropout(sublayer(x))).
@@ -45,8 +45,10 @@ class Residual(nn.Module):
         return self.norm(x + self.dropout(sublayer(x)))
 
 
-class EncoderLayer(nn.Module):
-    """Self-attention (every source position looks at every other), then feed-forward.
+class TransformerLayer(nn.Module):
+    """Self-attention, then feed-forward: the slides' "Transformer layer", the block of the
+    encoder (every source position looks at every other) and, under a causal mask, of the
+    GPT (each position looks at itself and those before it).
     self_score: the self-attention's score module (None: scaled dot product), e.g. one of
     transformer/relative_position.py's, which put positions into attention."""
 
@@ -67,7 +69,7 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention (each target position sees only earlier ones), then
     encoder-decoder (cross) attention with queries from the decoder and keys and values
-    from the encoder's output (`memory`), then feed-forward.  self_score as in EncoderLayer
+    from the encoder's output (`memory`), then feed-forward.  self_score as in TransformerLayer
     (cross-attention keeps the scaled dot product: its queries and keys index different
     sequences)."""
 
@@ -91,7 +93,7 @@ class DecoderLayer(nn.Module):
 
 
 class SelfAttentionStack(nn.Module):
-    """num_layers self-attention blocks (EncoderLayer: self-attention, then feed-forward),
+    """num_layers self-attention blocks (TransformerLayer: self-attention, then feed-forward),
     plus a final LayerNorm when pre-norm.  The encoder of the encoder-decoder is one
     (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
     Vision Transformer models.  make_self_score: None, or a zero-argument function giving
@@ -101,8 +103,8 @@ class SelfAttentionStack(nn.Module):
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
                  bias=True, make_self_score=None, fused_attention=False):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
-                                                 make_self_score and make_self_score(), fused_attention)
+        self.layers = nn.ModuleList(TransformerLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
+                                                     make_self_score and make_self_score(), fused_attention)
                                     for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
 

@@ -3,8 +3,8 @@
     python -m demos.bench.bpe [--merges 1000] [--rounds 3] [--json FILE]
 
 Times, in interleaved rounds (medians reported):
-- training `--merges` merges with transformer/bpe_training.py (incremental counts), and
-  with the readable reference (transformer/bpe.py, recounting every pair after each merge)
+- training `--merges` merges with transformer/data/bpe_training.py (incremental counts), and
+  with the readable reference (transformer/data/bpe.py, recounting every pair after each merge)
   for `--reference-merges` merges only, its time per merge showing what a full run would take;
 - encoding the whole text with our merges, from an empty cache;
 - where installed (the `bench` extra), Hugging Face `tokenizers`' BPE trainer (byte-level,
@@ -18,10 +18,10 @@ import time
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")        # tokenizers' trainer: one thread, as ours
 
-from demos._results import write_json                   # noqa: E402
-from transformer import bpe, bpe_training               # noqa: E402
-from transformer.text import stdlib_docstrings          # noqa: E402
 from demos._flags import command_line
+from demos._results import write_json  # noqa: E402
+from transformer.data import bpe, bpe_training  # noqa: E402
+from transformer.data.text import stdlib_docstrings  # noqa: E402
 
 
 def seconds(fn):

@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from transformer.lm_training import LMTrainConfig
+from transformer.training.lm import LMTrainConfig
 
 VOCAB = 101                       # the default corpus's vocabulary size
 
@@ -15,8 +15,8 @@ def _models(vocab, cfg, attention="fused"):
     holding the very same weights."""
     from autograd import manual_seed
     from demos.bench.torch_gpt import from_config, load_numpy_state
-    from transformer.decoder_only import DecoderOnly, gpt_config
-    from transformer.nanogpt import to_nanogpt
+    from transformer.families.decoder_only import DecoderOnly, gpt_config
+    from transformer.training.nanogpt import to_nanogpt
 
     manual_seed(cfg.seed)
     ours = DecoderOnly(gpt_config(vocab, cfg.block_size, attention=attention))
@@ -25,7 +25,7 @@ def _models(vocab, cfg, attention="fused"):
 
 
 def torch_engine(model, cfg):
-    """(step, evaluate) for the PyTorch twin: the same recipe as transformer.lm_training.our_engine."""
+    """(step, evaluate) for the PyTorch twin: the same recipe as transformer.training.lm.step_functions."""
     import torch
     params = list(model.parameters())
     optimizer = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
@@ -70,7 +70,7 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
     where our (first) step spends its time (bench_train.profile)."""
     from demos.bench.train import _median
     from demos.bench.train import profile as print_profile
-    from transformer.lm_training import our_engine
+    from transformer.training.lm import step_functions
 
     cfg = LMTrainConfig()
     ours, theirs = _models(VOCAB, cfg, attention[0])
@@ -82,7 +82,7 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
         with torch.no_grad():
             result["logits_max_abs_diff"] = float(np.abs(theirs(torch.from_numpy(x)).numpy() - ours(x).data).max())
     # the same starting weights for each kind of attention (only the time of a step is wanted here)
-    steppers = {kind: our_engine(_models(VOCAB, cfg, kind)[0], cfg)[0] for kind in attention}
+    steppers = {kind: step_functions(_models(VOCAB, cfg, kind)[0], cfg)[0] for kind in attention}
     steppers["pytorch"] = torch_engine(theirs, cfg)[0]
     for step in steppers.values():
         for _ in range(5):               # warm-up: compilation, caches, allocator
@@ -112,15 +112,15 @@ def recipe(data_path=None, attention="fused"):
     """Both engines through the whole recipe from the same weights, batches and seed (ours
     with `attention`)."""
     from demos.gpt import load_corpus
-    from transformer.lm_training import LMJob, our_engine, train_lm
-    from transformer.text import TextDataset
+    from transformer.data.text import TextDataset
+    from transformer.training.lm import LMJob, step_functions, train_lm
 
     cfg = LMTrainConfig()
     text, source = load_corpus(data_path)
     data = TextDataset(text, cfg.block_size)
     ours, theirs = _models(len(data.vocab), cfg, attention)
     runs = {}
-    for name, (step, evaluate) in (("ours", our_engine(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
+    for name, (step, evaluate) in (("ours", step_functions(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
         print(f"\n{name}: {cfg.max_iters} iterations on {source}")
         started = time.perf_counter()
         history = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: print("  " + line, flush=True))

@@ -1,5 +1,5 @@
 """The same GPT written in PyTorch, for the benchmarks' side-by-side runs (needs the optional
-`bench` extra).  Its equations and parameter names are nanoGPT's, so `transformer.nanogpt`
+`bench` extra).  Its equations and parameter names are nanoGPT's, so `transformer.training.nanogpt`
 moves weights between it and our DecoderOnly; attention is PyTorch's fused
 `scaled_dot_product_attention` with is_causal=True, as nanoGPT uses.
 """
@@ -75,6 +75,6 @@ def from_config(config):
 
 
 def load_numpy_state(model, state):
-    """Load a nanoGPT-named dict of numpy arrays (transformer.nanogpt.to_nanogpt) into a TorchGPT."""
+    """Load a nanoGPT-named dict of numpy arrays (transformer.training.nanogpt.to_nanogpt) into a TorchGPT."""
     model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
     return model

@@ -23,9 +23,9 @@ spends its time.
 
 import time
 
+from demos._flags import command_line, integer_at_least
 from demos._results import write_json
 from demos.bench._threads import use_threads
-from demos._flags import command_line, integer_at_least
 
 
 def parse_args(argv=None):
@@ -57,8 +57,8 @@ def ours(size):
     from autograd import manual_seed
     from nn import functional as F
     from nn.optim import Adam
-    from transformer import tasks
-    from transformer.model import Transformer, TransformerConfig
+    from transformer.data import tasks
+    from transformer.encoder_decoder import Transformer, TransformerConfig
 
     config, batch_size, length = SIZES[size]
     manual_seed(0)
@@ -84,7 +84,8 @@ def pytorch(size):
     except ImportError:
         return None
     import numpy as np
-    from transformer import tasks
+
+    from transformer.data import tasks
 
     config, batch_size, length = SIZES[size]
     torch.manual_seed(0)

@@ -7,7 +7,7 @@ import pytest
 
 from demos import bpe, gpt, sample
 from tests.demos.test_user_mistakes import TINY_GPT, refused
-from transformer.bpe import BPETokenizer
+from transformer.data.bpe import BPETokenizer
 
 
 def test_bpe_demo_prints_merges_longest_tokens_compression_and_a_split(tmp_path, capsys):

@@ -9,13 +9,14 @@ import pytest
 
 import nn
 from demos import export, gpt
-from nn import functional as F, optim
+from nn import functional as F
+from nn import optim
 from tests.demos.test_user_mistakes import TINY_GPT, refused
-from transformer.decoder_only import DecoderOnly, gpt_config
-from transformer.lm_training import decay_groups, load_lm
-from transformer.text import split_text
-from transformer.nanogpt import (adam_moments_to_nanogpt, from_nanogpt, nanogpt_model_args, nanogpt_parameter_order,
-                                 read_torch_file)
+from transformer.data.text import split_text
+from transformer.families.decoder_only import DecoderOnly, gpt_config
+from transformer.training.lm import decay_groups, load_lm
+from transformer.training.nanogpt import (adam_moments_to_nanogpt, from_nanogpt, nanogpt_model_args,
+                                          nanogpt_parameter_order, read_torch_file)
 
 
 def trained_run(folder, *extra):
@@ -74,7 +75,7 @@ def test_export_mistakes(tmp_path, capsys):
 
 def test_exported_checkpoint_reads_back_identical_and_runs_in_pytorch_as_nanogpt(tmp_path):
     torch = pytest.importorskip("torch", reason="writing ckpt.pt takes PyTorch (the bench extra)")
-    from demos.bench.torch_gpt import TorchGPT                    # nanoGPT's modules, names and equations
+    from demos.bench.torch_gpt import TorchGPT  # nanoGPT's modules, names and equations
     run = trained_run(tmp_path / "run", "--bias")
     path = tmp_path / "out" / "ckpt.pt"
     export.main(["--checkpoint", str(run), "--nanogpt", str(path)])

@@ -10,10 +10,10 @@ import pytest
 
 from demos import gpt, train
 from demos._flags import command_line, integer_at_least, number
-from transformer.decoder_only import gpt_config
-from transformer.lm_training import LMTrainConfig
-from transformer.model import TransformerConfig
-from transformer.training import TrainConfig
+from transformer.encoder_decoder import TransformerConfig
+from transformer.families.decoder_only import gpt_config
+from transformer.training.lm import LMTrainConfig
+from transformer.training.seq2seq import TrainConfig
 
 SMALL = ["--task", "copy", "--steps", "4", "--max-len", "4", "--d-model", "16", "--heads", "2", "--d-ff", "16",
          "--layers", "1", "--eval-every", "2", "--beam-examples", "2"]

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer import bpe, bpe_training
-from transformer.bpe import END_OF_TEXT, BPETokenizer, train_reference
+from transformer.data import bpe, bpe_training
+from transformer.data.bpe import END_OF_TEXT, BPETokenizer, train_reference
 
 ENGLISH = ("Return the number of items in a container. The number is 0 when it is empty; "
            "otherwise it's the count, as in len(items) == 3.\n    Indented   lines   and\ttabs too!\n") * 8

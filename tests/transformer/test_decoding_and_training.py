@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from autograd import Tensor
-from transformer import tasks
+from transformer.data import tasks
 from transformer.decoding import beam_search, greedy_decode, length_penalty
-from transformer.training import TrainConfig, evaluate, train
+from transformer.training.seq2seq import TrainConfig, evaluate, train
 
 BOS, EOS, A, B, C = 1, 2, 3, 4, 5
 

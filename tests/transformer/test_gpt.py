@@ -11,12 +11,12 @@ import pytest
 import nn
 from autograd import gradcheck, manual_seed
 from nn import functional as F
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config, pick_next_token
-from transformer.checkpoint import run_state
-from transformer.lm_training import LMJob, LMTrainConfig, decay_groups, load_lm, our_engine, save_lm, train_lm
-from transformer.nanogpt import from_nanogpt, load_nanogpt_checkpoint, read_meta, read_torch_file, to_nanogpt
-from transformer.text import TextDataset
 from tests.transformer.helpers import tiny_transformer, to_float64
+from transformer.data.text import TextDataset
+from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config, pick_next_token
+from transformer.training.checkpoints import run_state
+from transformer.training.lm import LMJob, LMTrainConfig, decay_groups, load_lm, step_functions, save_lm, train_lm
+from transformer.training.nanogpt import from_nanogpt, load_nanogpt_checkpoint, read_meta, read_torch_file, to_nanogpt
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
@@ -242,7 +242,7 @@ def _run(seed, iters=120):
     data = TextDataset(TEXT, cfg.block_size)
     manual_seed(seed)
     model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16))
-    step, evaluate, optimizer = our_engine(model, cfg)
+    step, evaluate, optimizer = step_functions(model, cfg)
     return model, data, optimizer, train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: None)
 
 
@@ -259,8 +259,8 @@ def test_short_training_halves_the_loss_and_repeats_with_the_seed(tmp_path):
     assert vocab.chars == data.vocab.chars and os.path.exists(path)
 
 
-def test_the_model_config_chooses_the_attention_and_our_engine_prepares_its_kernels(monkeypatch):
-    """DecoderOnlyConfig.attention="fused" runs the fused op, and our_engine has its kernels
+def test_the_model_config_chooses_the_attention_and_step_functions_prepares_its_kernels(monkeypatch):
+    """DecoderOnlyConfig.attention="fused" runs the fused op, and step_functions has its kernels
     prepared before the first step; both kinds give the same training to float32 rounding."""
     from autograd import kernels, ops
     fused_calls, prepared = [], []
@@ -276,7 +276,7 @@ def test_the_model_config_chooses_the_attention_and_our_engine_prepares_its_kern
     for kind in ("composed", "fused"):
         manual_seed(0)
         model = DecoderOnly(gpt_config(len(data.vocab), 8, 2, 2, 16, attention=kind))
-        step, evaluate, _ = our_engine(model, cfg)
+        step, evaluate, _ = step_functions(model, cfg)
         calls_before = len(fused_calls)
         losses[kind] = [step(x, y, 1e-2) for _ in range(3)] + [evaluate(x, y)]
         assert (len(fused_calls) > calls_before) == (kind == "fused")      # 2 layers x 4 forwards
@@ -298,7 +298,7 @@ def test_load_lm_refuses_a_checkpoint_without_a_vocabulary_or_of_another_model(t
 
 
 def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_path):
-    from transformer.lm_training import resume_state
+    from transformer.training.lm import resume_state
 
     cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=30, warmup=5, lr=1e-2, min_lr=1e-3, eval_every=10,
                         eval_iters=2, log_every=1000, seed=3)
@@ -307,7 +307,7 @@ def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_p
     def fresh():
         manual_seed(cfg.seed)
         model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16, dropout=0.2))
-        return model, our_engine(model, cfg)
+        return model, step_functions(model, cfg)
 
     model, (step, evaluate, _) = fresh()
     full = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: None)

@@ -1,4 +1,4 @@
-"""The one training loop (transformer/loop.py), driven by a job that records what it is asked."""
+"""The one training loop (transformer/training/loop.py), driven by a job that records what it is asked."""
 
 import json
 import os
@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 import nn
-from transformer.loop import train_loop
+from transformer.training.loop import train_loop
 
 
 class CountingJob:

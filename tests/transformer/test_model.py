@@ -6,19 +6,19 @@ import pytest
 import nn
 from autograd import Tensor, gradcheck, manual_seed
 from nn import functional as F
-from transformer import (DecoderLayer, EncoderLayer, LearnedPositionalEncoding, PositionalEncoding,
-                         Transformer, TransformerConfig, binary_table, causal_mask, sinusoidal_table)
-from transformer.checkpoint import run_state
-from transformer.loop import new_history
-from transformer.training import TrainConfig, load_model
 from tests.helpers import leaf
 from tests.transformer.helpers import tiny_transformer, to_float64
+from transformer import (DecoderLayer, LearnedPositionalEncoding, PositionalEncoding, Transformer, TransformerConfig,
+                         TransformerLayer, binary_table, causal_mask, sinusoidal_table)
+from transformer.training.checkpoints import run_state
+from transformer.training.loop import new_history
+from transformer.training.seq2seq import TrainConfig, load_model
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_gradcheck(norm_first):
     manual_seed(0)
-    layer = to_float64(EncoderLayer(d_model=6, num_heads=2, d_ff=10, norm_first=norm_first))
+    layer = to_float64(TransformerLayer(d_model=6, num_heads=2, d_ff=10, norm_first=norm_first))
     mask = np.array([True, True, True, False])[None, None, None, :]
     assert gradcheck(lambda x, *p: layer(x, mask), [leaf(2, 4, 6), *layer.parameters()])
 

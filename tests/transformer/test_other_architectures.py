@@ -6,11 +6,12 @@ import pytest
 from autograd import gradcheck, manual_seed
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
-from transformer.encoder_only import CLS, FIRST_SYMBOL, MASK, EncoderOnly, EncoderOnlyConfig, mask_for_mlm, with_cls
-from transformer.toy_data import bars, corruption_task, lm_batch, progressions, sort_dataset
-from transformer.vit import ViTConfig, VisionTransformer, patchify, unpatchify
 from tests.transformer.helpers import to_float64
+from transformer.data.toy_data import (CLS, FIRST_SYMBOL, MASK, bars, corruption_task, lm_batch, mask_for_mlm,
+                                       progressions, sort_dataset, with_cls)
+from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
+from transformer.families.encoder_only import EncoderOnly, EncoderOnlyConfig
+from transformer.families.vit import VisionTransformer, ViTConfig, patchify, unpatchify
 
 
 def tiny_encoder_only(seed=0):

@@ -7,15 +7,15 @@ import pytest
 import nn
 from autograd import Tensor, gradcheck, manual_seed, no_grad
 from nn import functional as F
-from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
-from transformer.decoding import greedy_decode
-from transformer.encoder_only import EncoderOnly, EncoderOnlyConfig
-from transformer.model import TransformerConfig
-from transformer.positional import POSITIONAL_KINDS
-from transformer.relative_position import ALiBiScore, RelativeBiasScore, RotaryScore, alibi_slopes
-from transformer.vit import VisionTransformer, ViTConfig
 from tests.helpers import leaf
 from tests.transformer.helpers import tiny_transformer, to_float64
+from transformer.decoding import greedy_decode
+from transformer.encoder_decoder import TransformerConfig
+from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
+from transformer.families.encoder_only import EncoderOnly, EncoderOnlyConfig
+from transformer.families.vit import VisionTransformer, ViTConfig
+from transformer.positional import POSITIONAL_KINDS
+from transformer.relative_position import ALiBiScore, RelativeBiasScore, RotaryScore, alibi_slopes
 
 ATTENTION_KINDS = ("rope", "alibi", "relative")
 

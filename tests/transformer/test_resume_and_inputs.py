@@ -13,17 +13,18 @@ import pytest
 import nn
 from autograd import manual_seed
 from demos import train as train_cli
-from transformer import Transformer, TransformerConfig, tasks
-from transformer.decoder_only import DecoderOnlyConfig
-from transformer.decoding import beam_search
-from transformer.encoder_only import EncoderOnlyConfig
-from transformer.lm_training import LMTrainConfig
-from transformer.positional import PositionalEncoding
 from nn.recipe import make_optimizer
-from transformer.checkpoint import run_state
-from transformer.training import TrainConfig, load_model, train
-from transformer.vit import ViTConfig
+from transformer import Transformer, TransformerConfig
+from transformer.data import tasks
 from transformer.attention import MultiHeadAttention
+from transformer.decoding import beam_search
+from transformer.families.decoder_only import DecoderOnlyConfig
+from transformer.families.encoder_only import EncoderOnlyConfig
+from transformer.families.vit import ViTConfig
+from transformer.positional import PositionalEncoding
+from transformer.training.checkpoints import run_state
+from transformer.training.lm import LMTrainConfig
+from transformer.training.seq2seq import TrainConfig, load_model, train
 
 TINY = dict(d_model=16, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1, dropout=0.1)
 

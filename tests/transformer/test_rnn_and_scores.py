@@ -5,13 +5,13 @@ import pytest
 
 from autograd import Tensor, gradcheck, manual_seed
 from nn import functional as F
-from transformer import MultiHeadAttention, scaled_dot_product_attention
-from transformer.rnn import GRU, GRUCell, RNNConfig, RNNEncoderDecoder
-from transformer.scores import (AdditiveScore, BilinearScore, CosineScore, DotProductScore, ScaledDotProductScore,
-                                make_score)
-from transformer.training import TrainConfig, train
 from tests.helpers import leaf
 from tests.transformer.helpers import to_float64
+from transformer import MultiHeadAttention, scaled_dot_product_attention
+from transformer.families.rnn import GRU, GRUCell, RNNConfig, RNNEncoderDecoder
+from transformer.scores import (AdditiveScore, BilinearScore, CosineScore, DotProductScore, ScaledDotProductScore,
+                                make_score)
+from transformer.training.seq2seq import TrainConfig, train
 
 
 def _sigmoid(x):

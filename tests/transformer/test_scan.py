@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from autograd import manual_seed
-from transformer import scan
-from transformer.tasks import BOS, EOS, PAD
-from transformer.training import TrainConfig, build_model, train
+from transformer.data import scan
+from transformer.data.tasks import BOS, EOS, PAD
+from transformer.training.seq2seq import TrainConfig, build_model, train
 
 HAND_CHECKED = {
     "jump": "JUMP",
@@ -87,6 +87,7 @@ def test_a_short_transformer_run_halves_the_loss():
 
 def test_demo_table_and_chart_from_results(tmp_path):
     import json
+
     from demos import scan as scan_demo
     rows = [{"split": s, "model": m, "seed": seed, "test_exact_match": acc, "seconds": 100.0 + seed}
             for s, m, seed, acc in [("simple", "transformer", 0, 0.995), ("simple", "transformer", 1, 0.993),
@@ -105,6 +106,7 @@ def test_demo_table_and_chart_from_results(tmp_path):
 
 def test_a_rerun_replaces_its_cell_in_the_table(tmp_path):
     import json
+
     from demos import scan as scan_demo
     first = {"split": "jump", "model": "rnn", "seed": 0, "test_exact_match": 0.1, "seconds": 1.0}
     (tmp_path / "results.jsonl").write_text(json.dumps(first) + "\n" + json.dumps({**first, "test_exact_match": 0.2}) + "\n")

@@ -1,13 +1,14 @@
 """Adding a task: register it, train on it with the same loop, decode it in its own symbols."""
 
 import sys
+
 import numpy as np
 import pytest
 
 from demos import train as train_cli
-from transformer import scan, tasks
-from transformer.task_registry import TASKS, make_task, register_toy_task
-from transformer.training import TrainConfig, evaluate, train
+from transformer.data import scan, tasks
+from transformer.data.registry import TASKS, make_task, register_toy_task
+from transformer.training.seq2seq import TrainConfig, evaluate, train
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def test_unknown_task_names_the_registered_ones():
 def task_module(tmp_path, monkeypatch):
     """A module of the user's own, outside the project, that registers tasks when imported."""
     (tmp_path / "my_tasks.py").write_text(
-        "import numpy as np\nfrom transformer.task_registry import register_toy_task\n"
+        "import numpy as np\nfrom transformer.data.registry import register_toy_task\n"
         "register_toy_task('sort', np.sort)\nregister_toy_task('shift', lambda s: s + 1)\n"
         "register_toy_task('down', lambda s: s - 1)\nregister_toy_task('nothing', lambda s: s[:0])\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -96,7 +97,7 @@ def test_any_registered_score_is_chosen_from_the_command_line(tmp_path, capsys):
     from transformer.scores import SCORES, CosineScore
     train_cli.main(["--task", "copy", "--score", "cosine", "--steps", "2", "--eval-every", "2", "--beam-examples", "2",
                     "--d-model", "16", "--d-ff", "32", "--layers", "1", "--out", str(tmp_path / "cosine")])
-    from transformer.training import load_model
+    from transformer.training.seq2seq import load_model
     model = load_model(str(tmp_path / "cosine"))
     assert model.config.score == "cosine" and isinstance(model.encoder.layers[0].self_attn.score, CosineScore)
     assert set(SCORES) <= set(train_cli.CHOICES["score"])

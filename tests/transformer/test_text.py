@@ -6,7 +6,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from transformer.text import TextDataset, CharVocab, _definitions, read_text, stdlib_docstrings
+from transformer.data.text import CharVocab, TextDataset, _definitions, read_text, stdlib_docstrings
 
 
 def test_vocab_round_trips_and_names_unknown_characters():

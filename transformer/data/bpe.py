@@ -22,7 +22,7 @@ number as `\\d`: the same pieces for every script `re` knows as letters or digit
 training's segmentation; `decode` joins the tokens' bytes. Special tokens (the end of a
 text) are never split and never learned from. The trainer here, `train_reference`,
 recounts every pair after every merge: the readable definition, and quadratic.
-`transformer/bpe_training.py` updates only the counts a merge changes; tests check that both
+`transformer/data/bpe_training.py` updates only the counts a merge changes; tests check that both
 learn the same merges.
 """
 

@@ -1,11 +1,11 @@
 """The training loop: one for every model, the encoder-decoder on a toy task and the GPT on text.
 
-What differs between models lives in a *job* (transformer/training.py's ToyTaskJob,
-transformer/lm_training.py's LMJob); what every run needs lives here, once: the step
+What differs between models lives in a *job* (transformer/training/seq2seq.py's ToyTaskJob,
+transformer/training/lm.py's LMJob); what every run needs lives here, once: the step
 counter, evaluation every `eval_every` steps and at the end, a progress line, stopping
 early (a target reached, Ctrl-C, or the caller's should_stop), checkpoints every
 `save_every` steps and when the loop ends (checkpoint.npz, the last step-N.npz and the best
-so far: run_state.CheckpointRotation), and going on from an interrupted run's history.
+so far: checkpoints.CheckpointRotation), and going on from an interrupted run's history.
 
 A job has six methods:
     step(number) -> (loss, lr)         one training step, numbered from 1
@@ -15,12 +15,42 @@ A job has six methods:
     done(metrics) -> bool              whether to stop early, given the latest evaluation
     score(metrics) -> float            how good an evaluation is, higher better (for best.npz)
     checkpoint(history) -> dict        everything a checkpoint holds to go on from here
-                                       (transformer/checkpoint.py's format)
+                                       (transformer/training/checkpoints.py's format)
 """
 
+import signal
+import threading
 import time
 
-from transformer.run_state import CheckpointRotation, StopOnInterrupt
+from transformer.training.checkpoints import CheckpointRotation
+
+INTERRUPTED_EXIT_CODE = 130          # what a shell reports for a process stopped by Ctrl-C
+
+
+class StopOnInterrupt:
+    """Context manager: inside it, the first Ctrl-C (SIGINT) only sets `.requested`."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, signum, frame):
+        if self.requested:                                   # the second Ctrl-C: stop now
+            signal.signal(signal.SIGINT, self._previous)
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ninterrupted: finishing this step, then writing the checkpoint (Ctrl-C again to stop at once)",
+              flush=True)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():     # signals reach the main thread only
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        return False
 
 
 def new_history():

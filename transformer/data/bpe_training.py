@@ -1,6 +1,6 @@
 """Training BPE in time proportional to what each merge changes, not to the whole text.
 
-`transformer.bpe.train_reference` recounts every adjacent pair of every chunk after every
+`transformer.data.bpe.train_reference` recounts every adjacent pair of every chunk after every
 merge: for 1,000 merges on a megabyte that is a thousand passes over the text. But a merge
 of (a, b) changes only the chunks that contain a b, and in those only the pairs around
 each occurrence. So this trainer keeps, across merges:
@@ -21,8 +21,7 @@ chunks but a few tens of thousands of distinct ones. The merges are those of
 import heapq
 from collections import defaultdict
 
-from transformer.bpe import (BYTES, END_OF_TEXT, PATTERN, BPETokenizer, check_training_input, chunk_counts,
-                             merge)
+from transformer.data.bpe import BYTES, END_OF_TEXT, PATTERN, BPETokenizer, check_training_input, chunk_counts, merge
 
 
 def train(text, vocab_size, pattern=PATTERN, special_tokens=(END_OF_TEXT,)):

@@ -31,7 +31,7 @@ import itertools
 
 import numpy as np
 
-from transformer.tasks import BOS, EOS, NUM_SPECIAL, PAD, Batch
+from transformer.data.tasks import BOS, EOS, NUM_SPECIAL, PAD, Batch
 
 PRIMITIVES = ("walk", "look", "run", "jump")
 COMMAND_WORDS = PRIMITIVES + ("turn", "left", "right", "opposite", "around", "twice", "thrice", "and", "after")

@@ -1,5 +1,5 @@
 """Text data for a language model: a vocabulary (characters, or BPE tokens:
-transformer/bpe.py), a train/validation split and random blocks of `block_size + 1` tokens.
+transformer/data/bpe.py), a train/validation split and random blocks of `block_size + 1` tokens.
 
 The default corpus needs no download: the docstrings of the running Python's standard
 library (English prose about code), read in a fixed order, about 1 MB.  Any UTF-8 text
@@ -122,7 +122,7 @@ def split_text(text, val_fraction=0.1):
 
 def tokenizer_from(kind, array):
     """A vocabulary saved in a checkpoint: its kind ('char' or 'bpe') and its array."""
-    from transformer.bpe import BPETokenizer
+    from transformer.data.bpe import BPETokenizer
     kinds = {"char": CharVocab, "bpe": BPETokenizer}
     if kind not in kinds:
         raise ValueError(f"the checkpoint's tokenizer is {kind!r}; expected one of {sorted(kinds)}")

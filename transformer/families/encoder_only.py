@@ -1,9 +1,10 @@
 """An encoder-only (BERT-style) model: representations from self-attention over the whole
 sequence, pre-trained by masked-language modelling and fine-tuned to classify.
 
-A <class> token is prepended to every sequence; its final state summarises the sequence
-for the classification head.  The masked-language-model head predicts the tokens hidden
-by `mask_for_mlm` from both sides of their context.
+A <class> token is prepended to every sequence (transformer/data/toy_data.py's with_cls);
+its final state summarises the sequence for the classification head.  The
+masked-language-model head predicts the tokens hidden by toy_data's `mask_for_mlm` from
+both sides of their context.
 """
 
 import dataclasses
@@ -11,14 +12,10 @@ import dataclasses
 import numpy as np
 
 import nn
+from transformer.config import BlockConfig
 from transformer.layers import Encoder
 from transformer.masks import padding_mask
 from transformer.positional import make_positional
-from transformer.validation import BlockConfig
-
-PAD, CLS, MASK = 0, 1, 2
-FIRST_SYMBOL = 3
-
 
 @dataclasses.dataclass
 class EncoderOnlyConfig(BlockConfig):
@@ -27,7 +24,7 @@ class EncoderOnlyConfig(BlockConfig):
     num_classes: int = 2
     num_layers: int = 2
     max_len: int = 32
-    pad_id: int = PAD
+    pad_id: int = 0                   # the padding token (transformer/data/toy_data.py's PAD)
 
     positive_fields = ("vocab", "num_classes", "num_layers", "max_len")
 
@@ -66,24 +63,3 @@ class EncoderOnly(nn.Module):
     def cls_attention(self):
         """(B, H, T) attention of the <class> query in the last layer, from the last pass."""
         return self.encoder.layers[-1].self_attn.attn_weights[:, :, 0, :]
-
-
-def with_cls(sequences):
-    """Prepend the <class> token: (B, T) -> (B, T + 1)."""
-    sequences = np.asarray(sequences)
-    return np.concatenate([np.full((len(sequences), 1), CLS), sequences], axis=1)
-
-
-def mask_for_mlm(tokens, num_symbols, rng, rate=0.15):
-    """BERT's masking.  Of the symbol positions (not PAD or CLS), `rate` are chosen; of
-    those 80% become <mask>, 10% a random symbol and 10% stay.  Returns (inputs, targets)
-    with targets -100 (ignored) everywhere but the chosen positions."""
-    tokens = np.asarray(tokens)
-    chosen = (tokens >= FIRST_SYMBOL) & (rng.random(tokens.shape) < rate)
-    action = rng.random(tokens.shape)
-    inputs = tokens.copy()
-    inputs[chosen & (action < 0.8)] = MASK
-    random_positions = chosen & (action >= 0.8) & (action < 0.9)
-    inputs[random_positions] = rng.integers(FIRST_SYMBOL, FIRST_SYMBOL + num_symbols, random_positions.sum())
-    targets = np.where(chosen, tokens, -100)
-    return inputs, targets

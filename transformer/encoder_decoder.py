@@ -7,10 +7,10 @@ import numpy as np
 
 import nn
 from autograd import Tensor
+from transformer.config import BlockConfig
 from transformer.kv_cache import KVCache
 from transformer.layers import Decoder, Encoder
 from transformer.masks import decoder_mask, padding_mask
-from transformer.validation import BlockConfig
 from transformer.positional import make_positional
 
 

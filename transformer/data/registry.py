@@ -17,7 +17,7 @@ registration here to make `--task NAME` work without the module part.
 
 import importlib
 
-from transformer import scan, tasks
+from transformer.data import scan, tasks
 
 TASKS = {}
 

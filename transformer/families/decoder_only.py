@@ -8,7 +8,7 @@ values of the prefix instead of recomputing them, so a step costs O(t), not O(t^
 
 `gpt_config(...)` configures it exactly like nanoGPT's GPT (GPT-2's architecture): learned
 positions, pre-norm blocks, exact GELU, tied input/output embeddings, optional biases,
-and GPT-2's initialisation.  transformer/nanogpt.py maps nanoGPT's weights onto it.
+and GPT-2's initialisation.  transformer/training/nanogpt.py maps nanoGPT's weights onto it.
 """
 
 import dataclasses
@@ -18,11 +18,11 @@ import numpy as np
 
 import nn
 from autograd import no_grad
-from transformer.layers import SelfAttentionStack
+from transformer.config import BlockConfig
 from transformer.kv_cache import KVCache
+from transformer.layers import SelfAttentionStack
 from transformer.masks import causal_mask, combine_masks
 from transformer.positional import make_positional
-from transformer.validation import BlockConfig
 
 
 @dataclasses.dataclass

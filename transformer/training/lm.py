@@ -1,9 +1,9 @@
 """Training a character-level GPT with nanoGPT's recipe: its job for the training loop
-(transformer/loop.py), evaluation and checkpoints.
+(transformer/training/loop.py), evaluation and checkpoints.
 
 The job (`LMJob`) is written against two functions, `step(x, y, lr) -> loss` and
 `evaluate(x, y) -> loss`, so that the very same data, schedule and evaluation drive our
-engine (`our_engine`) and, in the benchmark, the same GPT in PyTorch.
+engine (`step_functions`) and, in the benchmark, the same GPT in PyTorch.
 """
 
 import dataclasses
@@ -15,13 +15,13 @@ import numpy as np
 import nn
 from autograd import default_generator, kernels, no_grad
 from nn import functional as F
-from nn.optim import AdamW, clip_grad_norm_
+from nn.optim import AdamW
+from nn.recipe import optimize
 from nn.schedule import warmup_cosine
-from transformer.checkpoint import load_checkpoint, model_from, run_state
-from transformer.loop import train_loop
-from transformer.run_state import generator_state, restore_generator
-from transformer.text import tokenizer_from
-from transformer.validation import require, require_positive
+from transformer.config import require, require_positive
+from transformer.data.text import tokenizer_from
+from transformer.training.checkpoints import generator_state, load_checkpoint, model_from, restore_generator, run_state
+from transformer.training.loop import train_loop
 
 
 @dataclasses.dataclass
@@ -68,8 +68,9 @@ def decay_groups(model, weight_decay):
             {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
 
 
-def our_engine(model, cfg):
-    """(step, evaluate, optimizer) for our DecoderOnly, the kernels prepared for it."""
+def step_functions(model, cfg):
+    """(step, evaluate, optimizer) for our DecoderOnly, the kernels prepared for it: the
+    two functions LMJob drives (the benchmark gives it PyTorch's twins)."""
     optimizer = AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, cfg.beta2))
     params = model.parameters()
     kernels.prepare(params[0].dtype, fused_attention=model.config.attention == "fused")   # not on the clock
@@ -77,12 +78,7 @@ def our_engine(model, cfg):
     def step(x, y, lr):
         for group in optimizer.param_groups:
             group["lr"] = lr
-        loss = F.cross_entropy(model(x), y)
-        optimizer.zero_grad()
-        loss.backward()
-        clip_grad_norm_(params, cfg.grad_clip)
-        optimizer.step()
-        return loss.item()
+        return optimize(F.cross_entropy(model(x), y), optimizer, None, cfg.grad_clip)
 
     def evaluate(x, y):
         model.eval()
@@ -100,7 +96,7 @@ def estimate_loss(evaluate, data, cfg, rng):
 
 
 class LMJob:
-    """Language modelling for the training loop (transformer/loop.py), nanoGPT's way: a
+    """Language modelling for the training loop (transformer/training/loop.py), nanoGPT's way: a
     step is a batch of random blocks of the training split at the recipe's learning rate;
     an evaluation estimates the loss on random blocks of each split.  Batches come from a
     generator seeded with cfg.seed, evaluation batches from one seeded with cfg.seed + 1,
@@ -147,7 +143,7 @@ class LMJob:
                          dropout_rng=generator_state(default_generator()))
 
     def load_state_dict(self, state):
-        """Go on from a checkpoint's random generators (the optimizer is the engine's: our_engine)."""
+        """Go on from a checkpoint's random generators (the optimizer is step_functions')."""
         restore_generator(self.batch_rng, state["batch_rng"])
         restore_generator(self.eval_rng, state["eval_rng"])
         restore_generator(default_generator(), state["dropout_rng"])

@@ -4,18 +4,27 @@
     model           its state dict
     model_config    its config dataclass, as JSON: with model_kind, enough to rebuild it
     train_config    the training config, as JSON
-    history         the loop's history (transformer/loop.py), as JSON
+    history         the loop's history (transformer/training/loop.py), as JSON
     ...             whatever else the run needs to go on exactly where it stopped: the
                     optimizer's state, the random generators' states, a vocabulary
 
-`model_from(state)` rebuilds the model of any of them; `load_checkpoint(path, needs)` reads
-one and says clearly what is missing, and what kind of model it holds when it is not the
-kind the caller wanted.
+`run_state(model, ...)` gathers a run's entries; `model_from(state)` rebuilds the model of
+any of them; `load_checkpoint(path, needs)` reads one and says clearly what is missing, and
+what kind of model it holds when it is not the kind the caller wanted.  `generator_state` /
+`restore_generator` carry a numpy Generator's exact state as text (no pickles), and
+`CheckpointRotation` writes periodic checkpoints, keeping the last K and the best.
+
+A resumed run is the same run: model, optimizer, schedule step, data position, every
+random generator and the loss log come back from the checkpoint, and the losses that
+follow are the ones the uninterrupted run would have printed, bit for bit (on the same
+machine and kernel build: docs/RESULTS.md says why another CPU differs in the last bits).
 """
 
 import dataclasses
 import json
 import os
+
+import numpy as np
 
 import nn
 
@@ -23,9 +32,9 @@ import nn
 def _models():
     """model_kind -> (model class, config class).  Imported here: the models import the
     training modules' neighbours, not this file."""
-    from transformer.decoder_only import DecoderOnly, DecoderOnlyConfig
-    from transformer.model import Transformer, TransformerConfig
-    from transformer.rnn import RNNConfig, RNNEncoderDecoder
+    from transformer.encoder_decoder import Transformer, TransformerConfig
+    from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
+    from transformer.families.rnn import RNNConfig, RNNEncoderDecoder
     return {"Transformer": (Transformer, TransformerConfig), "DecoderOnly": (DecoderOnly, DecoderOnlyConfig),
             "RNNEncoderDecoder": (RNNEncoderDecoder, RNNConfig)}
 
@@ -79,3 +88,51 @@ def model_from(state):
     model = model_class(config_of(state))
     model.load_state_dict(state["model"])
     return model
+
+
+def generator_state(generator):
+    """A numpy Generator's state as JSON text (its integers exceed 64 bits)."""
+    return json.dumps(generator.bit_generator.state)
+
+
+def restore_generator(generator, text):
+    """Put a numpy Generator back into a state saved by generator_state."""
+    generator.bit_generator.state = json.loads(str(text))
+    return generator
+
+
+class CheckpointRotation:
+    """Writes `checkpoint.npz` (the latest), `step-N.npz` for the last `keep` saves, and
+    `best.npz` whenever `score` improves (higher is better)."""
+
+    def __init__(self, folder, keep=1):
+        if keep < 1:
+            raise ValueError(f"CheckpointRotation: keep must be >= 1, got {keep}")
+        self.folder, self.keep = folder, keep
+        self.best = -np.inf
+
+    def save(self, state, step, score=None):
+        os.makedirs(self.folder, exist_ok=True)
+        nn.save(state, os.path.join(self.folder, "checkpoint.npz"))
+        nn.save(state, os.path.join(self.folder, f"step-{step}.npz"))
+        for old in self.numbered()[:-self.keep]:
+            os.remove(old)
+        if score is not None and score > self.best:
+            self.best = score
+            nn.save(state, os.path.join(self.folder, "best.npz"))
+
+    def clear_earlier_run(self):
+        """Remove an earlier run's step-N.npz and best.npz from the folder (a new run in the
+        same folder: left there, they would pass for this run's, and an earlier run's later
+        steps would outlast this run's in the rotation); returns their names."""
+        if not os.path.isdir(self.folder):
+            return []
+        stale = self.numbered() + [path for path in [os.path.join(self.folder, "best.npz")] if os.path.exists(path)]
+        for path in stale:
+            os.remove(path)
+        return [os.path.basename(path) for path in stale]
+
+    def numbered(self):
+        """The step-N.npz files in the folder, oldest first."""
+        names = [n for n in os.listdir(self.folder) if n.startswith("step-") and n.endswith(".npz")]
+        return [os.path.join(self.folder, n) for n in sorted(names, key=lambda n: int(n[5:-4]))]

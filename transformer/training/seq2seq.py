@@ -1,22 +1,22 @@
-"""Training an encoder-decoder on a toy task: its job for the training loop (transformer/loop.py),
+"""Training an encoder-decoder on a toy task: its job for the training loop (transformer/training/loop.py),
 evaluation by greedy decoding, and its checkpoints."""
 
 import dataclasses
 import json
 import os
+
 import numpy as np
 
 from autograd import default_generator, kernels, manual_seed, no_grad
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
-from transformer import tasks
+from transformer.config import require, require_positive
+from transformer.data import tasks
+from transformer.data.registry import make_task
 from transformer.decoding import greedy_decode
-from transformer.checkpoint import load_checkpoint, model_from, run_state
-from transformer.loop import train_loop
-from transformer.model import Transformer, TransformerConfig
-from transformer.run_state import generator_state, restore_generator
-from transformer.task_registry import make_task
-from transformer.validation import require, require_positive
+from transformer.encoder_decoder import Transformer, TransformerConfig
+from transformer.training.checkpoints import generator_state, load_checkpoint, model_from, restore_generator, run_state
+from transformer.training.loop import train_loop
 
 
 @dataclasses.dataclass
@@ -90,7 +90,7 @@ def build_model(train_cfg, data=None, **model_overrides):
 
 class ToyTaskJob:
     """An encoder-decoder (Transformer or RNN) on a toy task, for the training loop
-    (transformer/loop.py): a step is a batch from the task's stream, cross-entropy over the
+    (transformer/training/loop.py): a step is a batch from the task's stream, cross-entropy over the
     target tokens and an optimizer step; an evaluation is greedy decoding of held-out
     sequences; the run stops when their exact match reaches cfg.target_accuracy."""
 
@@ -141,7 +141,7 @@ RESUME_ENTRIES = ("model", "optimizer", "schedule", "train_config", "stream_rng"
 def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, **model_overrides):
     """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
 
-    data: what to train on (default: the task cfg.task names, see transformer/task_registry.py).
+    data: what to train on (default: the task cfg.task names, see transformer/data/registry.py).
 
     Every cfg.save_every steps (and at the end) the whole run state goes to
     cfg.out_dir/checkpoint.npz (plus step-N.npz for the last cfg.keep_last saves and

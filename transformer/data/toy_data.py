@@ -5,7 +5,32 @@ scan.py."""
 
 import numpy as np
 
-from transformer.encoder_only import FIRST_SYMBOL, with_cls
+
+# ----- encoder-only: the special tokens, the <class> token and masked-language-model inputs -----
+
+PAD, CLS, MASK = 0, 1, 2
+FIRST_SYMBOL = 3
+
+
+def with_cls(sequences):
+    """Prepend the <class> token: (B, T) -> (B, T + 1)."""
+    sequences = np.asarray(sequences)
+    return np.concatenate([np.full((len(sequences), 1), CLS), sequences], axis=1)
+
+
+def mask_for_mlm(tokens, num_symbols, rng, rate=0.15):
+    """BERT's masking.  Of the symbol positions (not PAD or CLS), `rate` are chosen; of
+    those 80% become <mask>, 10% a random symbol and 10% stay.  Returns (inputs, targets)
+    with targets -100 (ignored) everywhere but the chosen positions."""
+    tokens = np.asarray(tokens)
+    chosen = (tokens >= FIRST_SYMBOL) & (rng.random(tokens.shape) < rate)
+    action = rng.random(tokens.shape)
+    inputs = tokens.copy()
+    inputs[chosen & (action < 0.8)] = MASK
+    random_positions = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[random_positions] = rng.integers(FIRST_SYMBOL, FIRST_SYMBOL + num_symbols, random_positions.sum())
+    targets = np.where(chosen, tokens, -100)
+    return inputs, targets
 
 
 # ----- decoder-only: read 6 digits from {0, 1, 2}, write them sorted -----

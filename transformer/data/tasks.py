@@ -1,5 +1,5 @@
 """Toy sequence-to-sequence tasks: copy the source, or reverse it (or any answer function
-in ANSWERS; see transformer/task_registry.py for adding one).
+in ANSWERS; see transformer/data/registry.py for adding one).
 
 Vocabulary: PAD=0, BOS=1, EOS=2, then `num_symbols` symbols 3, 4, ... (written a, b, c, ...).
 Sources are padded on the right with PAD; targets are BOS + answer + EOS, padded likewise.
@@ -98,8 +98,8 @@ def symbol_label(token):
 
 @dataclasses.dataclass
 class ToyTask:
-    """A toy task as the training loop sees a data set (transformer/scan.py's ScanTask is
-    another; transformer/task_registry.py lists both): vocabulary sizes, the longest answer,
+    """A toy task as the training loop sees a data set (transformer/data/scan.py's ScanTask is
+    another; transformer/data/registry.py lists both): vocabulary sizes, the longest answer,
     a seeded stream of training batches, a held-out set, and how tokens are written."""
     name: str
     num_symbols: int

@@ -23,8 +23,8 @@ PyTorch: the file is a zip of one pickle plus one raw little-endian buffer per s
 and a restricted unpickler rebuilds each tensor as a numpy array, refusing anything else.
 """
 
-import dataclasses
 import collections
+import dataclasses
 import os
 import pickle
 import re
@@ -32,7 +32,7 @@ import zipfile
 
 import numpy as np
 
-from transformer.decoder_only import DecoderOnly, gpt_config
+from transformer.families.decoder_only import DecoderOnly, gpt_config
 
 COMPILED_PREFIX = "_orig_mod."
 _BLOCK = re.compile(r"transformer\.h\.(\d+)\.")

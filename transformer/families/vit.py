@@ -11,9 +11,9 @@ import numpy as np
 
 import nn
 from autograd import as_tensor, cat
+from transformer.config import BlockConfig
 from transformer.layers import Encoder
 from transformer.positional import make_positional
-from transformer.validation import BlockConfig
 
 
 def patchify(images, patch):
