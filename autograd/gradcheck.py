@@ -30,13 +30,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
     the element, and both values (or returns False if raise_exception=False).
     """
     inputs = tuple(inputs)
-    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
-    if not checked:
-        raise ValueError("gradcheck: no input requires grad")
-    for i in checked:
-        if inputs[i].dtype != np.float64:
-            raise TypeError(f"gradcheck: input {i} has dtype {inputs[i].dtype}; "
-                            "finite differences need float64 inputs")
+    checked = _checked_inputs(inputs)
     with enable_grad():
         outs = _outputs(fn(*inputs))
         leaves = [inputs[i] for i in checked]
@@ -48,17 +42,37 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
         expected_vjp = upstream.reshape(-1) @ numeric
         for analytic_value, numeric_value, what in ((analytic[k], numeric, "Jacobian"),
                                                     (vjp[k][None, :], expected_vjp[None, :], "random-upstream VJP")):
-            bad = np.abs(analytic_value - numeric_value) > atol + rtol * np.abs(numeric_value)
-            if bad.any():
-                out_idx, in_flat = np.argwhere(bad)[0]
-                element = np.unravel_index(in_flat, inputs[i].shape)
-                message = (f"gradcheck: {what} mismatch for input {i} (shape {inputs[i].shape}) at element "
-                           f"{tuple(int(e) for e in element)}, output element {int(out_idx)}: analytic "
-                           f"{analytic_value[out_idx, in_flat]:.8g} vs numeric {numeric_value[out_idx, in_flat]:.8g}")
-                if raise_exception:
-                    raise GradcheckError(message)
+            message = _mismatch(analytic_value, numeric_value, atol, rtol, f"{what} mismatch for input {i}",
+                                inputs[i].shape)
+            if message and raise_exception:
+                raise GradcheckError(message)
+            if message:              # raise_exception=False: report the mismatch as False
                 return False
     return True
+
+
+def _checked_inputs(inputs):
+    """The positions of the inputs that require grad; each must be float64."""
+    checked = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not checked:
+        raise ValueError("gradcheck: no input requires grad")
+    for i in checked:
+        if inputs[i].dtype != np.float64:
+            raise TypeError(f"gradcheck: input {i} has dtype {inputs[i].dtype}; "
+                            "finite differences need float64 inputs")
+    return checked
+
+
+def _mismatch(analytic, numeric, atol, rtol, what, shape):
+    """None if |analytic - numeric| <= atol + rtol |numeric| everywhere (both of shape
+    (outputs, input elements)), else a message naming the first element that is not."""
+    bad = np.abs(analytic - numeric) > atol + rtol * np.abs(numeric)
+    if not bad.any():
+        return None
+    out_idx, in_flat = np.argwhere(bad)[0]
+    element = np.unravel_index(in_flat, shape)
+    return (f"gradcheck: {what} (shape {shape}) at element {tuple(int(e) for e in element)}, output element "
+            f"{int(out_idx)}: analytic {analytic[out_idx, in_flat]:.8g} vs numeric {numeric[out_idx, in_flat]:.8g}")
 
 
 def _outputs(out):

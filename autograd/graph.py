@@ -55,40 +55,63 @@ def draw_graph(tensor, path, title=None):
     if tensor._node is None:
         raise ValueError("draw_graph: the tensor is a leaf; there is no graph to draw")
     nodes = graph_nodes(tensor._node)               # inputs before outputs
-    level = {}
-    boxes = []                                      # (key, label, level)
-    for node in nodes:
-        depth = 0
-        for t in node.inputs:
-            if t._node is None:
-                key = id(t)
-                if key not in level:
-                    level[key] = 0
-                    boxes.append((key, f"{'leaf' if t.requires_grad else 'const'}\n{t.shape}", 0, t))
-            depth = max(depth, level[id(t) if t._node is None else id(t._node)] + 1)
-        level[id(node)] = depth
-        boxes.append((id(node), f"{node.name}\n{node.out_shape}", depth, None))
-    rows = {}
-    for key, _, depth, _ in boxes:
-        rows.setdefault(depth, []).append(key)
-    where = {key: (i - (len(keys) - 1) / 2, depth) for depth, keys in rows.items() for i, key in enumerate(keys)}
-    fig, ax = plt.subplots(figsize=(2 + 1.8 * max(len(k) for k in rows.values()), 1.5 + 1.3 * len(rows)))
-    for node in nodes:
-        for t in node.inputs:
-            src = where[id(t) if t._node is None else id(t._node)]
-            ax.annotate("", xy=where[id(node)], xytext=src,
-                        arrowprops=dict(arrowstyle="->", color="gray", shrinkA=18, shrinkB=18))
-    for key, label, _, leaf in boxes:
-        if leaf is not None and leaf.grad is not None and leaf.grad.size <= 4:
-            label += f"\ngrad {leaf.grad.round(3).tolist()}"
-        ax.text(*where[key], label, ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round", fc="#dbeafe" if leaf is None else "#fef3c7", ec="#555"))
+    boxes = _boxes(nodes)
+    where, widest, levels = _positions(boxes)
+    fig, ax = plt.subplots(figsize=(2 + 1.8 * widest, 1.5 + 1.3 * levels))
+    _draw_arrows(ax, nodes, where)
+    _draw_boxes(ax, boxes, where)
     xs = [x for x, _ in where.values()]
     ax.set_xlim(min(xs) - 1, max(xs) + 1)
-    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_ylim(-0.7, levels - 0.3)
     ax.axis("off")
     ax.set_title(title or "computation graph (inputs at the bottom, output at the top)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _key(t):
+    """What a box stands for: a leaf tensor itself, or the node that computed t."""
+    return id(t) if t._node is None else id(t._node)
+
+
+def _boxes(nodes):
+    """(key, label, level, leaf or None) for every leaf and node; a leaf's level is 0, a
+    node's one above its highest input."""
+    level, boxes = {}, []
+    for node in nodes:
+        for t in node.inputs:
+            if t._node is None and id(t) not in level:
+                level[id(t)] = 0
+                boxes.append((id(t), f"{'leaf' if t.requires_grad else 'const'}\n{t.shape}", 0, t))
+        level[id(node)] = max((level[_key(t)] + 1 for t in node.inputs), default=0)
+        boxes.append((id(node), f"{node.name}\n{node.out_shape}", level[id(node)], None))
+    return boxes
+
+
+def _positions(boxes):
+    """Each box's (x, y): y its level, the boxes of a level centred on x = 0; also the
+    widest level's box count and the number of levels (to size the figure)."""
+    rows = {}
+    for key, _, depth, _ in boxes:
+        rows.setdefault(depth, []).append(key)
+    where = {key: (i - (len(keys) - 1) / 2, depth) for depth, keys in rows.items() for i, key in enumerate(keys)}
+    return where, max(len(keys) for keys in rows.values()), len(rows)
+
+
+def _draw_arrows(ax, nodes, where):
+    """One arrow from each input's box to the box of the node that used it."""
+    for node in nodes:
+        for t in node.inputs:
+            ax.annotate("", xy=where[id(node)], xytext=where[_key(t)],
+                        arrowprops=dict(arrowstyle="->", color="gray", shrinkA=18, shrinkB=18))
+
+
+def _draw_boxes(ax, boxes, where):
+    """Ops in blue, leaves in yellow; a small leaf's gradient is written in its box."""
+    for key, label, _, leaf in boxes:
+        if leaf is not None and leaf.grad is not None and leaf.grad.size <= 4:
+            label += f"\ngrad {leaf.grad.round(3).tolist()}"
+        ax.text(*where[key], label, ha="center", va="center", fontsize=9,
+                bbox=dict(boxstyle="round", fc="#dbeafe" if leaf is None else "#fef3c7", ec="#555"))

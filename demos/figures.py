@@ -3,12 +3,15 @@
     python -m demos.figures                      # run every demo behind the results (about 2 h on 2 cores)
     python -m demos.figures --only scan vit      # some groups
     python -m demos.figures --collect            # no training: re-read the demos' outputs under runs/
+    python -m demos.figures --render             # neither: rewrite the documents from docs/figures.json alone
 
 Each group runs its demos (seeded) into runs/, then reads what they wrote (metrics.json,
 results.json, images) and turns it into tables, logs and images, each with the command
 that produced it. Those are recorded in docs/figures.json with the machine and the date,
 and docs/RESULTS.md is rendered from that record alone (demos/_report.py), together with
-the README's two generated blocks (the headline table and the main demo's log).
+the README's two generated blocks (the headline table and the main demo's log with the
+machine it ran on); `--render` re-renders them after a change to the rendering, measuring
+nothing.
 tests/test_readme_figures.py checks that RESULTS.md and those blocks are what the record
 renders, so a figure is never typed by hand.
 """
@@ -495,8 +498,15 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), help="these groups only")
     parser.add_argument("--collect", action="store_true", help="do not run the demos; read their existing outputs")
     parser.add_argument("--runs", default="runs", help="where the demos write (relative to the repository)")
+    parser.add_argument("--render", action="store_true",
+                        help="run and read nothing: rewrite RESULTS.md and the README's blocks from docs/figures.json")
     args = parser.parse_args(argv)
     record = json.load(open(FIGURES)) if os.path.exists(FIGURES) else {"groups": {}}
+    if args.render:
+        write_documents(record)
+        print(f"{os.path.relpath(RESULTS, ROOT)} and README.md's generated blocks rendered from "
+              f"{os.path.relpath(FIGURES, ROOT)}")
+        return
     problems = []
     for name in args.only or ORDER:
         commands, collect = GROUPS[name]

@@ -16,7 +16,7 @@
 # is the chain rule applied from the output back to the inputs, in reverse topological
 # order. We do it by hand first, then let `backward()` do it, and check the two agree.
 #
-# (Read `autograd/scalar.py` beside this notebook: it is about 150 lines.)
+# (Read `autograd/scalar.py` beside this notebook: it is short enough to read in one sitting.)
 
 # %%
 import matplotlib.pyplot as plt
@@ -65,8 +65,9 @@ by_engine
 # %% [markdown]
 # ## The graph
 #
-# Each box is a `Value`: its operation, its number and its gradient. Arrows point from
-# inputs to the value computed from them; backpropagation walks them the other way.
+# Each box is a `Value`: the name this notebook gave it, the operation that made it (none
+# for a leaf), its number and its gradient. Arrows point from inputs to the value computed
+# from them; backpropagation walks them the other way.
 
 
 # %%
@@ -88,20 +89,32 @@ def depth(v):
     return 0 if not v.parents else 1 + max(depth(p) for p in v.parents)
 
 
+names = {x1: "x1", x2: "x2", w1: "w1", w2: "w2", b: "b", x1w1: "x1w1", x2w2: "x2w2", n: "n", o: "o"}
+
+
+def label(v):
+    """A box's first line: the Value's name and the op that made it ('x1 (leaf)', 'n (+)'); a Value
+    the code left unnamed shows as the expression of its parents ('x1w1 + x2w2')."""
+    if v not in names:
+        return f" {v.op} ".join(names.get(p, "?") for p in v.parents)
+    return f"{names[v]} ({v.op or 'leaf'})"
+
+
 nodes, edges = graph_of(o)
 levels = {}
 for v in nodes:
     levels.setdefault(depth(v), []).append(v)
 where = {v: (d, i - (len(vs) - 1) / 2) for d, vs in levels.items() for i, v in enumerate(vs)}
-fig, ax = plt.subplots(figsize=(10, 4))
+half_height = max(len(vs) for vs in levels.values()) / 2      # room for the tallest column of boxes
+fig, ax = plt.subplots(figsize=(10, 1.2 * half_height + 2))
 for parent, child in edges:
     ax.annotate("", xy=where[child], xytext=where[parent],
                 arrowprops=dict(arrowstyle="->", color="gray", shrinkA=25, shrinkB=25))
 for v, (x, y) in where.items():
-    ax.text(x, y, f"{v.op or 'leaf'}\ndata {v.data:.3f}\ngrad {v.grad:.3f}", ha="center", va="center",
-            fontsize=8, bbox=dict(boxstyle="round", facecolor="lightyellow"))
+    ax.text(x, y, f"{label(v)}\ndata {v.data:.3f}\ngrad {v.grad:.3f}", ha="center", va="center", fontsize=8,
+            bbox=dict(boxstyle="round", facecolor="#fef3c7" if v.op else "#dbeafe"))
 ax.set_xlim(-0.6, max(levels) + 0.6)
-ax.set_ylim(-2, 2)
+ax.set_ylim(-half_height, half_height)
 ax.set_title("o = tanh(x1 w1 + x2 w2 + b), after o.backward()")
 ax.set_xlabel("depth: leaves on the left, the output on the right")
 ax.set_yticks([])

@@ -90,7 +90,7 @@ for src, want, got in sample_decodes(model, data, count=4):
           "ok" if list(got) == list(want) else "WRONG")
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 3.5))
+fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
 ax.plot(history["step"], history["loss"], lw=0.6, label="training loss")
 ax.set_yscale("log")
 ax.set_xlabel("step")
@@ -100,5 +100,5 @@ ax2.plot([e["step"] for e in history["evals"]], [e["exact_match"] for e in histo
          label="held-out exact match")
 ax2.set_ylabel("held-out exact match")
 ax.set_title("reverse: training loss and held-out exact match")
-fig.legend(loc="center right")
+fig.legend(loc="outside lower center", ncols=2)     # below the axes: it covers no curve and no label
 plt.show()

@@ -28,6 +28,19 @@ def steps():
     return found
 
 
+def test_the_house_names_every_package_and_every_room_of_transformer():
+    """The learning path's map of the house lists each package a learner reads and each
+    sub-package ("room") of transformer/, so the map and the folders cannot drift apart."""
+    with open(PATH) as f:
+        house = f.read().split("## The house")[1].split("\n## ")[0]
+    listed = set(re.findall(r"^ *(\w+)/ ", house, re.M))
+    rooms = {name for name in os.listdir(os.path.join(ROOT, "transformer"))
+             if os.path.exists(os.path.join(ROOT, "transformer", name, "__init__.py"))}
+    assert rooms and rooms <= listed, f"rooms of transformer/ missing from the house: {sorted(rooms - listed)}"
+    assert {"autograd", "nn", "transformer", "demos"} <= listed, listed
+    assert not listed - rooms - {"autograd", "nn", "transformer", "demos"}, f"the house lists {sorted(listed)}"
+
+
 def test_the_learning_path_has_a_breakpoint_and_things_to_look_at_for_every_step():
     assert len(steps()) >= 10
     assert all(len(look) >= 2 for *_, look in steps())

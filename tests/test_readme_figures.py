@@ -1,7 +1,9 @@
 """The figures are generated, never typed: docs/RESULTS.md is exactly what `python -m
-demos.figures --collect` renders from docs/figures.json, the README's headline table and
-log are that record's blocks, every headline figure appears in RESULTS.md, and the
-hand-written docs stay short and carry no story of a machine's load."""
+demos.figures --render` renders from docs/figures.json, the README's headline table and
+log are that record's blocks (the log with the machine it came from), every headline figure
+appears in RESULTS.md, both say that bit for bit holds on one machine and why another CPU
+differs, and the hand-written docs stay short, state no line count that has drifted, and
+carry no story of a machine's load."""
 
 import json
 import os
@@ -37,7 +39,7 @@ def test_every_group_is_recorded_with_its_machine_and_date(record):
 
 def test_results_document_is_what_the_record_renders(record):
     assert read("docs", "RESULTS.md") == _report.render(record, figures.ORDER, figures.TITLES), \
-        "docs/RESULTS.md was edited by hand or not regenerated: python -m demos.figures --collect"
+        "docs/RESULTS.md was edited by hand or not regenerated: python -m demos.figures --render"
 
 
 def test_readme_blocks_are_the_records_and_each_headline_figure_is_in_the_results(record):
@@ -49,6 +51,32 @@ def test_readme_blocks_are_the_records_and_each_headline_figure_is_in_the_result
     for row in headline:
         figure = row.split(" | ")[1]
         assert figure in results, f"headline figure {figure!r} is not in docs/RESULTS.md"
+
+
+def test_the_readme_log_names_the_machine_it_came_from(record):
+    """The quoted log ends with the CPU (and versions, and date) of the run that wrote it,
+    as the record stamps it, and the README's own words say the log is one machine's."""
+    readme = read("README.md")
+    (entry,) = [entry for entry in record["groups"].values() if "readme_log" in entry]
+    cpu = entry["machine"].split(",")[0]
+    assert cpu and cpu[0].isalpha(), f"the record's machine stamp names no CPU: {entry['machine']!r}"
+    last_line = _report.read_block(readme, "log").splitlines()[-1]
+    assert last_line == f"Logged on {entry['machine']}, {entry['collected']}.", last_line
+    prose = _without_generated_blocks(readme)
+    assert "one machine's" in prose and "#bit-for-bit-on-one-machine" in prose
+
+
+def test_results_and_readme_say_why_bits_differ_on_another_cpu():
+    """RESULTS.md has the section the README links to, and it gives the reason: the vector
+    kernels' summation order, and float addition's lack of associativity."""
+    results = read("docs", "RESULTS.md")
+    assert "\n## Bit for bit, on one machine\n" in results       # GitHub's anchor: #bit-for-bit-on-one-machine
+    section = results.split("## Bit for bit, on one machine")[1].split("\n## ")[0]
+    for claim in ("one machine", "kernels", "order", "not\nassociative"):
+        assert claim in section, f"RESULTS.md's reproducibility section does not say {claim!r}"
+    for document in ("README.md", "docs/RESULTS.md"):
+        text = re.sub(r"\s+", " ", read(document))
+        assert re.search(r"bit for bit on one machine (?:and|with one build of the) kernel", text), document
 
 
 def test_every_image_shown_exists_and_comes_from_a_demo(record):
@@ -67,6 +95,29 @@ def test_readme_is_read_in_five_minutes():
 
 @pytest.mark.parametrize("document", HAND_WRITTEN)
 def test_hand_written_docs_tell_no_story_of_a_machine(document):
-    found = [line for line in read(document).splitlines() if ANECDOTE.search(line)]
+    """The generated blocks quote the record's machine stamp; the words around them name none."""
+    found = [line for line in _without_generated_blocks(read(document)).splitlines() if ANECDOTE.search(line)]
     assert not found, f"{document} describes a machine or its load (the results document's stamp does):\n" + \
         "\n".join(found)
+
+
+LINE_COUNT = re.compile(r"`([\w/]+\.py)`[^.`]*?\b(\d+) lines")
+
+
+@pytest.mark.parametrize("document", HAND_WRITTEN + ["notebooks/" + name for name in sorted(
+    os.listdir(os.path.join(ROOT, "notebooks"))) if name.endswith(".py")])
+def test_a_files_length_stated_in_the_docs_is_its_length(document):
+    """`path.py` ... N lines: within a tenth of the file's length today (better: no number)."""
+    for path, stated in LINE_COUNT.findall(read(document)):
+        actual = len(read(path).splitlines())
+        assert abs(actual - int(stated)) <= actual / 10, f"{document} says {path} has {stated} lines; it has {actual}"
+
+
+def test_the_line_count_pattern_finds_a_stated_length():
+    assert LINE_COUNT.findall("read `autograd/scalar.py` (about 150 lines)") == [("autograd/scalar.py", "150")]
+
+
+def _without_generated_blocks(text):
+    """text with each block `python -m demos.figures` writes removed (markers and body)."""
+    return re.sub(re.escape(_report.BEGIN.format("X")).replace("X", r"\w+") + r".*?" +
+                  re.escape(_report.END.format("X")).replace("X", r"\w+"), "", text, flags=re.S)

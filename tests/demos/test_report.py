@@ -26,7 +26,7 @@ def test_render_gives_each_group_its_stamp_commands_tables_logs_and_images():
 
 def test_readme_blocks_are_spliced_between_their_markers_and_read_back():
     blocks = _report.readme_blocks(RECORD, ["a", "b"])
-    assert blocks["log"] == "```\nstep 1\nstep 2\n```"
+    assert blocks["log"] == "```\nstep 1\nstep 2\n```\nLogged on CPU X, 2 cores, 2026-01-02."    # the log's machine
     readme = ("intro\n" + _report.BEGIN.format("log") + "\nold\n" + _report.END.format("log") + "\noutro\n")
     spliced = _report.splice(readme, "log", blocks["log"])
     assert spliced.startswith("intro\n") and spliced.endswith("\noutro\n") and "old" not in spliced
