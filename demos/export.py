@@ -141,7 +141,7 @@ def export_hf(checkpoint, folder):
         fail(PROG, f"--checkpoint: {err}")
     except OSError as err:
         fail(PROG, f"--hf: {err}")
-    print(f"wrote {folder}: {architecture} ({sum(p.size for p in model.parameters()):,} parameters) and its "
+    print(f"wrote {folder}: {architecture} ({sum(p.data.size for p in model.parameters()):,} parameters) and its "
           f"{vocab.kind} tokenizer\nin transformers:\n  from transformers import AutoModelForCausalLM, AutoTokenizer\n"
           f"  model = AutoModelForCausalLM.from_pretrained({folder!r})\n"
           f"  tokenizer = AutoTokenizer.from_pretrained({folder!r})")
