@@ -8,7 +8,8 @@ from transformer.data.bpe import END_OF_TEXT
 from transformer.data.text import CharVocab
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config
 
-CORPUS = open(bpe_training.__file__, encoding="utf-8").read()
+with open(bpe_training.__file__, encoding="utf-8") as source:
+    CORPUS = source.read()
 BPE = bpe_training.train(CORPUS, 256 + 1 + 50)
 CHARS = CharVocab.from_text(CORPUS)
 ASSIGNED = np.array([c for c in range(0x110000) if unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co")])

@@ -10,8 +10,7 @@ import pytest
 
 from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt
 from transformer.data.bpe import END_OF_TEXT, BPETokenizer
-from transformer.training.hf_tokenizer import (BYTE_CHAR, RenumberedBPE, read_tokenizer_json,
-                                               to_tokenizer_json)
+from transformer.training.hf_tokenizer import BYTE_CHAR, RenumberedBPE, read_tokenizer_json, to_tokenizer_json
 from transformer.training.huggingface import from_hf, gpt2_from_theirs, save_hf
 from transformer.training.safetensors import read_safetensors
 
@@ -104,12 +103,25 @@ def test_a_tokenizer_numbered_otherwise_encodes_to_its_ids(tmp_path, seed):
         tokenizer.decode([len(BPE)])
 
 
+def test_a_tokenizer_numbered_otherwise_is_written_back_in_its_numbering(tmp_path):
+    spec, permutation = renumbered(BPE, 7)
+    (tmp_path / "theirs.json").write_text(json.dumps(spec))
+    tokenizer = read_tokenizer_json(tmp_path / "theirs.json")
+    again = to_tokenizer_json(tokenizer)
+    assert again["model"]["vocab"] == spec["model"]["vocab"] and again["model"]["merges"] == spec["model"]["merges"]
+    assert [(t["content"], t["id"]) for t in again["added_tokens"]] == [(END_OF_TEXT, int(permutation[-1]))]
+    (tmp_path / "again.json").write_text(json.dumps(again))
+    text = random_text(7)
+    np.testing.assert_array_equal(read_tokenizer_json(tmp_path / "again.json").encode(text), tokenizer.encode(text))
+
+
 def test_tokenizer_json_holds_our_merges_as_byte_strings():
     spec = to_tokenizer_json(BPE)
     first = BPE.merges[0]
     assert spec["model"]["merges"][0] == [BYTE_CHAR[first[0]], BYTE_CHAR[first[1]]]
     assert spec["model"]["vocab"]["Ġ"] == ord(" ") and spec["added_tokens"][0]["content"] == END_OF_TEXT
-    assert sorted(spec["model"]["vocab"].values()) == list(range(len(BPE) - 1))
+    assert sorted(spec["model"]["vocab"].values()) == list(range(len(BPE)))
+    assert spec["model"]["vocab"][END_OF_TEXT] == spec["added_tokens"][0]["id"] == len(BPE) - 1
 
 
 def test_a_pattern_without_an_oniguruma_form_or_duplicate_tokens_are_refused():
@@ -118,6 +130,8 @@ def test_a_pattern_without_an_oniguruma_form_or_duplicate_tokens_are_refused():
     same_bytes = BPETokenizer([(97, 98), (256, 99), (98, 99), (97, 258)])        # ab+c and a+bc: both "abc"
     with pytest.raises(ValueError, match="tokens 257 and 259 are the same bytes b'abc'"):
         to_tokenizer_json(same_bytes)
+    with pytest.raises(ValueError, match=r"special tokens \['a'\] are also ordinary tokens' strings"):
+        to_tokenizer_json(BPETokenizer([], special_tokens=("a",)))
 
 
 def edit(spec, path, value):
@@ -183,7 +197,7 @@ def test_a_malformed_or_unsupported_config_json_is_one_error_naming_the_file(tmp
     with pytest.raises(ValueError) as err:
         from_hf(tmp_path)
     message = str(err.value)
-    assert message.startswith("from_hf: ") or message.startswith("read_"), message
+    assert message.startswith(("from_hf: ", "read_")), message
     assert says in message and "\n" not in message and str(tmp_path) in message, message
 
 

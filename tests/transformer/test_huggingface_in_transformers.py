@@ -9,11 +9,11 @@ torch = pytest.importorskip("torch", reason="PyTorch (bench extra)")
 transformers = pytest.importorskip("transformers", reason="transformers (bench extra)")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (bench extra)")
 
-from nn import functional as F  # noqa: E402
-from nn.optim import AdamW  # noqa: E402
-from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt  # noqa: E402
-from transformer.data.bpe import END_OF_TEXT  # noqa: E402
-from transformer.training.huggingface import from_hf, save_hf  # noqa: E402
+from nn import functional as F
+from nn.optim import AdamW
+from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt
+from transformer.data.bpe import END_OF_TEXT
+from transformer.training.huggingface import from_hf, save_hf
 
 transformers.logging.set_verbosity_error()
 
@@ -121,6 +121,12 @@ def test_an_imported_gpt2_trains_here(tmp_path):
     tokens = tokenizer.encode(CORPUS[:2000])[:4 * 17].reshape(4, 17)
     losses = train_here(model, tokens)
     assert losses[-1] < 0.85 * losses[0], losses
+    save_hf(model.eval(), tokenizer, tmp_path / "back")                        # and back to transformers, trained
+    np.testing.assert_allclose(their_logits(their_model(tmp_path / "back"), tokens[:, :16]), model(tokens[:, :16]).data,
+                               rtol=1e-5, atol=1e-5)
+    text = random_text(9)
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "back" / "tokenizer.json")).encode(text).ids == \
+        tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json")).encode(text).ids
 
 
 def test_an_export_trains_in_transformers(tmp_path):

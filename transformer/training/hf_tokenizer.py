@@ -90,29 +90,41 @@ def _bpe_model(vocab, merges):
             "vocab": vocab, "merges": merges}
 
 
+def _string(token):
+    """A token's bytes as tokenizer.json writes them: one printable character a byte."""
+    return "".join(BYTE_CHAR[b] for b in token)
+
+
 def to_tokenizer_json(tokenizer):
-    """tokenizer.json's object for a BPETokenizer or a CharVocab; ValueError for what it
-    cannot hold (two merges making the same bytes, a pre-split with no Oniguruma form)."""
+    """tokenizer.json's object for a CharVocab, a BPETokenizer or a RenumberedBPE (in its
+    own numbering); ValueError for what it cannot hold (two ids for the same bytes, a
+    pre-split with no Oniguruma form)."""
     if isinstance(tokenizer, CharVocab):
         return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
                 "pre_tokenizer": None, "post_processor": None, "decoder": {"type": "Fuse"},
                 "model": _bpe_model({c: i for i, c in enumerate(tokenizer.chars)}, [])}
-    onig = next((theirs for theirs, ours in PATTERNS.items() if ours() == tokenizer.pattern), None)
+    inner = getattr(tokenizer, "inner", tokenizer)                  # a RenumberedBPE's merges are its inner BPE's
+    onig = next((theirs for theirs, ours in PATTERNS.items() if ours() == inner.pattern), None)
     if onig is None:
         raise ValueError("tokenizer.json: this BPE tokenizer's pre-split pattern is neither bpe.PATTERN nor GPT-2's, "
                          "the ones known in the Oniguruma dialect tokenizers needs")
-    strings = ["".join(BYTE_CHAR[b] for b in token) for token in tokenizer.token_bytes]
-    vocab = {s: i for i, s in enumerate(strings)}
+    special_ids = set(tokenizer.special.values())
+    strings = {i: _string(token) for i, token in enumerate(tokenizer.token_bytes) if i not in special_ids}
+    vocab = {s: i for i, s in strings.items()}
     if len(vocab) != len(strings):
-        later = next(i for i, s in enumerate(strings) if strings.index(s) != i)
-        raise ValueError(f"tokenizer.json: tokens {strings.index(strings[later])} and {later} are the same bytes "
-                         f"{tokenizer.token_bytes[later]!r}; a tokenizer.json holds one id per string")
+        first, other = next((i, vocab[s]) for i, s in strings.items() if vocab[s] != i)
+        raise ValueError(f"tokenizer.json: tokens {first} and {other} are the same bytes "
+                         f"{tokenizer.token_bytes[first]!r}; a tokenizer.json holds one id per string")
+    merges = [[_string(inner.token_bytes[a]), _string(inner.token_bytes[b])] for a, b in inner.merges]
     split = {"type": "Split", "pattern": {"Regex": onig}, "behavior": "Isolated", "invert": False}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+    if vocab.keys() & tokenizer.special.keys():
+        raise ValueError(f"tokenizer.json: special tokens {sorted(vocab.keys() & tokenizer.special.keys())} are also "
+                         "ordinary tokens' strings")
+    vocab |= tokenizer.special            # tokenizers numbers an added token absent from the vocabulary anew
     return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": _added(tokenizer.special),
             "normalizer": None, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]},
-            "post_processor": None, "decoder": byte_level,
-            "model": _bpe_model(vocab, [[strings[a], strings[b]] for a, b in tokenizer.merges])}
+            "post_processor": None, "decoder": byte_level, "model": _bpe_model(vocab, merges)}
 
 
 class RenumberedBPE:
@@ -124,6 +136,11 @@ class RenumberedBPE:
 
     def __init__(self, inner, to_theirs, token_bytes):
         self.inner, self.to_theirs, self.token_bytes = inner, np.asarray(to_theirs, np.int64), token_bytes
+
+    @property
+    def special(self):
+        """{special token: its id in this numbering}."""
+        return {token: int(self.to_theirs[i]) for token, i in self.inner.special.items()}
 
     def __len__(self):
         return len(self.token_bytes)
@@ -214,7 +231,7 @@ def _byte_level_bpe(vocab, merges, specials, pattern):
     to_theirs = [vocab[s] for s in ours] + list(specials.values())
     if to_theirs == list(range(len(to_theirs))) and len(vocab.keys() | specials.keys()) == len(to_theirs):
         return inner
-    token_bytes = {i: bytes(CHAR_BYTE[c] for c in s) for s, i in vocab.items()} | {
+    token_bytes = {i: bytes(CHAR_BYTE[c] for c in s) for s, i in vocab.items() if s not in specials} | {
         i: s.encode("utf-8") for s, i in specials.items()}
     if sorted(token_bytes) != list(range(len(token_bytes))):
         raise ValueError(f"its ids are not 0..{len(token_bytes) - 1}")

@@ -24,7 +24,8 @@ import numpy as np
 
 from transformer.families.decoder_only import DecoderOnlyConfig
 from transformer.training.hf_tokenizer import read_json, read_tokenizer_json, to_tokenizer_json
-from transformer.training.nanogpt import decoder_holding, nanogpt_parameter_order, rename_from_nanogpt, rename_to_nanogpt
+from transformer.training.nanogpt import (decoder_holding, nanogpt_parameter_order, rename_from_nanogpt,
+                                          rename_to_nanogpt)
 from transformer.training.safetensors import read_safetensors, write_safetensors
 
 LAYER_NORM_EPS = 1e-5                                  # nn.LayerNorm's, which our models do not change
