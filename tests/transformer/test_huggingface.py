@@ -7,6 +7,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt
 from transformer.data.bpe import END_OF_TEXT, BPETokenizer
@@ -187,7 +189,10 @@ def test_a_malformed_tokenizer_json_is_one_error_naming_it(tmp_path, case):
     (lambda c: {**c, "n_layer": "two"}, "num_layers must be an integer >= 1, got 'two'"),
     (lambda c: {**c, "layer_norm_epsilon": 1e-6}, "GPT-2 settings this model cannot follow: layer_norm_epsilon=1e-06"),
     (lambda c: {**c, "activation_function": "silu"}, "activation_function='silu'"),
-    (lambda c: {**c, "n_inner": 48}, "model.safetensors': "),
+    (lambda c: {**c, "n_inner": 48}, "model.safetensors': the weights disagree with config.json: "
+                                     "transformer.h.0.mlp.c_fc.weight (64, 16), config.json: (48, 16)"),
+    (lambda c: {**c, "n_positions": 10**9}, "transformer.wpe.weight (16, 16), config.json: (1000000000, 16)"),
+    (lambda c: {**c, "n_layer": 10**7}, "config.json gives 10000000 layers, the weights hold blocks [0, 1]"),
     (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'")])
 def test_a_malformed_or_unsupported_config_json_is_one_error_naming_the_file(tmp_path, change, says):
     save_hf(tiny_gpt(len(BPE)), BPE, tmp_path)
@@ -209,3 +214,57 @@ def test_a_missing_file_is_named(tmp_path, missing):
         from_hf(tmp_path)
     with pytest.raises(FileNotFoundError, match="from_hf: no folder at"):
         from_hf(tmp_path / "nowhere")
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-3, 10**12) | st.floats() | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                       max_size=3), max_leaves=6)
+SMALL = to_tokenizer_json(BPETokenizer(BPE.merges[:5]))
+
+
+def paths(spec, prefix=()):
+    """Every path (tuple of keys and indices) into a JSON object."""
+    children = spec.items() if isinstance(spec, dict) else enumerate(spec) if isinstance(spec, list) else []
+    for key, value in children:
+        yield prefix + (key,)
+        if not (isinstance(value, dict) and len(value) > 20):              # not every vocabulary entry
+            yield from paths(value, prefix + (key,))
+
+
+TOKENIZER_PATHS = sorted(paths(SMALL), key=str)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(TOKENIZER_PATHS), JSON_VALUES), min_size=1, max_size=3))
+def test_fuzzed_tokenizer_json_reads_or_is_one_valueerror(tmp_path, changes):
+    spec = SMALL
+    for path, value in changes:
+        try:
+            spec = edit(spec, path, value)
+        except (KeyError, IndexError, TypeError):
+            pass                                           # an earlier change removed the path
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    try:
+        tokenizer = read_tokenizer_json(tmp_path / "tokenizer.json")
+    except ValueError as err:
+        assert str(err).startswith("read_tokenizer_json: ") and "\n" not in str(err)
+    else:
+        assert tokenizer.decode(tokenizer.encode("any text")) == "any text"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner",
+                                           "activation_function", "layer_norm_epsilon", "tie_word_embeddings",
+                                           "resid_pdrop", "architectures", "model_type"]), JSON_VALUES), max_size=3))
+def test_fuzzed_config_json_loads_or_is_one_valueerror_naming_a_file(tmp_path, changes):
+    if not (tmp_path / "model.safetensors").exists():
+        save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
+        (tmp_path / "good.json").write_text((tmp_path / "config.json").read_text())
+    config = json.loads((tmp_path / "good.json").read_text()) | dict(changes)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    try:
+        model, _ = from_hf(tmp_path)
+    except ValueError as err:
+        assert str(err).startswith("from_hf: ") and str(tmp_path) in str(err) and "\n" not in str(err), str(err)
+    else:
+        assert model.config.vocab == len(CHARS) and model.config.d_model == 16

@@ -19,6 +19,7 @@ A Llama-style entry (rotary positions, RMSNorm, SwiGLU) is one more Architecture
 import dataclasses
 import json
 import os
+import re
 
 import numpy as np
 
@@ -114,7 +115,23 @@ def gpt2_from_theirs(tensors, config):
         theirs.pop("lm_head.weight", None)                              # the same array as wte
     elif "lm_head.weight" not in theirs:
         raise KeyError("lm_head.weight (tie_word_embeddings is false)")
+    _check_sizes(theirs, config)
     return rename_from_nanogpt(theirs, config.num_layers, config.d_model, "model.safetensors")
+
+
+def _check_sizes(theirs, config):
+    """The sizes config.json gives must be the weights' before a model of that size is
+    built: a config.json claiming a billion positions or layers is refused, not allocated."""
+    layers = {int(m.group(1)) for name in theirs if (m := re.match(r"transformer\.h\.(\d+)\.", name))}
+    if layers != set(range(config.num_layers)):
+        raise ValueError(f"config.json gives {config.num_layers} layers, the weights hold blocks {sorted(layers)[:8]}")
+    expected = {"transformer.wte.weight": (config.vocab, config.d_model),
+                "transformer.wpe.weight": (config.max_len, config.d_model),
+                **{f"transformer.h.{i}.mlp.c_fc.weight": (config.d_ff, config.d_model) for i in layers}}
+    wrong = [f"{name} {theirs[name].shape if name in theirs else 'missing'}, config.json: {shape}"
+             for name, shape in expected.items() if name not in theirs or theirs[name].shape != shape]
+    if wrong:
+        raise ValueError("the weights disagree with config.json: " + "; ".join(wrong[:3]))
 
 
 GPT2 = Architecture("GPT2LMHeadModel", "gpt2", gpt2_config_json, gpt2_our_config, gpt2_to_theirs, gpt2_from_theirs)
