@@ -1,6 +1,8 @@
 """demos.export writes a GPT trained here as nanoGPT's ckpt.pt and meta.pkl: the weights read
 back identical, nanoGPT's equations in PyTorch give our logits, and its AdamW takes the
-moments; the mapping of the moments is checked without PyTorch too."""
+moments; the mapping of the moments is checked without PyTorch too.  With --hf it writes a
+Hugging Face folder that reads back as the same model and samples the same text (demos.sample
+--hf); its mistakes, and those of sample --hf, are one line with nothing written."""
 import os
 import pickle
 import sys
