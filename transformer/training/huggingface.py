@@ -13,6 +13,8 @@ read back, and how the weights are renamed each way.  GPT-2 (`GPT2LMHeadModel`) 
 first: its names are nanoGPT's (nanogpt.py holds that mapping), except that GPT-2's
 `Conv1D` stores a weight as (in, out), the transpose of a Linear's.  GPT-2 always has
 biases: a model trained without them is written with zero biases, the same function.
+Weights are written in float32 (a float64 model's too: the precision GPUs train in), and
+one dropout probability stands for GPT-2's three (embeddings, attention, residuals).
 A Llama-style entry (rotary positions, RMSNorm, SwiGLU) is one more Architecture.
 """
 
@@ -23,6 +25,7 @@ import re
 
 import numpy as np
 
+from transformer.data.bpe import END_OF_TEXT
 from transformer.families.decoder_only import DecoderOnlyConfig
 from transformer.training.hf_tokenizer import read_json, read_tokenizer_json, to_tokenizer_json
 from transformer.training.nanogpt import (decoder_holding, nanogpt_parameter_order, rename_from_nanogpt,
@@ -57,7 +60,7 @@ def gpt2_config_json(config, special_ids):
         (config.activation not in GPT2_ACTIVATIONS, f"it has no {config.activation!r} activation")] if broken]
     if cannot:
         raise ValueError("this model cannot be written as GPT-2: " + "; ".join(cannot))
-    end = special_ids.get("<|endoftext|>")
+    end = special_ids.get(END_OF_TEXT)
     return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": config.vocab,
             "n_positions": config.max_len, "n_embd": config.d_model, "n_layer": config.num_layers,
             "n_head": config.num_heads, "n_inner": config.d_ff,
@@ -159,12 +162,12 @@ def hf_files(model, tokenizer):
     architecture or tokenizer.json cannot hold."""
     architecture = architecture_for(model.config)
     special = getattr(tokenizer, "special", {})
-    end = special.get("<|endoftext|>")
+    end = special.get(END_OF_TEXT)
     config = architecture.write_config(model.config, special)
     tokens = to_tokenizer_json(tokenizer)
     if len(tokenizer) != model.config.vocab:
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model {model.config.vocab}")
-    ends = {} if end is None else {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+    ends = {} if end is None else {"bos_token": END_OF_TEXT, "eos_token": END_OF_TEXT}
     return {"model.safetensors": architecture.to_theirs(model.state_dict(), model.config), "config.json": config,
             "generation_config.json": {"bos_token_id": end, "eos_token_id": end} if end is not None else {},
             "tokenizer.json": tokens,
