@@ -4,6 +4,8 @@ gives our ids; a GPT-2 built in transformers (with a tokenizer trained by `token
 imports with equal logits and ids, and each side trains the other's model."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch", reason="PyTorch (bench extra)")
 transformers = pytest.importorskip("transformers", reason="transformers (bench extra)")
@@ -13,6 +15,7 @@ from nn import functional as F
 from nn.optim import AdamW
 from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt
 from transformer.data.bpe import END_OF_TEXT
+from transformer.training.hf_tokenizer import read_tokenizer_json
 from transformer.training.huggingface import from_hf, save_hf
 
 transformers.logging.set_verbosity_error()
@@ -63,6 +66,25 @@ def test_the_fast_tokenizer_gives_our_ids_specials_included(tmp_path, seed):
     assert END_OF_TEXT in text and BPE.special[END_OF_TEXT] in ours
     assert fast(text)["input_ids"] == ours and raw.encode(text).ids == ours
     assert fast.decode(ours) == text and fast.eos_token == END_OF_TEXT
+
+
+ASSIGNED_TEXT = st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=40)    # Python's Unicode
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(ASSIGNED_TEXT, min_size=1, max_size=4))
+def test_tokenizers_cut_any_text_as_we_do(tmp_path_factory, parts):
+    """Our pre-split (Python's re) and its Oniguruma form in tokenizers agree on any text
+    of assigned characters, with special tokens between the parts; so do GPT-2's pre-split
+    spelled for re and tokenizers' own ByteLevel, on a tokenizer tokenizers trained."""
+    folder = tmp_path_factory.getbasetemp() / "any-text"
+    if not (folder / "tokenizer.json").exists():
+        save_hf(tiny_gpt(len(BPE)), BPE, folder / "ours")
+        gpt2_built_in_transformers(folder)
+    text = END_OF_TEXT.join(parts)
+    for path in (folder / "ours" / "tokenizer.json", folder / "tokenizer.json"):
+        ours = read_tokenizer_json(path)                        # ours: BPE itself; theirs: a RenumberedBPE
+        assert tokenizers.Tokenizer.from_file(str(path)).encode(text).ids == ours.encode(text).tolist(), path
 
 
 def test_the_fast_tokenizer_of_a_character_model(tmp_path):
