@@ -126,7 +126,7 @@ def _check_sizes(theirs, config):
     """The sizes config.json gives must be the weights' before a model of that size is
     built: a config.json claiming a billion positions or layers is refused, not allocated."""
     layers = {int(m.group(1)) for name in theirs if (m := re.match(r"transformer\.h\.(\d+)\.", name))}
-    if layers != set(range(config.num_layers)):
+    if len(layers) != config.num_layers or sorted(layers) != list(range(len(layers))):
         raise ValueError(f"config.json gives {config.num_layers} layers, the weights hold blocks {sorted(layers)[:8]}")
     expected = {"transformer.wte.weight": (config.vocab, config.d_model),
                 "transformer.wpe.weight": (config.max_len, config.d_model),
