@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from transformer.training.safetensors import read_safetensors, write_safetensors
@@ -130,21 +130,40 @@ def test_fuzzed_headers_read_or_fail_with_one_valueerror(tmp_path_factory, heade
         assert sum(t.nbytes for t in tensors.values() if t.dtype.itemsize > 0) <= 2 * len(buffer)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from(["a", "b", "c"]), st.fixed_dictionaries({
-    "dtype": st.sampled_from(["F32", "F16", "BF16", "I64", "U8", "F64"]),
-    "shape": st.lists(st.integers(0, 3), max_size=3),
-    "data_offsets": st.lists(st.integers(0, 64), min_size=2, max_size=2)})), st.integers(0, 64))
-def test_fuzzed_well_typed_headers_never_read_outside_the_buffer(tmp_path_factory, header, size):
-    """Headers that parse as entries: the reader accepts exactly the ones whose spans tile a
-    buffer of `size` bytes, and every tensor then holds its own bytes."""
-    path = file_of(tmp_path_factory.mktemp("fuzz"), header, bytes(range(size)))
+ITEMSIZE = {"F32": 4, "F16": 2, "BF16": 2, "I64": 8, "U8": 1, "F64": 8}
+
+
+@st.composite
+def nearly_valid_headers(draw):
+    """(header, buffer size): tensors laid end to end, then perhaps one offset or the
+    buffer's size nudged by a few bytes (so both valid and broken files come up)."""
+    names = draw(st.lists(st.sampled_from("abcde"), unique=True, max_size=4))
+    header, position = {}, 0
+    for name in names:
+        dtype, shape = draw(st.sampled_from(sorted(ITEMSIZE))), draw(st.lists(st.integers(0, 3), max_size=3))
+        size = int(np.prod(shape)) * ITEMSIZE[dtype]
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [position, position + size]}
+        position += size
+    if names and draw(st.booleans()):
+        offsets = header[draw(st.sampled_from(names))]["data_offsets"]
+        offsets[draw(st.integers(0, 1))] += draw(st.integers(-4, 4))
+    return header, position + draw(st.sampled_from([0, 0, -1, 1, 8]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(nearly_valid_headers())
+def test_fuzzed_well_typed_headers_never_read_outside_the_buffer(tmp_path_factory, header_and_size):
+    """The reader accepts exactly the headers whose spans tile the buffer with the byte
+    counts their shapes need, and each tensor then holds its own bytes."""
+    header, size = header_and_size
+    size = max(size, 0)
+    path = file_of(tmp_path_factory.mktemp("fuzz"), header, bytes(i % 256 for i in range(size)))
     spans = sorted(tuple(e["data_offsets"]) for e in header.values())
     ends = [0] + [end for _, end in spans]
-    itemsize = {"F32": 4, "F16": 2, "BF16": 2, "I64": 8, "U8": 1, "F64": 8}
-    valid = (all(e["data_offsets"][1] - e["data_offsets"][0] == int(np.prod(e["shape"])) * itemsize[e["dtype"]]
+    valid = (all(e["data_offsets"][1] - e["data_offsets"][0] == int(np.prod(e["shape"])) * ITEMSIZE[e["dtype"]]
                  for e in header.values())
              and [begin for begin, _ in spans] == ends[:-1] and ends[-1] == size)
+    event("valid" if valid else "refused")
     if not valid:
         with pytest.raises(ValueError, match="read_safetensors: "):
             read_safetensors(path)
@@ -152,9 +171,10 @@ def test_fuzzed_well_typed_headers_never_read_outside_the_buffer(tmp_path_factor
     tensors, _ = read_safetensors(path)
     for name, e in header.items():
         begin, end = e["data_offsets"]
-        raw = bytes(range(size))[begin:end]
-        if e["dtype"] == "U8":
-            assert tensors[name].tobytes() == raw
+        raw = bytes(i % 256 for i in range(size))[begin:end]
+        if e["dtype"] in ("U8", "I64", "F64", "F32"):                # kept as stored: the very bytes
+            assert tensors[name].astype(tensors[name].dtype.newbyteorder("<")).tobytes() == raw, name
+        assert tensors[name].shape == tuple(e["shape"]), name
 
 
 def test_the_safetensors_librarys_files_and_ours_agree(tmp_path):
