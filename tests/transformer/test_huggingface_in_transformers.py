@@ -92,6 +92,7 @@ def test_the_fast_tokenizer_of_a_character_model(tmp_path):
     fast = transformers.AutoTokenizer.from_pretrained(tmp_path)
     text = CORPUS[1000:1600]
     assert fast(text)["input_ids"] == CHARS.encode(text).tolist() and fast.decode(CHARS.encode(text)) == text
+    assert fast("a\u2603b")["input_ids"] == CHARS.encode("ab").tolist()          # tokenizers drops what it lacks
 
 
 def gpt2_built_in_transformers(folder, seed=0):

@@ -11,7 +11,9 @@ written and read:
   256 + i, the specials last.  A tokenizer.json numbered otherwise (GPT-2's own, or one
   trained by `tokenizers`) reads as a `RenumberedBPE`: our BPE on its merges, ids mapped.
 - **characters** (CharVocab): a BPE with no merges whose vocabulary is the characters,
-  no pre-tokenizer, and the Fuse decoder (tokens joined without spaces).
+  no pre-tokenizer, and the Fuse decoder (tokens joined without spaces).  A character
+  outside the vocabulary is dropped by `tokenizers` (a BPE with no unknown token), and
+  refused by CharVocab.
 
 The pre-split is a regular expression, and the two sides run different engines: Python's
 `re` here, Oniguruma in `tokenizers`, whose classes differ (`\\w` takes combining marks
