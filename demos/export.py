@@ -1,8 +1,16 @@
-"""Export a GPT trained here to nanoGPT, to go on training it there (on a GPU, say).
+"""Export a GPT trained here to Hugging Face's format or to nanoGPT, to go on there (on a GPU, say).
 
+    python -m demos.export --checkpoint runs/gpt --hf out/gpt-hf
     python -m demos.export --checkpoint runs/gpt --nanogpt out/ckpt.pt
 
-Writes ckpt.pt as nanoGPT's train.py writes it: `model` (the weights under nanoGPT's names,
+--hf writes a folder that `transformers` loads as GPT2LMHeadModel with its fast tokenizer
+(AutoModelForCausalLM / AutoTokenizer.from_pretrained): model.safetensors, config.json,
+generation_config.json, tokenizer.json (byte-level BPE or characters, as trained) and
+tokenizer_config.json.  It needs no PyTorch; a model GPT-2 cannot express (rotary
+positions, a biased output layer, a padding mask) is refused in one line, nothing written.
+The mapping lives in transformer/training/huggingface.py.
+
+--nanogpt writes ckpt.pt as nanoGPT's train.py writes it: `model` (the weights under nanoGPT's names,
 q, k and v stacked into c_attn), `model_args`, `iter_num`, `best_val_loss`, `config` (our
 training configuration under nanoGPT's names) and `optimizer` (AdamW's moments and step
 mapped onto nanoGPT's parameter order and its two groups, weight matrices first; a
@@ -15,7 +23,7 @@ settings from its flags, so the command printed at the end passes them (block si
 learning rates, iterations, CPU).
 
 Writing a torch.save file takes PyTorch: the optional `bench` extra (`pip install -e
-".[bench]"`); this is the only command that needs it. The mapping itself lives in
+".[bench]"`); --nanogpt is the only command that needs it.  Its mapping lives in
 transformer/training/nanogpt.py, with the reading side.
 """
 
@@ -30,7 +38,8 @@ from demos._flags import command_line, fail
 from demos.gpt import load_corpus
 from transformer.data.text import split_text
 from transformer.training.checkpoints import load_checkpoint, model_from
-from transformer.training.lm import LMTrainConfig, decay_groups, vocab_of
+from transformer.training.huggingface import save_hf
+from transformer.training.lm import LMTrainConfig, decay_groups, load_lm, vocab_of
 from transformer.training.nanogpt import (adam_moments_to_nanogpt, nanogpt_model_args, nanogpt_parameter_order,
                                           to_nanogpt)
 
@@ -118,11 +127,35 @@ def resume_command(out_dir, t, iteration):
             f"--grad_clip={t['grad_clip']} --eval_interval={t['eval_every']} --eval_iters={t['eval_iters']}")
 
 
+def export_hf(checkpoint, folder):
+    """Write the checkpoint's model and tokenizer into folder as Hugging Face's files."""
+    try:
+        model, vocab = load_lm(checkpoint)
+    except (OSError, ValueError) as err:
+        fail(PROG, f"--checkpoint: {err}")
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        fail(PROG, f"--hf: {folder} is a file; expected a folder to write into (made if missing)")
+    try:
+        architecture = save_hf(model, vocab, folder)
+    except ValueError as err:
+        fail(PROG, f"--checkpoint: {err}")
+    except OSError as err:
+        fail(PROG, f"--hf: {err}")
+    print(f"wrote {folder}: {architecture} ({sum(p.data.size for p in model.parameters()):,} parameters) and its "
+          f"{vocab.kind} tokenizer\nin transformers:\n  from transformers import AutoModelForCausalLM, AutoTokenizer\n"
+          f"  model = AutoModelForCausalLM.from_pretrained({folder!r})\n"
+          f"  tokenizer = AutoTokenizer.from_pretrained({folder!r})")
+
+
 def main(argv=None):
     p = command_line(PROG, __doc__)
     p.add_argument("--checkpoint", required=True, help="a folder (or checkpoint.npz) written by demos.gpt")
-    p.add_argument("--nanogpt", required=True, metavar="CKPT_PT", help="the ckpt.pt to write (meta.pkl goes beside it)")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--hf", metavar="DIR", help="the folder to write Hugging Face's files into (made if missing)")
+    target.add_argument("--nanogpt", metavar="CKPT_PT", help="the ckpt.pt to write (meta.pkl goes beside it)")
     args = p.parse_args(argv)
+    if args.hf:
+        return export_hf(args.checkpoint, args.hf)
     try:
         state, model, vocab = read_checkpoint(args.checkpoint)
     except (OSError, ValueError) as err:

@@ -1,12 +1,15 @@
-"""Generate text from a trained GPT: ours (demos.gpt, characters or BPE tokens), or one nanoGPT trained.
+"""Generate text from a trained GPT: ours (demos.gpt, characters or BPE tokens), a Hugging Face
+GPT-2 folder (with its tokenizer.json), or one nanoGPT trained.
 
     python -m demos.sample --checkpoint runs/gpt --prompt "Return the" --tokens 300
+    python -m demos.sample --hf out/gpt-hf --prompt "Return the" --top-k 1
     python -m demos.sample --nanogpt out-shakespeare-char/ckpt.pt --meta data/shakespeare_char/meta.pkl \\
         --prompt "ROMEO:" --top-k 1          # --top-k 1: greedy decoding
 
 Generation runs with the key/value cache; when the text outgrows the model's context only
 the last block_size characters are fed, as nanoGPT's sample.py does.  Reading nanoGPT's
-ckpt.pt needs no PyTorch (transformer/training/nanogpt.py reads the file itself).
+ckpt.pt or Hugging Face's model.safetensors needs no PyTorch (transformer/training/nanogpt.py
+and huggingface.py read the files themselves).
 """
 
 import pickle
@@ -16,6 +19,7 @@ import numpy as np
 
 from demos._flags import command_line, fail, integer_at_least, number
 from transformer.data.text import CharVocab
+from transformer.training.huggingface import from_hf
 from transformer.training.lm import load_lm
 from transformer.training.nanogpt import load_nanogpt_checkpoint, read_meta
 
@@ -26,6 +30,8 @@ def parse_args(argv=None):
     p = command_line(PROG, __doc__)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoint", help="a folder (or checkpoint.npz) written by demos.gpt")
+    source.add_argument("--hf", metavar="DIR", help="a Hugging Face GPT-2 folder: config.json, model.safetensors, "
+                        "tokenizer.json (demos.export --hf writes one)")
     source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
     p.add_argument("--meta", help="nanoGPT's meta.pkl with the character vocabulary")
     p.add_argument("--prompt", default="\n")
@@ -45,6 +51,8 @@ def load(args):
     """(model, vocab) from either kind of checkpoint."""
     if args.checkpoint:
         return read("checkpoint", load_lm, args.checkpoint)
+    if args.hf:
+        return read("hf", from_hf, args.hf)
     itos = read("meta", read_meta, args.meta)["itos"]
     vocab = CharVocab(itos[i] for i in range(len(itos)))
     return read("nanogpt", load_nanogpt_checkpoint, args.nanogpt), vocab

@@ -1,6 +1,9 @@
 """demos.export writes a GPT trained here as nanoGPT's ckpt.pt and meta.pkl: the weights read
 back identical, nanoGPT's equations in PyTorch give our logits, and its AdamW takes the
-moments; the mapping of the moments is checked without PyTorch too."""
+moments; the mapping of the moments is checked without PyTorch too.  With --hf it writes a
+Hugging Face folder that reads back as the same model and samples the same text (demos.sample
+--hf); its mistakes, and those of sample --hf, are one line with nothing written."""
+import os
 import pickle
 import sys
 
@@ -8,12 +11,15 @@ import numpy as np
 import pytest
 
 import nn
-from demos import export, gpt
+from demos import export, gpt, sample
 from nn import functional as F
 from nn import optim
 from tests.demos.test_user_mistakes import TINY_GPT, refused
-from transformer.data.text import split_text
-from transformer.families.decoder_only import DecoderOnly, gpt_config
+from transformer.data.text import CharVocab, split_text
+from transformer.encoder_decoder import Transformer, TransformerConfig
+from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config
+from transformer.training.checkpoints import run_state
+from transformer.training.huggingface import from_hf, save_hf
 from transformer.training.lm import decay_groups, load_lm
 from transformer.training.nanogpt import (adam_moments_to_nanogpt, from_nanogpt, nanogpt_model_args,
                                           nanogpt_parameter_order, read_torch_file)
@@ -118,3 +124,66 @@ def test_exported_checkpoint_reads_back_identical_and_runs_in_pytorch_as_nanogpt
     loss.backward()
     optimizer.step()                                                # training goes on there
     assert checkpoint["config"]["init_from"] == "resume" and checkpoint["best_val_loss"] < 10
+
+
+def saved_model(folder, model, vocab):
+    os.makedirs(folder)
+    nn.save(run_state(model, vocab=vocab.to_array(), tokenizer=vocab.kind), str(folder / "checkpoint.npz"))
+    return folder
+
+
+@pytest.mark.parametrize("extra", [[], ["--tokenizer", "bpe", "--vocab-size", "300"]], ids=["char", "bpe"])
+def test_export_hf_writes_a_folder_that_reads_back_as_the_same_model(tmp_path, capsys, extra):
+    run = trained_run(tmp_path / "run", *extra)
+    capsys.readouterr()
+    export.main(["--checkpoint", str(run), "--hf", str(tmp_path / "hf")])
+    out = capsys.readouterr().out
+    assert "GPT2LMHeadModel" in out and f"AutoModelForCausalLM.from_pretrained({str(tmp_path / 'hf')!r})" in out
+    assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "generation_config.json", "model.safetensors",
+                                                   "tokenizer.json", "tokenizer_config.json"]
+    ours, vocab = load_lm(str(run))
+    back, tokenizer = from_hf(tmp_path / "hf")
+    tokens = np.random.default_rng(0).integers(0, len(vocab), (2, 8))
+    np.testing.assert_allclose(back(tokens).data, ours(tokens).data, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(tokenizer.encode("Return the"), vocab.encode("Return the"))
+    text = sample.main(["--hf", str(tmp_path / "hf"), "--prompt", "Return", "--tokens", "12", "--top-k", "1"])
+    assert text == sample.main(["--checkpoint", str(run), "--prompt", "Return", "--tokens", "12", "--top-k", "1"])
+
+
+@pytest.mark.parametrize("make, blamed, says", [
+    (lambda tmp: tmp / "nowhere", "--checkpoint", "no checkpoint file at"),
+    (lambda tmp: saved_model(tmp / "seq2seq", Transformer(TransformerConfig(src_vocab=5, tgt_vocab=5)), CharVocab("ab")),
+     "--checkpoint", "holds an encoder-decoder Transformer (written by demos.train); this needs a GPT"),
+    (lambda tmp: saved_model(tmp / "rope", DecoderOnly(DecoderOnlyConfig(vocab=2, positional="rope", pad_id=None)),
+                             CharVocab("ab")),
+     "--checkpoint", "this model cannot be written as GPT-2: positions must be learned (GPT-2's wpe), not 'rope'"),
+    (lambda tmp: saved_model(tmp / "padded", DecoderOnly(DecoderOnlyConfig(vocab=2)), CharVocab("ab")),
+     "--checkpoint", "it masks no padding token (the model has pad_id=0)")])
+def test_export_hf_mistakes_are_one_line_and_write_nothing(tmp_path, capsys, make, blamed, says):
+    checkpoint = make(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    err = refused(export.main, ["--checkpoint", str(checkpoint), "--hf", str(tmp_path / "hf")], capsys,
+                  f"demos.export: error: {blamed}: ")
+    assert says in err and sorted(os.listdir(tmp_path)) == before
+
+
+def test_export_hf_into_a_file_is_refused(tmp_path, capsys):
+    run = saved_model(tmp_path / "run", DecoderOnly(gpt_config(2, 8, 1, 2, 8)), CharVocab("ab"))
+    (tmp_path / "notes.txt").write_text("a file")
+    err = refused(export.main, ["--checkpoint", str(run), "--hf", str(tmp_path / "notes.txt")], capsys,
+                  "demos.export: error: --hf: ")
+    assert "is a file; expected a folder" in err and (tmp_path / "notes.txt").read_text() == "a file"
+
+
+@pytest.mark.parametrize("damage, says", [
+    (None, "from_hf: no folder at"),
+    (lambda hf: (hf / "config.json").write_text("{\"n_embd\": "), "config.json' is not UTF-8 JSON"),
+    (lambda hf: (hf / "tokenizer.json").write_text("[]"), "tokenizer.json' holds a JSON list"),
+    (lambda hf: (hf / "model.safetensors").write_bytes(b"\xff" * 16), "model.safetensors' is not a valid safetensors")])
+def test_sample_hf_mistakes_are_one_line(tmp_path, capsys, damage, says):
+    hf = tmp_path / "hf"
+    if damage is not None:
+        save_hf(DecoderOnly(gpt_config(2, 8, 1, 2, 8)).eval(), CharVocab("ab"), hf)
+        damage(hf)
+    err = refused(sample.main, ["--hf", str(hf)], capsys, "demos.sample: error: --hf: ")
+    assert says in err

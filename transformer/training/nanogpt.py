@@ -83,28 +83,46 @@ def from_nanogpt(state, num_heads, dropout=0.0):
     state = {k: np.asarray(v) for k, v in _strip_prefix(state).items()
              if not k.endswith(".attn.bias") or np.ndim(v) != 4}   # drop the causal-mask buffer
     config = config_from_nanogpt(state, num_heads, dropout)
+    ours = rename_from_nanogpt(state, config.num_layers, config.d_model, "nanoGPT state dict")
+    return decoder_holding(config, ours)
+
+
+def decoder_holding(config, weights):
+    """A DecoderOnly of `config` in eval mode holding `weights` (under our names; a tied
+    model's out_proj.weight may be left out).  Every parameter must be filled and every
+    shape match, or nothing is built.  Weights in float64 give a float64 model; any other
+    float dtype a float32 one.  The arrays are made C-contiguous (a transposed view's copy
+    would keep its Fortran order, which AdamW's in-place update cannot flatten)."""
+    weights = {name: np.ascontiguousarray(array) for name, array in weights.items()}
+    weights.setdefault("out_proj.weight", weights["embed.weight"])          # tied: lm_head is wte
+    dtype = "float64" if np.result_type(*weights.values()) == np.float64 else "float32"
+    model = DecoderOnly(dataclasses.replace(config, dtype=dtype))
+    model.load_state_dict(weights)                       # every key, every shape checked, cast to the model's dtype
+    return model.eval()
+
+
+def rename_from_nanogpt(state, num_layers, d_model, source):
+    """Arrays under nanoGPT's names (its layout: Linear weights (out, in)) -> the same arrays
+    under ours, c_attn cut into q, k and v.  A key the mapping does not know, or a c_attn
+    of the wrong size, is a KeyError or ValueError naming `source`."""
     ours = {}
     renames = _top_names()
-    for i in range(config.num_layers):
+    for i in range(num_layers):
         renames.update(_our_block_names(i))
         for kind in ("weight", "bias"):
             c_attn = state.get(f"transformer.h.{i}.attn.c_attn.{kind}")
             if c_attn is None:
                 continue
-            if c_attn.shape[0] != 3 * config.d_model:
-                raise ValueError(f"nanoGPT state dict: transformer.h.{i}.attn.c_attn.{kind} has shape "
-                                 f"{c_attn.shape}, expected first dim 3 x {config.d_model}")
+            if c_attn.shape[0] != 3 * d_model:
+                raise ValueError(f"{source}: transformer.h.{i}.attn.c_attn.{kind} has shape {c_attn.shape}, "
+                                 f"expected first dim 3 x {d_model}")
             for part, name in zip(np.split(c_attn, 3, axis=0), ("q_proj", "k_proj", "v_proj")):
                 ours[f"blocks.layers.{i}.self_attn.{name}.{kind}"] = part
     unknown = [k for k in state if k not in renames and ".attn.c_attn." not in k]
     if unknown:
-        raise KeyError(f"nanoGPT state dict: keys this mapping does not know: {unknown}")
+        raise KeyError(f"{source}: keys this mapping does not know: {unknown}")
     ours.update({renames[k]: v for k, v in state.items() if k in renames})
-    ours.setdefault("out_proj.weight", ours["embed.weight"])          # tied: lm_head is wte
-    dtype = "float64" if np.result_type(*ours.values()) == np.float64 else "float32"
-    model = DecoderOnly(dataclasses.replace(config, dtype=dtype))
-    model.load_state_dict(ours)                          # every key, every shape checked, cast to the model's dtype
-    return model.eval()
+    return ours
 
 
 def to_nanogpt(model):
