@@ -167,8 +167,8 @@ class Module:
             raise KeyError(f"load_state_dict for {type(self).__name__} failed, nothing was loaded: "
                            + " | ".join(problems))
         for name, p in own.items():
-            if name in state_dict:
-                p.data = np.array(state_dict[name], dtype=p.data.dtype)
+            if name in state_dict:      # its own C-ordered copy (a transposed array's would keep Fortran order)
+                p.data = np.array(state_dict[name], dtype=p.data.dtype, order="C")
         return missing, unexpected
 
     # ----- printing -----

@@ -8,7 +8,7 @@ import pytest
 import nn
 from autograd import Tensor, manual_seed
 from nn import functional as F
-from nn.optim import Adam
+from nn.optim import Adam, AdamW
 
 
 def make_model(seed=0):
@@ -194,3 +194,20 @@ def test_a_mismatch_names_the_first_few_parameters_and_the_count():
     message = str(caught.value)
     assert "12 shape mismatches: 0.weight: expected shape (3, 3), got (4, 4); 0.bias" in message
     assert "... and 9 more" in message and len(message) < 400
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_load_state_dict_gives_each_parameter_its_own_c_ordered_memory(seed):
+    """A transposed array (Fortran order, as a Conv1D weight read from another framework is)
+    loads as a C-ordered copy, so the optimizers' in-place updates work on it and the source
+    array never changes with the model."""
+    rng = np.random.default_rng(seed)
+    layer = nn.Linear(3, 5)
+    weight = rng.standard_normal((3, 5)).astype(np.float32).T          # (5, 3), Fortran order
+    source = weight.copy()
+    layer.load_state_dict({"weight": weight, "bias": np.zeros(5, np.float32)})
+    assert layer.weight.data.flags.c_contiguous and not np.shares_memory(layer.weight.data, weight)
+    optimizer = AdamW(layer.parameters(), lr=0.1)
+    layer(Tensor(rng.standard_normal((4, 3)).astype(np.float32))).sum().backward()
+    optimizer.step()
+    assert not np.array_equal(layer.weight.data, source) and np.array_equal(weight, source)

@@ -91,9 +91,8 @@ def decoder_holding(config, weights):
     """A DecoderOnly of `config` in eval mode holding `weights` (under our names; a tied
     model's out_proj.weight may be left out).  Every parameter must be filled and every
     shape match, or nothing is built.  Weights in float64 give a float64 model; any other
-    float dtype a float32 one.  The arrays are made C-contiguous (a transposed view's copy
-    would keep its Fortran order, which AdamW's in-place update cannot flatten)."""
-    weights = {name: np.ascontiguousarray(array) for name, array in weights.items()}
+    float dtype a float32 one."""
+    weights = dict(weights)
     weights.setdefault("out_proj.weight", weights["embed.weight"])          # tied: lm_head is wte
     dtype = "float64" if np.result_type(*weights.values()) == np.float64 else "float32"
     model = DecoderOnly(dataclasses.replace(config, dtype=dtype))
