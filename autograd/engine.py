@@ -83,14 +83,14 @@ def input_grads(node, returned):
 def fitted(node, i, t, g):
     """Gradient g of input i, tensor t: summed over the dims broadcasting added or
     stretched (unbroadcast) and cast to t's dtype."""
-    g = unbroadcast(np.asarray(g), t.data.shape) if np.ndim(g) >= t.data.ndim else np.asarray(g)
-    return g.astype(t.data.dtype, copy=False) if g.shape == t.data.shape else wrong_shape(node, i, t, g)
+    fit = unbroadcast(np.asarray(g), t.data.shape) if np.ndim(g) >= t.data.ndim else np.asarray(g)
+    return fit.astype(t.data.dtype, copy=False) if fit.shape == t.data.shape else wrong_shape(node, i, t, g)
 
 
 def wrong_shape(node, i, t, g):
     """Raise the error for a gradient that cannot take its input's shape (a bug in the op),
     naming the op, the input and both shapes."""
-    raise ValueError(f"{node.name}.backward returned a gradient of shape {g.shape} for its input {i}, "
+    raise ValueError(f"{node.name}.backward returned a gradient of shape {np.shape(g)} for its input {i}, "
                      f"of shape {t.data.shape}: a gradient has its input's shape")
 
 

@@ -44,12 +44,8 @@ class Tensor:
         """Fast constructor used by ops: no copy, no checks.  output_nr: which output of
         `node` this is (0 unless the op returns several, like split)."""
         t = cls.__new__(cls)
-        t.data = array
-        t.grad = None
-        t.requires_grad = node is not None
-        t._node = node
-        t._output_nr = output_nr
-        t._hooks = None
+        t.data, t.grad, t.requires_grad = array, None, node is not None
+        t._node, t._output_nr, t._hooks = node, output_nr, None
         return t
 
     # ----- what a tensor is -----

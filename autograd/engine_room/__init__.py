@@ -1,8 +1,8 @@
 """The engine room: the fast tier of the kernels (see README.md beside this file).
 
-The classroom never imports this package by name: `autograd.kernels` routes every kernel
-call here when the fast tier is chosen (the default), and calls `ready()` before the first
-one and `prepare()` when a training loop asks for it.  Each kernel has the name, signature
+The classroom never imports this package by name: `autograd.kernels` binds each kernel
+name to this package's function when the fast tier is chosen (the default), and calls
+`ready()` before the first kernel runs and `prepare()` when a training loop asks for it.  Each kernel has the name, signature
 and meaning of its numpy definition in autograd/kernels/reference.py.
 """
 

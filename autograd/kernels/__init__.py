@@ -20,6 +20,7 @@ This file is the one place in the classroom that knows the engine room exists.
 """
 
 import os
+import re
 import sys
 import types
 
@@ -32,7 +33,7 @@ KERNELS = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_
 
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
-_announcing = False  # whether Numba tells _CompilingAnnounced of each compile
+_announcing = False  # whether Numba tells us of each compile (_announce_compiling)
 
 
 def _namespace(module):
@@ -44,7 +45,6 @@ def _engine_room(step, *args):
     """The engine room after engine_room.<step>(*args) ("ready", "prepare" or "start"), or
     None if it cannot be imported or that step fails: then the loops tier is chosen instead,
     said in one line on stderr.  The classroom runs without the engine room, only slower."""
-    global _tier
     try:
         from autograd import engine_room
         getattr(engine_room, step)(*args)
@@ -52,7 +52,7 @@ def _engine_room(step, *args):
     except Exception as err:          # deleted, or failing to build: any reason means "run without it"
         print(f"autograd: the engine room (autograd/engine_room/) cannot be loaded ({type(err).__name__}: {err}); "
               "running the loops tier instead", file=sys.stderr, flush=True)
-        _tier = "loops"
+        use_tier("loops")
         return None
 
 
@@ -76,30 +76,36 @@ def _bind():
     globals().update((name, getattr(_current, name)) for name in KERNELS)
 
 
-class _CompilingAnnounced:
-    """A Numba event listener: one line on stderr as a kernel of this project starts to
-    compile in this process (a first run, or a new dtype), so that a debugger's step that
-    waits on it says why.  Loading a compiled kernel from Numba's cache says nothing."""
-
-    def on_start(self, event):
-        function = event.data["dispatcher"].py_func
-        if function.__module__.startswith("autograd."):
-            dtypes = sorted({str(getattr(arg, "dtype", arg)) for arg in event.data["args"]})
-            print(f"autograd: compiling {function.__name__} ({function.__module__}) for {', '.join(dtypes)}, "
-                  "once: later runs load it from Numba's cache", file=sys.stderr, flush=True)
-
-    def on_end(self, event):
-        pass
-
-
 def _announce_compiling():
-    """Register _CompilingAnnounced with Numba, once."""
+    """Have Numba say, in one line on stderr, when it starts compiling a kernel of this
+    project in this process (a first run after a change, or a new dtype: float64 too), so
+    that a debugger's step that waits on it says why.  Loading a compiled kernel from
+    Numba's cache says nothing.  A loop kernel is named; the engine room's many pieces are
+    announced once per float dtype.  Registered once, at the first kernel call."""
     global _announcing
-    if not _announcing:
-        from numba.core import event
-        listener = type("Listener", (_CompilingAnnounced, event.Listener), {})()
-        event.register("numba:compile", listener)
-        _announcing = True
+    if _announcing:
+        return
+    from numba.core import event
+
+    class Announce(event.Listener):
+        said = set()
+
+        def on_start(self, ev):
+            function = ev.data["dispatcher"].py_func
+            module = getattr(function, "__module__", None) or ""
+            dtypes = ", ".join(sorted(set(re.findall(r"float(?:32|64)", " ".join(map(str, ev.data["args"]))))))
+            what = function.__name__ if module == loops_module else "the engine room's kernels"
+            if module.startswith("autograd.") and dtypes and (what, dtypes) not in self.said:
+                self.said.add((what, dtypes))
+                print(f"autograd: compiling {what} for {dtypes}, once: later runs load "
+                      f"{'it' if what == function.__name__ else 'them'} from Numba's cache", file=sys.stderr, flush=True)
+
+        def on_end(self, ev):
+            pass
+
+    loops_module = f"{__name__}.loops"
+    event.register("numba:compile", Announce())
+    _announcing = True
 
 
 def __getattr__(name):

@@ -18,11 +18,9 @@ import math
 import numpy as np
 
 
-def matmul(a, b, like=None):
+def matmul(a, b):
     """C = A @ B for (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast:
-    C[..., i, j] = sum_k A[..., i, k] B[..., k, j].  like: the operand whose gradient this
-    product is, if it is one; a tier may lay C out in memory as that operand is (the engine
-    room does, to save copies); the numbers are the same."""
+    C[..., i, j] = sum_k A[..., i, k] B[..., k, j]."""
     return np.matmul(a, b)
 
 
