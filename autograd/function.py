@@ -95,8 +95,9 @@ class Function:
         loss never used), then each output's hooks (Tensor.register_hook) and retained
         .grad (Tensor.retain_grad)."""
         for i in [i for i, g in enumerate(slots) if g is None]:
-            slots[i] = np.zeros(ctx.out_shape[i], ctx.out_dtype[i]) if ctx.num_outputs > 1 else \
-                np.zeros(ctx.out_shape, ctx.out_dtype)
+            several = ctx.num_outputs > 1
+            slots[i] = np.zeros(ctx.out_shape[i] if several else ctx.out_shape,
+                                ctx.out_dtype[i] if several else ctx.out_dtype)
         for i, hooks in (ctx.hooks or {}).items():
             slots[i] = engine.run_hooks(hooks, slots[i])
         for i, kept in (ctx.retained or {}).items():
