@@ -21,7 +21,13 @@ from autograd.engine_room.scatter import index_add_rows
 
 __all__ = ["start", "ready", "prepare", "adam_step", "attention_backward", "attention_forward", "gelu", "gelu_backward",
            "index_add_rows", "layer_norm", "layer_norm_backward", "log_softmax", "log_softmax_backward",
-           "masked_fill", "matmul", "relu", "relu_backward", "softmax", "softmax_backward", "sum_of_squares"]
+           "masked_fill", "matmul", "matmul_grad", "relu", "relu_backward", "softmax", "softmax_backward", "sum_of_squares"]
+
+
+def matmul_grad(a, b, operand):
+    """a @ b as the gradient of `operand` (reference.matmul_grad), laid out in memory as
+    operand is (products.matmul's like=)."""
+    return matmul(a, b, like=operand)
 
 
 def start(dtype="float32", fused_attention=False):

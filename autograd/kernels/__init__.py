@@ -27,7 +27,7 @@ import types
 from autograd.kernels import reference
 
 TIERS = ("numpy", "loops", "fast")
-KERNELS = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
+KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
            "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
            "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
 

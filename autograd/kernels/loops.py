@@ -48,6 +48,11 @@ def matmul(a, b):
     return c
 
 
+def matmul_grad(a, b, operand):
+    """a @ b as the gradient of `operand` (reference.matmul_grad): matmul's loops."""
+    return matmul(a, b)
+
+
 # ============================================================================ softmax
 
 @njit(parallel=True, cache=True)

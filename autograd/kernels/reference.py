@@ -24,6 +24,14 @@ def matmul(a, b):
     return np.matmul(a, b)
 
 
+def matmul_grad(a, b, operand):
+    """a @ b as the gradient of `operand`, one input of a matmul (MatMul.backward's dA and
+    dB): the numbers of matmul(a, b).  A kernel of its own because a tier may write it laid
+    out in memory as `operand` is (the engine room does, so that the views that made the
+    operand hand its gradient back without a copy); the numpy and loops tiers do not."""
+    return np.matmul(a, b)
+
+
 def _row_max(x):
     """Row maxima, with fully masked rows (max = -inf) shifted by 0 instead."""
     m = np.max(x, axis=-1, keepdims=True)

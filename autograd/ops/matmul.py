@@ -34,7 +34,7 @@ class MatMul(Function):
         # BEGIN EXERCISE matmul_backward
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = kernels.matmul(grad, np.swapaxes(b2, -1, -2))      # (..., M, K)
+            grad_a = kernels.matmul_grad(grad, np.swapaxes(b2, -1, -2), a2)   # (..., M, K): a gradient of a2
             if ctx.a_vector:
                 grad_a = grad_a[..., 0, :]
         if ctx.needs_input_grad[1]:
@@ -42,7 +42,7 @@ class MatMul(Function):
                 k, n = b2.shape
                 grad_b = kernels.matmul(a2.reshape(-1, k).T, grad.reshape(-1, n))   # (K, N)
             else:
-                grad_b = kernels.matmul(np.swapaxes(a2, -1, -2), grad)  # (..., K, N)
+                grad_b = kernels.matmul_grad(np.swapaxes(a2, -1, -2), grad, b2)   # (..., K, N): a gradient of b2
             if ctx.b_vector:
                 grad_b = grad_b[..., 0]
         # END EXERCISE

@@ -50,6 +50,20 @@ def test_matmul_matches_numpy(tier, dtype, a_shape, b_shape, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_grad_is_matmul_bit_for_bit_whatever_the_operands_layout(tier, dtype):
+    """matmul_grad(a, b, operand): a @ b as matmul gives it, however the operand it is the
+    gradient of lies in memory (a head of a (B, T, H, d) array, a transposed view, a copy)."""
+    rng = np.random.default_rng(1)
+    heads = rng.standard_normal((2, 9, 3, 8)).astype(dtype).transpose(0, 2, 1, 3)          # (2, 3, 9, 8)
+    a, b = rng.standard_normal((2, 3, 9, 5)).astype(dtype), rng.standard_normal((2, 3, 5, 8)).astype(dtype)
+    for operand in (heads, np.ascontiguousarray(heads), layouts(np.ascontiguousarray(heads))["transposed"]):
+        got = tier.matmul_grad(a, b, operand)
+        assert got.shape == operand.shape and got.dtype == dtype
+        np.testing.assert_array_equal(got, tier.matmul(a, b))
+    np.testing.assert_allclose(tier.matmul(a, b), reference.matmul_grad(a, b, heads), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", ROW_SHAPES)
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
@@ -96,7 +110,7 @@ def test_every_tier_offers_every_kernel():
     """A tier that does not write a kernel runs its numpy definition: loops writes five."""
     loops = kernels._load("loops")
     written = {name for name in kernels.KERNELS if getattr(loops, name) is not getattr(reference, name)}
-    assert written == {"matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward"}
+    assert written == {"matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward"}
     fast = kernels._load("fast")
     assert all(getattr(fast, name) is not getattr(reference, name) for name in kernels.KERNELS)
 

@@ -168,10 +168,11 @@ def test_matmul_gradient_of_a_transposed_operand_has_the_direct_products_bits(dt
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_matmul_gradients_of_head_split_operands_have_the_bits_of_the_plain_product(dtype):
-    """Attention's q and v are heads of a (B, T, H, d) array seen as (B, H, T, d), k^T a
-    transposed view: MatMul.backward's gradients of them are, bit for bit, the products of
-    contiguous copies (however the tier lays them out)."""
+def test_matmul_gradients_of_head_split_operands_keep_their_layout_and_bits(dtype):
+    """Attention's q and v are heads of a (B, T, H, d) array seen as (B, H, T, d);
+    MatMul.backward writes their gradients in that same layout (so that the head split's
+    Transpose and Reshape hand back a contiguous (B, T, d_model) without a copy), with the
+    bits of the plain product."""
     from autograd import Tensor, kernels
     rng = np.random.default_rng(0)
     heads = lambda: rng.standard_normal((2, 9, 3, 8)).astype(dtype).transpose(0, 2, 1, 3)   # noqa: E731
@@ -180,10 +181,12 @@ def test_matmul_gradients_of_head_split_operands_have_the_bits_of_the_plain_prod
     scores = q @ k.transpose(-1, -2)
     d_scores = rng.standard_normal(scores.shape).astype(dtype)
     grad_q, grad_k_t = scores.grad_fn.backward(d_scores)
+    assert grad_q.strides == q.data.strides and np.swapaxes(grad_k_t, -1, -2).strides == k.data.strides
     np.testing.assert_array_equal(grad_q, kernels.matmul(d_scores, np.ascontiguousarray(k.data)))
     np.testing.assert_array_equal(grad_k_t, np.swapaxes(kernels.matmul(np.swapaxes(d_scores, -1, -2), q.data), -1, -2))
     out = weights @ v
     d_out = rng.standard_normal(out.shape).astype(dtype)
     grad_w, grad_v = out.grad_fn.backward(d_out)
+    assert grad_v.strides == v.data.strides
     np.testing.assert_array_equal(grad_v, kernels.matmul(np.swapaxes(weights.data, -1, -2), d_out))
     np.testing.assert_array_equal(grad_w, kernels.matmul(d_out, np.swapaxes(v.data, -1, -2)))
