@@ -57,8 +57,8 @@ def lines_run(step):
 
     def trace(frame, event, arg):
         path = frame.f_code.co_filename
-        if not path.startswith(PROJECT + os.sep) or path == THIS:
-            return None                                  # not ours: its callees are traced on their own calls
+        if not path.startswith(PROJECT + os.sep) or "site-packages" in path or path == THIS:
+            return None                                  # not ours (a venv inside the project is not): callees trace anew
         if event == "line":
             seen.setdefault(path, set()).add(frame.f_lineno)
         return trace
