@@ -80,9 +80,12 @@ def check_forward(node, inputs, out):
                            f"(inputs {shapes} -> output {out.shape}){cause}; created at {_where(stack)}", node, stack)
 
 
-def check_backward(node, input_grads):
-    """Raise if a gradient that `node.backward` returned holds NaN or inf."""
-    for i, g in enumerate(input_grads):
+def check_backward(node, returned):
+    """In anomaly mode, raise if a gradient that `node.backward` returned (one array, or a
+    tuple of one per input) holds NaN or inf."""
+    if not _enabled:
+        return
+    for i, g in enumerate(returned if isinstance(returned, tuple) else (returned,)):
         if g is not None and _bad(g):
             kind = "NaN" if np.isnan(g).any() else "infinity"
             raise AnomalyError(

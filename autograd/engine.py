@@ -1,7 +1,12 @@
 """The backward pass: walk the graph from the output to the leaves, calling each op's backward.
 
-`Tensor.backward()` lands here.  Step through `run_backward` in a debugger to watch
-reverse-mode differentiation happen one node at a time.
+`Tensor.backward()` lands here.  `run_backward` is the idea whole: the chain rule, one node
+at a time from the output back to the leaves.  PyTorch's bookkeeping stays out of its way,
+each piece under its own name: the outputs' hooks and retained gradients
+(`Function.output_grads`), anomaly checks, broadcast sums and dtype casts (`input_grads`),
+a leaf's hooks and its own memory (`Tensor._accumulate_grad`), freed graphs
+(`Function.release`).  Step through `run_backward` in a debugger to watch reverse-mode
+differentiation happen one node at a time.
 """
 
 import numpy as np
@@ -36,106 +41,57 @@ def graph_nodes(root_node, for_backward=False):
     return order
 
 
-def held_by(node, saved):
-    """The arrays a node holds: those it saved for backward and any other it keeps as an attribute."""
-    return [*saved, *(value for value in vars(node).values() if isinstance(value, np.ndarray))]
-
-
-def _unshared(g, others):
-    """Whether g can become a leaf's .grad as it is: C-contiguous, and sharing memory with
-    none of `others` (the node's upstream gradients, its other inputs' gradients and the
-    arrays it holds), so that nothing else sees it change when an optimizer scales or zeroes
-    .grad in place.  Add's backward, for one, hands its upstream gradient to both inputs:
-    then both leaves get copies.  (np.may_share_memory compares the arrays' address ranges
-    only: an overlap it cannot rule out costs a copy, never a wrong gradient.)"""
-    return g.flags.c_contiguous and not any(isinstance(other, np.ndarray) and np.may_share_memory(g, other)
-                                            for other in others)
-
-
 def run_backward(root, grad, retain_graph=False):
     """Accumulate d(root)/d(leaf) * grad into the .grad of every leaf that requires it.
 
     root: a Tensor produced by an op; grad: d(loss)/d(root), same shape as root.
-    (In pdb, `next` over the graph_nodes line, then `step` into node.backward.)
+    Each node's backward turns the gradients of its outputs into those of its inputs (the
+    chain rule); an input used by several nodes gets the sum of what each sends it.
+    In pdb: `n` down to the line that calls node.backward, then `s` enters that op's
+    backward (the root's op first).
     """
     order = graph_nodes(root._node, for_backward=True)
     grads = accumulate({}, root, grad)   # node -> [d(root)/d(output) for each of its outputs], accumulated
-    for node in reversed(order):     # outputs first, inputs last
-        out_grads = output_grads(node, grads.pop(node))
-        input_grads = node.backward(*out_grads)
-        saved = node.saved_tensors
-        if not retain_graph:
-            node.saved_tensors = None
-            node.freed = True
-        if not isinstance(input_grads, tuple):
-            input_grads = (input_grads,)
-        if anomaly.is_anomaly_enabled():
-            anomaly.check_backward(node, input_grads)
-        input_grads = checked_shapes(node, input_grads)
-        for i, (t, needs, g) in enumerate(zip(node.inputs, node.needs_input_grad, input_grads)):
-            if not needs or g is None:
-                continue
-            if g.dtype != t.data.dtype:
-                g = g.astype(t.data.dtype)
-            if t._node is None:            # a leaf: accumulate into .grad, as PyTorch does
-                if t._hooks:
-                    g = run_hooks(t._hooks, g).copy()      # a hook may have kept the array
-                if t.grad is not None:
-                    t.grad = t.grad + g
-                elif _unshared(g, (*out_grads, *input_grads[:i], *input_grads[i + 1:], *held_by(node, saved))):
-                    t.grad = g                 # this node's own fresh array: kept, not copied
-                else:
-                    t.grad = g.copy()          # shared with something else: .grad gets its own memory
+    for node in reversed(order):         # outputs first, inputs last
+        out_grads = node.output_grads(grads.pop(node))         # zeros where none came; hooks, retain_grad
+        for t, g in input_grads(node, node.backward(*out_grads)):
+            if t._node is None:          # a leaf: into its .grad (after its hooks), as PyTorch does
+                t._accumulate_grad(g)
             else:
                 accumulate(grads, t, g)
-
-
-def checked_shapes(node, input_grads):
-    """Each needed gradient summed to its input's shape (unbroadcast); a backward whose
-    gradient cannot be (a bug in the op) is an error naming the op, the input and both
-    shapes, raised before any gradient is stored."""
-    reduced = []
-    for i, (t, needs, g) in enumerate(zip(node.inputs, node.needs_input_grad, input_grads)):
-        if needs and g is not None:
-            g = np.asarray(g)
-            try:
-                g = unbroadcast(g, t.data.shape)
-            except ValueError:
-                pass                                         # the shape test below names the problem
-            if g.shape != t.data.shape:
-                raise ValueError(f"{node.name}.backward returned a gradient of shape {np.shape(input_grads[i])} "
-                                 f"for its input {i}, of shape {t.data.shape}: a gradient has its input's shape")
-        reduced.append(g)
-    return tuple(reduced)
+        node.release(retain_graph)       # its saved arrays freed, unless retain_graph
 
 
 def accumulate(grads, t, g):
     """Add g to the gradient of op output t (output t._output_nr of node t._node) in
     grads, and return grads."""
-    slots = grads.get(t._node)
-    if slots is None:
-        slots = grads[t._node] = [None] * t._node.num_outputs
-    i = t._output_nr
-    slots[i] = g if slots[i] is None else slots[i] + g
+    slots = grads.setdefault(t._node, [None] * t._node.num_outputs)
+    slots[t._output_nr] = g if slots[t._output_nr] is None else slots[t._output_nr] + g
     return grads
 
 
-def output_grads(node, slots):
-    """The gradients of node's outputs, ready for node.backward: zeros for an output that
-    no gradient reached (one piece of a split that the loss never used), then each output's
-    hooks (Tensor.register_hook) and retained .grad (Tensor.retain_grad)."""
-    for i, g in enumerate(slots):
-        if g is None:
-            several = node.num_outputs > 1
-            slots[i] = np.zeros(node.out_shape[i] if several else node.out_shape,
-                                node.out_dtype[i] if several else node.out_dtype)
-    for i, hooks in (node.hooks or {}).items():
-        slots[i] = run_hooks(hooks, slots[i])
-    for i, kept in (node.retained or {}).items():
-        kept = kept()
-        if kept is not None:
-            kept.grad = slots[i].copy() if kept.grad is None else kept.grad + slots[i]
-    return slots
+def input_grads(node, returned):
+    """(input, gradient) for each input of node that needs a gradient, from what
+    node.backward returned (one array, or a tuple of one per input, None where an input
+    needs none): checked for NaN and inf in anomaly mode, then each fitted to its input,
+    all before any gradient is stored."""
+    anomaly.check_backward(node, returned)
+    needed = zip(node.inputs, node.needs_input_grad, returned if isinstance(returned, tuple) else (returned,))
+    return [(t, fitted(node, i, t, g)) for i, (t, needs, g) in enumerate(needed) if needs and g is not None]
+
+
+def fitted(node, i, t, g):
+    """Gradient g of input i, tensor t: summed over the dims broadcasting added or
+    stretched (unbroadcast) and cast to t's dtype."""
+    fit = unbroadcast(np.asarray(g), t.data.shape) if np.ndim(g) >= t.data.ndim else np.asarray(g)
+    return fit.astype(t.data.dtype, copy=False) if fit.shape == t.data.shape else wrong_shape(node, i, t, g)
+
+
+def wrong_shape(node, i, t, g):
+    """Raise the error for a gradient that cannot take its input's shape (a bug in the op),
+    naming the op, the input and both shapes."""
+    raise ValueError(f"{node.name}.backward returned a gradient of shape {np.shape(g)} for its input {i}, "
+                     f"of shape {t.data.shape}: a gradient has its input's shape")
 
 
 def unbroadcast(grad, shape):

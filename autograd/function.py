@@ -27,7 +27,7 @@ PyTorch.
 
 import numpy as np
 
-from autograd import anomaly
+from autograd import anomaly, engine
 from autograd.grad_mode import is_grad_enabled
 
 
@@ -41,6 +41,10 @@ class Function:
         raise NotImplementedError(f"{type(ctx).__name__} must define backward(ctx, grad)")
 
     num_outputs = 1                  # how many arrays forward returns (set by apply)
+    saved_tensors = ()               # what forward saved for backward (None once freed)
+    freed = False                    # whether a backward freed them (retain_graph=False)
+    retained = None                  # {output number: weakref to a tensor that keeps its .grad} (retain_grad)
+    hooks = None                     # {output number: {id: hook}}, gradient hooks of the outputs (register_hook)
 
     def save_for_backward(ctx, *arrays):
         ctx.saved_tensors = arrays
@@ -62,13 +66,9 @@ class Function:
         from autograd.tensor import Tensor  # imported here: tensor.py imports the ops, which import this module
 
         ctx = cls()
-        ctx.saved_tensors = ()
         if anomaly.is_anomaly_enabled():
             ctx.creation_stack = anomaly.creation_stack()
-        arrays, requires_grad = [], False
-        for t in inputs:
-            arrays.append(t.data)
-            requires_grad = requires_grad or t.requires_grad
+        arrays = [t.data for t in inputs]
         try:
             out = ctx.forward(*arrays, **params)
         except (ValueError, IndexError, TypeError) as err:
@@ -80,19 +80,36 @@ class Function:
         if anomaly.is_anomaly_enabled():
             for array in outs:
                 anomaly.check_forward(ctx, inputs, array)
-        if not (requires_grad and is_grad_enabled()):
+        if not (is_grad_enabled() and any(t.requires_grad for t in inputs)):
             tensors = tuple([Tensor._make(array, None) for array in outs])
             return tensors if isinstance(out, tuple) else tensors[0]
-        ctx.inputs = inputs
-        ctx.needs_input_grad = tuple([t.requires_grad for t in inputs])
-        ctx.num_outputs = len(outs)
+        ctx.inputs, ctx.needs_input_grad, ctx.num_outputs = inputs, tuple([t.requires_grad for t in inputs]), len(outs)
         ctx.out_shape = tuple([array.shape for array in outs]) if isinstance(out, tuple) else out.shape
         ctx.out_dtype = tuple([array.dtype for array in outs]) if isinstance(out, tuple) else out.dtype
-        ctx.freed = False
-        ctx.retained = None          # {output number: weakref to a tensor that keeps its .grad} (retain_grad)
-        ctx.hooks = None             # {output number: {id: hook}}, gradient hooks of the outputs (register_hook)
         tensors = tuple([Tensor._make(array, ctx, number) for number, array in enumerate(outs)])
         return tensors if isinstance(out, tuple) else tensors[0]
+
+    def output_grads(ctx, slots):
+        """The gradients of this node's outputs, ready for its backward (the engine calls
+        this): zeros for an output that no gradient reached (one piece of a split that the
+        loss never used), then each output's hooks (Tensor.register_hook) and retained
+        .grad (Tensor.retain_grad)."""
+        for i in [i for i, g in enumerate(slots) if g is None]:
+            several = ctx.num_outputs > 1
+            slots[i] = np.zeros(ctx.out_shape[i] if several else ctx.out_shape,
+                                ctx.out_dtype[i] if several else ctx.out_dtype)
+        for i, hooks in (ctx.hooks or {}).items():
+            slots[i] = engine.run_hooks(hooks, slots[i])
+        for i, kept in (ctx.retained or {}).items():
+            if (tensor := kept()) is not None:
+                tensor.grad = slots[i].copy() if tensor.grad is None else tensor.grad + slots[i]
+        return slots
+
+    def release(ctx, retain_graph):
+        """Free the arrays saved for backward (the engine calls this after backward), unless
+        retain_graph: a second backward through this node is then an error, not a wrong answer."""
+        if not retain_graph:
+            ctx.saved_tensors, ctx.freed = None, True
 
 
 def normalize_dim(dim, ndim, op):

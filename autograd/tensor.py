@@ -44,12 +44,8 @@ class Tensor:
         """Fast constructor used by ops: no copy, no checks.  output_nr: which output of
         `node` this is (0 unless the op returns several, like split)."""
         t = cls.__new__(cls)
-        t.data = array
-        t.grad = None
-        t.requires_grad = node is not None
-        t._node = node
-        t._output_nr = output_nr
-        t._hooks = None
+        t.data, t.grad, t.requires_grad = array, None, node is not None
+        t._node, t._output_nr, t._hooks = node, output_nr, None
         return t
 
     # ----- what a tensor is -----
@@ -141,6 +137,13 @@ class Tensor:
         return RemovableHandle(self._node.hooks.setdefault(self._output_nr, {}), hook)
 
     # ----- backpropagation -----
+
+    def _accumulate_grad(self, grad):
+        """Add grad into this leaf's .grad, as PyTorch's AccumulateGrad does (the engine
+        calls this): through the leaf's hooks first, and into memory of .grad's own, never
+        an array the graph or a hook may still hold (an optimizer scales .grad in place)."""
+        grad = engine.run_hooks(self._hooks, grad) if self._hooks else grad
+        self.grad = grad.copy() if self.grad is None else self.grad + grad
 
     def backward(self, grad=None, retain_graph=False):
         """Compute d(self)/d(leaf) and add it to every leaf's .grad.
@@ -275,13 +278,13 @@ class Tensor:
         return ops.Max.apply(self, dim=dim, keepdim=keepdim)
 
     def softmax(self, dim):
-        return ops.Softmax.apply(self, dim=dim)
+        return ops.Softmax.apply(self, dim=ops.normalize_dim(dim, self.ndim, "softmax"))
 
     def log_softmax(self, dim):
-        return ops.LogSoftmax.apply(self, dim=dim)
+        return ops.LogSoftmax.apply(self, dim=ops.normalize_dim(dim, self.ndim, "log_softmax"))
 
     def logsumexp(self, dim, keepdim=False):
-        return ops.LogSumExp.apply(self, dim=dim, keepdim=keepdim)
+        return ops.LogSumExp.apply(self, dim=ops.normalize_dim(dim, self.ndim, "logsumexp"), keepdim=keepdim)
 
     # ----- shape -----
 

@@ -1,8 +1,8 @@
 """The engine room: the fast tier of the kernels (see README.md beside this file).
 
-The classroom never imports this package by name: `autograd.kernels` routes every kernel
-call here when the fast tier is chosen (the default), and calls `ready()` before the first
-one and `prepare()` when a training loop asks for it.  Each kernel has the name, signature
+The classroom never imports this package by name: `autograd.kernels` binds each kernel
+name to this package's function when the fast tier is chosen (the default), and calls
+`ready()` before the first kernel runs and `prepare()` when a training loop asks for it.  Each kernel has the name, signature
 and meaning of its numpy definition in autograd/kernels/reference.py.
 """
 
@@ -21,7 +21,13 @@ from autograd.engine_room.scatter import index_add_rows
 
 __all__ = ["start", "ready", "prepare", "adam_step", "attention_backward", "attention_forward", "gelu", "gelu_backward",
            "index_add_rows", "layer_norm", "layer_norm_backward", "log_softmax", "log_softmax_backward",
-           "masked_fill", "matmul", "relu", "relu_backward", "softmax", "softmax_backward", "sum_of_squares"]
+           "masked_fill", "matmul", "matmul_grad", "relu", "relu_backward", "softmax", "softmax_backward", "sum_of_squares"]
+
+
+def matmul_grad(a, b, operand):
+    """a @ b as the gradient of `operand` (reference.matmul_grad), laid out in memory as
+    operand is (products.matmul's like=)."""
+    return matmul(a, b, like=operand)
 
 
 def start(dtype="float32", fused_attention=False):

@@ -6,26 +6,34 @@
                                             plain Numba loops, the code a learner steps into
     fast     autograd/engine_room/          the speed engine (its README); the default
 
-Ops call `kernels.matmul`, `kernels.softmax`, ... below, and each call goes to the chosen
-tier.  Every tier offers the same kernel names and signatures; a tier that does not write a
-kernel runs its numpy definition.  Choose with the environment variable
-AUTOGRAD_KERNELS=numpy|loops|fast before import, or `use_tier(name)` at run time.
-NUMBA_DISABLE_JIT=1 on its own chooses "loops": turning the JIT off means stepping into
-loops one can read.
+Ops call `kernels.matmul(a, b)`, `kernels.softmax(x)`, ... (the names in KERNELS; each one's
+meaning is its numpy definition in reference.py).  Each name here IS the chosen tier's
+function, bound when the tier is first used: `s` on an op's kernel call lands in the tier's
+own code, with no frame of this switch in between.  Every tier offers the same names and
+signatures; a tier that does not write a kernel runs its numpy definition.  Choose with the
+environment variable AUTOGRAD_KERNELS=numpy|loops|fast before import, or `use_tier(name)` at
+run time.  NUMBA_DISABLE_JIT=1 on its own chooses "loops": turning the JIT off means
+stepping into loops one can read.  An engine room that cannot be loaded (deleted, or failing
+to build) leaves the loops tier in its place, said in one line on stderr.
+
+This file is the one place in the classroom that knows the engine room exists.
 """
 
 import os
+import re
+import sys
 import types
 
 from autograd.kernels import reference
 
 TIERS = ("numpy", "loops", "fast")
-KERNELS = ("matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
+KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
            "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
            "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
 
 _tier = None         # the chosen tier's name
-_current = None      # where every kernel call below goes: a namespace of the tier's kernels
+_current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
+_announcing = False  # whether Numba tells us of each compile (_announce_compiling)
 
 
 def _namespace(module):
@@ -33,34 +41,90 @@ def _namespace(module):
     return types.SimpleNamespace(**{name: getattr(module, name, getattr(reference, name)) for name in KERNELS})
 
 
+def _engine_room(step, *args):
+    """The engine room after engine_room.<step>(*args) ("ready", "prepare" or "start"), or
+    None if it cannot be imported or that step fails: then the loops tier is chosen instead,
+    said in one line on stderr.  The classroom runs without the engine room, only slower."""
+    try:
+        from autograd import engine_room
+        getattr(engine_room, step)(*args)
+        return engine_room
+    except Exception as err:          # deleted, or failing to build: any reason means "run without it"
+        print(f"autograd: the engine room (autograd/engine_room/) cannot be loaded ({type(err).__name__}: {err}); "
+              "running the loops tier instead", file=sys.stderr, flush=True)
+        use_tier("loops")
+        return None
+
+
 def _load(name):
-    """The kernels of tier `name`, ready to call."""
+    """The kernels of tier `name`, ready to call (the loops tier's if the engine room cannot be loaded)."""
     if name == "numpy":
         return reference
-    if name == "loops":
-        from autograd.kernels import loops
-        return _namespace(loops)
-    from autograd import engine_room
-    engine_room.ready()
-    return _namespace(engine_room)
+    engine_room = _engine_room("ready") if name == "fast" else None
+    if engine_room is not None:
+        return _namespace(engine_room)
+    from autograd.kernels import loops
+    return _namespace(loops)
 
 
-class _LoadedOnFirstCall:
-    """Stands for the chosen tier until the first kernel call, which loads it: importing
-    autograd (as the scalar engine's demos do) compiles nothing."""
+def _bind():
+    """Load the chosen tier and make each kernel name of this module its function."""
+    global _current
+    if _tier != "numpy":
+        _announce_compiling()
+    _current = _load(_tier)
+    globals().update((name, getattr(_current, name)) for name in KERNELS)
 
-    def __getattr__(self, kernel):
-        global _current
-        _current = _load(_tier)
-        return getattr(_current, kernel)
+
+def _announce_compiling():
+    """Have Numba say, in one line on stderr, when it starts compiling a kernel of this
+    project in this process (a first run after a change, or a new dtype: float64 too), so
+    that a debugger's step that waits on it says why.  Loading a compiled kernel from
+    Numba's cache says nothing.  A loop kernel is named; the engine room's many pieces are
+    announced once per float dtype.  Registered once, at the first kernel call."""
+    global _announcing
+    if _announcing:
+        return
+    from numba.core import event
+
+    class Announce(event.Listener):
+        said = set()
+
+        def on_start(self, ev):
+            function = ev.data["dispatcher"].py_func
+            module = getattr(function, "__module__", None) or ""
+            dtypes = ", ".join(sorted(set(re.findall(r"float(?:32|64)", " ".join(map(str, ev.data["args"]))))))
+            what = function.__name__ if module == loops_module else "the engine room's kernels"
+            if module.startswith("autograd.") and dtypes and (what, dtypes) not in self.said:
+                self.said.add((what, dtypes))
+                print(f"autograd: compiling {what} for {dtypes}, once: later runs load "
+                      f"{'it' if what == function.__name__ else 'them'} from Numba's cache", file=sys.stderr, flush=True)
+
+        def on_end(self, ev):
+            pass
+
+    loops_module = f"{__name__}.loops"
+    event.register("numba:compile", Announce())
+    _announcing = True
+
+
+def __getattr__(name):
+    """A kernel name not bound yet: the first kernel call loads the chosen tier, so that
+    importing autograd (as the scalar engine's demos do) compiles nothing."""
+    if name not in KERNELS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    _bind()
+    return globals()[name]
 
 
 def use_tier(name):
-    """Send every kernel call to tier `name`: "numpy", "loops" or "fast"."""
+    """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call)."""
     global _tier, _current
     if name not in TIERS:
         raise ValueError(f"unknown kernel tier {name!r}; expected one of {', '.join(TIERS)}")
-    _tier, _current = name, _LoadedOnFirstCall()
+    _tier, _current = name, None
+    for kernel in KERNELS:
+        globals().pop(kernel, None)
 
 
 def tier():
@@ -72,13 +136,15 @@ def prepare(dtype="float32", fused_attention=False):
     """Make the chosen tier ready before a training loop starts its clock, so that no step
     pays for compiling: the one hook a training loop calls.  The fast tier compiles its
     kernels here the first time (saying so), and for a model with fused attention those
-    kernels too; it also keeps freed memory for the next step (engine_room/allocator.py)."""
-    global _current
+    kernels too; it also keeps freed memory for the next step (engine_room/allocator.py).
+    The loops tier, with the JIT on, compiles (or loads) its kernels for dtype here, saying so."""
     if _tier == "fast":
-        from autograd import engine_room
-        engine_room.prepare(dtype, fused_attention)
-    if isinstance(_current, _LoadedOnFirstCall):
-        _current = _load(_tier)
+        _engine_room("prepare", dtype, fused_attention)
+    if _current is None:
+        _bind()
+    if _tier == "loops":
+        from autograd.kernels import loops
+        loops.warmup(dtype)
 
 
 def prepare_in_background(dtype="float32", fused_attention=False):
@@ -86,103 +152,14 @@ def prepare_in_background(dtype="float32", fused_attention=False):
     compiling the kernels (in child processes) if this is their first run, and prepare()
     later waits for them.  A demo calls this before it reads its data, so the two overlap."""
     if _tier == "fast":
-        from autograd import engine_room
-        engine_room.start(dtype, fused_attention)
+        _engine_room("start", dtype, fused_attention)
 
 
 def _default_tier():
+    """AUTOGRAD_KERNELS if set; else "loops" with the JIT off, "fast" with it on."""
     if "AUTOGRAD_KERNELS" in os.environ:
         return os.environ["AUTOGRAD_KERNELS"]
     return "loops" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "fast"
-
-
-# ----- the kernels: each forwards to the chosen tier (step in to reach its code) -----
-
-def matmul(a, b, like=None):
-    """a @ b for (..., M, K) and (..., K, N) arrays, batch dims broadcast.  like: the operand
-    whose gradient this product is, if it is one (a tier may lay the result out as it is)."""
-    return _current.matmul(a, b, like)
-
-
-def softmax(x):
-    """Softmax over the last axis."""
-    return _current.softmax(x)
-
-
-def softmax_backward(y, dy):
-    """dx = y * (dy - sum(dy * y)) over the last axis, from the softmax output y."""
-    return _current.softmax_backward(y, dy)
-
-
-def log_softmax(x):
-    """x - logsumexp(x) over the last axis."""
-    return _current.log_softmax(x)
-
-
-def log_softmax_backward(y, dy):
-    """dx = dy - exp(y) * sum(dy) over the last axis, from the log-softmax output y."""
-    return _current.log_softmax_backward(y, dy)
-
-
-def layer_norm(x, weight, bias, eps):
-    """Normalise the last axis, scale and shift; returns (out, xhat, rstd)."""
-    return _current.layer_norm(x, weight, bias, eps)
-
-
-def layer_norm_backward(grad, xhat, rstd, weight):
-    """Gradients of layer_norm for (x, weight, bias)."""
-    return _current.layer_norm_backward(grad, xhat, rstd, weight)
-
-
-def gelu(x, approximate):
-    """GELU, exact (erf) or approximate="tanh"."""
-    return _current.gelu(x, approximate)
-
-
-def gelu_backward(x, grad, approximate):
-    """grad * GELU'(x)."""
-    return _current.gelu_backward(x, grad, approximate)
-
-
-def relu(x):
-    """max(x, 0) elementwise; NaN stays NaN."""
-    return _current.relu(x)
-
-
-def relu_backward(out, grad):
-    """grad where relu's output is > 0, else 0."""
-    return _current.relu_backward(out, grad)
-
-
-def masked_fill(x, mask, value):
-    """value where the boolean mask (broadcast to x's shape) is True, else x."""
-    return _current.masked_fill(x, mask, value)
-
-
-def index_add_rows(out, ids, rows):
-    """out[ids[i]] += rows[i] in place, a repeated id accumulating (a row lookup's gradient)."""
-    return _current.index_add_rows(out, ids, rows)
-
-
-def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
-    """One Adam (or AdamW, decoupled=True) update of p, m and v in place."""
-    return _current.adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step)
-
-
-def sum_of_squares(x):
-    """The sum of x's squares in float64 (a gradient norm's square)."""
-    return _current.sum_of_squares(x)
-
-
-def attention_forward(q, k, v, mask, scale):
-    """Fused softmax(q k^T scale, masked) v for (N, T, d) arrays and a mask (..., T_q, T_k)
-    whose leading dims hold the N matrices; returns (out, row log-sum-exp)."""
-    return _current.attention_forward(q, k, v, mask, scale)
-
-
-def attention_backward(q, k, v, mask, scale, out, lse, dout):
-    """Gradients (dq, dk, dv) of attention_forward, recomputing the weights from lse."""
-    return _current.attention_backward(q, k, v, mask, scale, out, lse, dout)
 
 
 use_tier(_default_tier())

@@ -6,7 +6,8 @@ over the cores.  Run with NUMBA_DISABLE_JIT=1 and Numba compiles nothing: these 
 run as the Python they are, `prange` becomes `range`, and a debugger steps into every loop.
 
 A Python wrapper (`matmul`, `softmax`, ...) lays the arrays out as the compiled loop
-wants them, rows of the last axis in one C-contiguous block, and calls it.  Kernels the
+wants them, rows of the last axis in one C-contiguous block, and calls it; the op that
+called it has already moved its `dim` to the last axis.  Kernels the
 tier does not write (layer norm, GELU, Adam, ...) come from the numpy definitions in
 reference.py, which are also the results these loops are tested against.  The engine
 room (autograd/engine_room/) computes the same things much faster, and much less plainly.
@@ -36,19 +37,20 @@ def matmul_loops(a, b, c):
     # END EXERCISE
 
 
-def matmul(a, b, like=None):
-    """C = A @ B for (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast.
-    like: ignored (where a gradient lies in memory is the engine room's business)."""
-    dtype = np.result_type(a, b)
-    if dtype.kind != "f":
-        return reference.matmul(a, b)
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    (m, k), n, t = a.shape[-2:], b.shape[-1], math.prod(batch)
-    a3 = np.ascontiguousarray(np.broadcast_to(a, batch + (m, k)), dtype).reshape(t, m, k)    # (T, M, K)
-    b3 = np.ascontiguousarray(np.broadcast_to(b, batch + (k, n)), dtype).reshape(t, k, n)    # (T, K, N)
-    c = np.zeros((t, m, n), dtype)                                                           # (T, M, N)
-    matmul_loops(a3, b3, c)
-    return c.reshape(batch + (m, n))
+def matmul(a, b):
+    """C = A @ B for (..., M, K) @ (..., K, N) -> (..., M, N): the batch dims broadcast and
+    flattened into T matrices, each operand one C-contiguous block, then matmul_loops."""
+    c = np.zeros(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), np.result_type(a, b))
+    # (T, M, K) and (T, K, N), T the number of matrices in the broadcast batch
+    a3 = np.ascontiguousarray(np.broadcast_to(a, c.shape[:-2] + a.shape[-2:])).reshape(math.prod(c.shape[:-2]), *a.shape[-2:])
+    b3 = np.ascontiguousarray(np.broadcast_to(b, c.shape[:-2] + b.shape[-2:])).reshape(len(a3), *b.shape[-2:])
+    matmul_loops(a3, b3, c.reshape(len(a3), *c.shape[-2:]))          # into c, seen as (T, M, N)
+    return c
+
+
+def matmul_grad(a, b, operand):
+    """a @ b as the gradient of `operand` (reference.matmul_grad): matmul's loops."""
+    return matmul(a, b)
 
 
 # ============================================================================ softmax
@@ -113,13 +115,12 @@ def log_softmax_backward_loops(y, dy, dx):
 
 def rowwise(loops, *arrays):
     """Run `loops` over the rows of the last axis of `arrays` (all of one shape), writing a
-    new array of that shape: loops(*rows, out), each argument a C-contiguous (rows, n) array."""
-    dtype = np.result_type(*arrays, np.float32)       # integers become floats, as in numpy's exp
-    shape = arrays[0].shape
-    rows = [np.ascontiguousarray(a, dtype).reshape(math.prod(shape[:-1]), shape[-1]) for a in arrays]   # (R, n) each
-    out = np.empty_like(rows[0])
-    if out.size:
-        loops(*rows, out)
+    new array of that shape: loops(*rows, out), each argument a C-contiguous (rows, n) array.
+    Integers become floats, as numpy's exp makes them; an empty last axis makes no rows."""
+    shape, dtype = arrays[0].shape, np.result_type(*arrays, np.float32)
+    rows = np.ascontiguousarray(np.stack(arrays), dtype).reshape(len(arrays), -1, max(shape[-1], 1))   # (arrays, R, n)
+    out = np.empty_like(rows[0])                                                                        # (R, n)
+    loops(*rows, out)
     return out.reshape(shape)
 
 
@@ -141,3 +142,13 @@ def log_softmax(x):
 def log_softmax_backward(y, dy):
     """Log-softmax's backward along the last axis, from its output y (log_softmax_backward_loops)."""
     return rowwise(log_softmax_backward_loops, y, dy)
+
+
+def warmup(dtype):
+    """Compile (or load from Numba's cache) every loop kernel for dtype now, so that no
+    debugger step waits on it later (a kernel compiled is announced on stderr: see
+    autograd/kernels/__init__.py).  With the JIT off there is nothing to compile."""
+    x = np.zeros((1, 1), dtype)
+    matmul(x, x)
+    softmax_backward(x, softmax(x))
+    log_softmax_backward(x, log_softmax(x))

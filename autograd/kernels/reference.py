@@ -18,11 +18,17 @@ import math
 import numpy as np
 
 
-def matmul(a, b, like=None):
+def matmul(a, b):
     """C = A @ B for (..., M, K) @ (..., K, N) -> (..., M, N), batch dims broadcast:
-    C[..., i, j] = sum_k A[..., i, k] B[..., k, j].  like: the operand whose gradient this
-    product is, if it is one; a tier may lay C out in memory as that operand is (the engine
-    room does, to save copies); the numbers are the same."""
+    C[..., i, j] = sum_k A[..., i, k] B[..., k, j]."""
+    return np.matmul(a, b)
+
+
+def matmul_grad(a, b, operand):
+    """a @ b as the gradient of `operand`, one input of a matmul (MatMul.backward's dA and
+    dB): the numbers of matmul(a, b).  A kernel of its own because a tier may write it laid
+    out in memory as `operand` is (the engine room does, so that the views that made the
+    operand hand its gradient back without a copy); the numpy and loops tiers do not."""
     return np.matmul(a, b)
 
 

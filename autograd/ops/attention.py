@@ -13,7 +13,8 @@ class ScaledDotProductAttention(Function):
     The composed form (matmul, masked_fill, softmax, matmul: transformer/attention.py) makes
     four nodes and keeps the (..., T_q, T_k) weights for backward; this one node streams over
     the keys with an online softmax and keeps only the output and each row's log-sum-exp,
-    from which backward recomputes the weights (autograd/kernels/attention.py has the math).
+    from which backward recomputes the weights (reference.attention_forward and
+    attention_backward in autograd/kernels/reference.py have the math).
     A query with every key masked gets zeros, as in the composed form."""
 
     def forward(ctx, q, k, v, mask=None, scale=1.0):
@@ -24,9 +25,6 @@ class ScaledDotProductAttention(Function):
         t_q, t_k = q.shape[-2], k.shape[-2]
         if mask is not None:
             mask = np.broadcast_to(mask, batch + (t_q, t_k))     # (..., T_q, T_k): a view, not N copies
-        # q, k, v go to the kernels as they are laid out (heads of a (B, T, H, d) array, seen
-        # as (B, H, T, d), need no copy); out, and in backward the gradients, come back laid
-        # out like q (each like its operand), so merging the heads back is a view too
         out, lse = kernels.attention_forward(q, k, v, mask, scale)                     # (..., T_q, d_v), (..., T_q)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.mask, ctx.scale = mask, scale

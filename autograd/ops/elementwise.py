@@ -36,8 +36,7 @@ class Mul(Function):
 
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        return (grad * b if ctx.needs_input_grad[0] else None,
-                grad * a if ctx.needs_input_grad[1] else None)
+        return grad * b if ctx.needs_input_grad[0] else None, grad * a if ctx.needs_input_grad[1] else None
 
 
 class Div(Function):
@@ -49,9 +48,7 @@ class Div(Function):
 
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        grad_a = grad / b if ctx.needs_input_grad[0] else None
-        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
+        return grad / b if ctx.needs_input_grad[0] else None, -grad * a / (b * b) if ctx.needs_input_grad[1] else None
 
 
 class Pow(Function):

@@ -9,17 +9,12 @@ from autograd.function import Function, normalize_dims
 
 def _kept_shape(shape, dims):
     """The shape with every reduced dim set to 1 (what keepdim=True gives)."""
-    kept = list(shape)
-    for d in dims:
-        kept[d] = 1
-    return tuple(kept)
+    return tuple(1 if d in dims else n for d, n in enumerate(shape))
 
 
 def _spread(grad, shape):
     """grad (in the kept shape) copied over `shape`: every summed element gets it."""
-    out = np.empty(shape, grad.dtype)
-    out[...] = grad
-    return out
+    return np.broadcast_to(grad, shape).copy()
 
 
 class Sum(Function):

@@ -30,8 +30,7 @@ class Transpose(Function):
     """Swap two dims;  the gradient is swapped back."""
 
     def forward(ctx, a, dim0, dim1):
-        ctx.dim0 = normalize_dim(dim0, a.ndim, "transpose")
-        ctx.dim1 = normalize_dim(dim1, a.ndim, "transpose")
+        ctx.dim0, ctx.dim1 = normalize_dim(dim0, a.ndim, "transpose"), normalize_dim(dim1, a.ndim, "transpose")
         return np.swapaxes(a, ctx.dim0, ctx.dim1)
 
     def backward(ctx, grad):
@@ -72,9 +71,7 @@ class Index(Function):
     back with accumulation: an element picked k times receives k gradients."""
 
     def forward(ctx, a, key):
-        ctx.key = key
-        ctx.in_shape, ctx.in_dtype = a.shape, a.dtype
-        ctx.advanced = _is_advanced(key)
+        ctx.key, ctx.in_shape, ctx.advanced = key, a.shape, _is_advanced(key)
         return a[key]
 
     def backward(ctx, grad):

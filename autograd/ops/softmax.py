@@ -1,50 +1,44 @@
 """Softmax, log-softmax and logsumexp along a dim, in numerically stable forms.
 
 The row-wise work happens in `autograd.kernels` (Numba or numpy), along the last axis;
-these ops move `dim` to the end and back.  Fully masked rows (all -inf) give zeros and
-zero gradient, never NaN (see `autograd/kernels/reference.py`).
+these ops move `dim` to the end and back (np.moveaxis: a view, no copy), the one place
+where that happens.  `dim` arrives checked and non-negative (Tensor.softmax and friends
+check it).  Fully masked rows (all -inf) give zeros and zero gradient, never NaN (see
+`autograd/kernels/reference.py`).
 """
 
 import numpy as np
 
 from autograd import kernels
-from autograd.function import Function, normalize_dim
-
-
-def _to_last(x, dim):
-    return x if dim == x.ndim - 1 else np.moveaxis(x, dim, -1)
-
-
-def _from_last(x, dim):
-    return x if dim == x.ndim - 1 else np.moveaxis(x, -1, dim)
+from autograd.function import Function
 
 
 class Softmax(Function):
     """y_i = exp(x_i - max x) / sum_j exp(x_j - max x);  dx_i = y_i (dy_i - sum_j dy_j y_j)."""
 
     def forward(ctx, x, dim):
-        ctx.dim = normalize_dim(dim, x.ndim, "softmax")
-        y = kernels.softmax(_to_last(x, ctx.dim))
+        y = kernels.softmax(np.moveaxis(x, dim, -1))          # (..., n): the rows along dim
+        ctx.dim = dim
         ctx.save_for_backward(y)
-        return _from_last(y, ctx.dim)
+        return np.moveaxis(y, -1, dim)
 
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return _from_last(kernels.softmax_backward(y, _to_last(grad, ctx.dim)), ctx.dim)
+        dx = kernels.softmax_backward(ctx.saved_tensors[0], np.moveaxis(grad, ctx.dim, -1))
+        return np.moveaxis(dx, -1, ctx.dim)
 
 
 class LogSoftmax(Function):
     """y_i = x_i - max x - log sum_j exp(x_j - max x);  dx_i = dy_i - exp(y_i) sum_j dy_j."""
 
     def forward(ctx, x, dim):
-        ctx.dim = normalize_dim(dim, x.ndim, "log_softmax")
-        y = kernels.log_softmax(_to_last(x, ctx.dim))
+        y = kernels.log_softmax(np.moveaxis(x, dim, -1))      # (..., n): the rows along dim
+        ctx.dim = dim
         ctx.save_for_backward(y)
-        return _from_last(y, ctx.dim)
+        return np.moveaxis(y, -1, dim)
 
     def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return _from_last(kernels.log_softmax_backward(y, _to_last(grad, ctx.dim)), ctx.dim)
+        dx = kernels.log_softmax_backward(ctx.saved_tensors[0], np.moveaxis(grad, ctx.dim, -1))
+        return np.moveaxis(dx, -1, ctx.dim)
 
 
 class LogSumExp(Function):
@@ -52,18 +46,15 @@ class LogSumExp(Function):
     A fully masked row gives -inf (log 0) and zero gradient."""
 
     def forward(ctx, x, dim, keepdim=False):
-        ctx.dim = normalize_dim(dim, x.ndim, "logsumexp")
-        ctx.keepdim = keepdim
-        x_last = _to_last(x, ctx.dim)
+        x_last = np.moveaxis(x, dim, -1)                                          # (..., n)
         m = np.max(x_last, axis=-1, keepdims=True)
         m[m == -np.inf] = 0
         with np.errstate(divide="ignore"):
-            out = m + np.log(np.exp(x_last - m).sum(axis=-1, keepdims=True))   # (..., 1)
+            out = (m + np.log(np.exp(x_last - m).sum(axis=-1, keepdims=True)))[..., 0]   # (...)
+        ctx.dim, ctx.keepdim = dim, keepdim
         ctx.save_for_backward(kernels.softmax(x_last))
-        out = out[..., 0]
-        return np.expand_dims(out, ctx.dim) if keepdim else out
+        return np.expand_dims(out, dim) if keepdim else out
 
     def backward(ctx, grad):
-        (p,) = ctx.saved_tensors
-        grad = grad if not ctx.keepdim else np.squeeze(grad, ctx.dim)
-        return _from_last(p * grad[..., None], ctx.dim)
+        grad = np.squeeze(grad, ctx.dim) if ctx.keepdim else grad
+        return np.moveaxis(ctx.saved_tensors[0] * grad[..., None], -1, ctx.dim)

@@ -50,6 +50,20 @@ def test_matmul_matches_numpy(tier, dtype, a_shape, b_shape, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_grad_is_matmul_bit_for_bit_whatever_the_operands_layout(tier, dtype):
+    """matmul_grad(a, b, operand): a @ b as matmul gives it, however the operand it is the
+    gradient of lies in memory (a head of a (B, T, H, d) array, a transposed view, a copy)."""
+    rng = np.random.default_rng(1)
+    heads = rng.standard_normal((2, 9, 3, 8)).astype(dtype).transpose(0, 2, 1, 3)          # (2, 3, 9, 8)
+    a, b = rng.standard_normal((2, 3, 9, 5)).astype(dtype), rng.standard_normal((2, 3, 5, 8)).astype(dtype)
+    for operand in (heads, np.ascontiguousarray(heads), layouts(np.ascontiguousarray(heads))["transposed"]):
+        got = tier.matmul_grad(a, b, operand)
+        assert got.shape == operand.shape and got.dtype == dtype
+        np.testing.assert_array_equal(got, tier.matmul(a, b))
+    np.testing.assert_allclose(tier.matmul(a, b), reference.matmul_grad(a, b, heads), **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", ROW_SHAPES)
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
@@ -96,7 +110,7 @@ def test_every_tier_offers_every_kernel():
     """A tier that does not write a kernel runs its numpy definition: loops writes five."""
     loops = kernels._load("loops")
     written = {name for name in kernels.KERNELS if getattr(loops, name) is not getattr(reference, name)}
-    assert written == {"matmul", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward"}
+    assert written == {"matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward"}
     fast = kernels._load("fast")
     assert all(getattr(fast, name) is not getattr(reference, name) for name in kernels.KERNELS)
 
@@ -160,12 +174,88 @@ STEP_INTO = """
 """
 
 
-def test_with_the_jit_off_a_learner_steps_through_few_short_functions_in_two_files():
+def test_with_the_jit_off_a_learner_steps_through_few_short_functions_in_the_loops_tier():
     """NUMBA_DISABLE_JIT=1: (a @ b).softmax(-1).sum().backward() runs at most 80 lines of the
-    kernels, in the registry and the loops tier only, no function longer than 40 lines."""
+    kernels, all in the loops tier (the registry binds its functions: no frame of its own),
+    no function longer than 40 lines."""
     import json
     seen = json.loads(run_python(STEP_INTO, NUMBA_DISABLE_JIT="1"))
-    assert seen["files"] == [os.path.join("autograd", "kernels", "__init__.py"),
-                             os.path.join("autograd", "kernels", "loops.py")]
+    assert seen["files"] == [os.path.join("autograd", "kernels", "loops.py")]
     assert seen["lines"] <= 80, seen
     assert max(seen["functions"].values()) <= 40, seen["functions"]
+
+
+def test_each_kernel_name_is_the_chosen_tiers_function_bound_at_its_first_call():
+    """kernels.softmax IS the tier's function once a kernel has run (no forwarding frame);
+    use_tier at run time rebinds it for modules that did `from autograd import kernels`."""
+    from autograd.kernels import loops
+    previous = kernels.tier()
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    try:
+        kernels.use_tier("loops")
+        assert "softmax" not in vars(kernels)                            # nothing loaded until a kernel runs
+        kernels.softmax(x)
+        assert kernels.softmax is loops.softmax and kernels.layer_norm is reference.layer_norm
+        kernels.use_tier("numpy")
+        np.testing.assert_array_equal(kernels.softmax(x), reference.softmax(x))
+        assert kernels.softmax is reference.softmax and kernels.matmul is reference.matmul
+        with pytest.raises(AttributeError, match="has no attribute 'no_such_kernel'"):
+            kernels.no_such_kernel
+    finally:
+        kernels.use_tier(previous)
+
+
+def test_importing_autograd_loads_no_tier():
+    """Importing autograd (as the scalar engine's demos do) loads no tier and compiles nothing."""
+    out = run_python("""
+        import sys
+        import autograd
+        from autograd import kernels
+        print(kernels._current is None, "numba" in sys.modules, "autograd.engine_room" in sys.modules)
+    """)
+    assert out == "True False False"
+
+
+FALLBACK = """
+    import sys
+    import numpy as np
+    {break_it}
+    from autograd import kernels
+    from autograd.kernels import loops, reference
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    np.testing.assert_allclose(kernels.softmax(x), reference.softmax(x), atol=1e-12)
+    kernels.prepare()
+    print(kernels.tier(), kernels.softmax is loops.softmax)
+"""
+
+
+@pytest.mark.parametrize("break_it", [
+    "sys.modules['autograd.engine_room'] = None                  # as if the folder were deleted",
+    "import autograd.engine_room as room; room.ready = lambda: 1 / 0    # failing to build"])
+def test_an_engine_room_that_cannot_be_loaded_leaves_the_loops_tier_said_in_one_line(break_it):
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(FALLBACK).format(break_it=break_it)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=300,
+                            env={k: v for k, v in os.environ.items() if k not in ("AUTOGRAD_KERNELS",)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["loops", "True"]
+    said = [line for line in result.stderr.splitlines() if "engine room" in line]
+    assert len(said) == 1 and "running the loops tier instead" in said[0], result.stderr
+
+
+def test_compiling_a_loop_kernel_is_said_in_one_line_and_loading_it_is_not(tmp_path):
+    """The loops tier with the JIT on: a kernel compiled for a new dtype (float64 too) is
+    announced on stderr as it starts, once; a later process loads it from the cache silently."""
+    script = """
+        import numpy as np
+        from autograd import kernels
+        a = np.ones((2, 3))
+        assert (kernels.matmul(a, a.T) == 3).all()
+    """
+    env = dict(AUTOGRAD_KERNELS="loops", NUMBA_CACHE_DIR=str(tmp_path))
+    for expected in (1, 0):
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                                cwd=ROOT, timeout=600, env=dict(os.environ, **env))
+        assert result.returncode == 0, result.stderr
+        said = [line for line in result.stderr.splitlines() if line.startswith("autograd: compiling")]
+        assert len(said) == expected, result.stderr
+        assert all("matmul_loops" in line and "float64" in line for line in said)
