@@ -173,3 +173,19 @@ class GELUFn(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         return kernels.gelu_backward(a, grad, ctx.approximate)
+
+
+class SiLU(Function):
+    """SiLU(a) = a sigmoid(a) = a / (1 + e^-a) (the "swish" of Llama's SwiGLU feed-forward),
+    written as PyTorch computes it: precise in both tails (e^-a overflowing to inf for very
+    negative a gives -0, not NaN);  dout/da = s + a s (1 - s) = s (1 + a (1 - s)), s = sigmoid(a)."""
+
+    def forward(ctx, a):
+        with np.errstate(over="ignore"):
+            denominator = 1 + np.exp(-a)
+        ctx.save_for_backward(a, 1 / denominator)
+        return a / denominator
+
+    def backward(ctx, grad):
+        a, s = ctx.saved_tensors
+        return grad * s * (1 + a * (1 - s))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from autograd import cat, gradcheck, stack, where
-from autograd.ops import LayerNormFn, LinearFn, ScaledDotProductAttention
+from autograd.ops import LayerNormFn, LinearFn, RMSNormFn, ScaledDotProductAttention
 from tests.helpers import const, leaf
 
 ATTENTION_MASK = np.tril(np.ones((4, 4), bool)) & np.array([True, True, True, False])   # causal, last key padding
@@ -35,6 +35,8 @@ CASES = {
     "ReLUFn": [("relu", lambda a: a.relu(), [leaf(3, 4)])],
     "GELUFn": [("gelu exact (erf)", lambda a: a.gelu(), [leaf(3, 4)]),
              ("gelu tanh form", lambda a: a.gelu("tanh"), [leaf(4, 3)])],
+    "SiLU": [("silu", lambda a: a.silu(), [leaf(3, 4)]),
+             ("silu of large magnitudes", lambda a: (a * 20.0).silu(), [leaf(4, 3)])],
     "Sum": [("all", lambda a: a.sum(), [leaf(2, 3, 4)]),
             ("dim=1 keepdim", lambda a: a.sum(1, keepdim=True), [leaf(2, 3, 4)]),
             ("dims (0,2)", lambda a: a.sum((0, -1)), [leaf(2, 3, 4)])],
@@ -92,6 +94,10 @@ CASES = {
                   ("over last two dims", lambda x, w, b: LayerNormFn.apply(x, w, b, eps=1e-3),
                    [leaf(2, 3, 4), leaf(3, 4), leaf(3, 4)]),
                   ("no bias", lambda x, w: LayerNormFn.apply(x, w, eps=1e-5), [leaf(4, 3), leaf(3)])],
+    "RMSNormFn": [("over last dim", lambda x, w: RMSNormFn.apply(x, w, eps=1e-6), [leaf(3, 5), leaf(5)]),
+                  ("over last two dims", lambda x, w: RMSNormFn.apply(x, w, normalized_ndim=2, eps=1e-3),
+                   [leaf(2, 3, 4), leaf(3, 4)]),
+                  ("no weight", lambda x: RMSNormFn.apply(x, eps=1e-5), [leaf(4, 3)])],
 }
 
 
