@@ -9,4 +9,5 @@ from autograd.ops.matmul import MatMul  # noqa: F401
 from autograd.ops.softmax import Softmax, LogSoftmax, LogSumExp  # noqa: F401
 from autograd.ops.norm import LayerNormFn, RMSNormFn  # noqa: F401
 from autograd.ops.linear import LinearFn  # noqa: F401
+from autograd.ops.rotary import RotaryEmbeddingFn  # noqa: F401
 from autograd.ops.attention import ScaledDotProductAttention  # noqa: F401

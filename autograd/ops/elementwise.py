@@ -181,11 +181,18 @@ class SiLU(Function):
     negative a gives -0, not NaN);  dout/da = s + a s (1 - s) = s (1 + a (1 - s)), s = sigmoid(a)."""
 
     def forward(ctx, a):
+        denominator = np.negative(a)
         with np.errstate(over="ignore"):
-            denominator = 1 + np.exp(-a)
-        ctx.save_for_backward(a, 1 / denominator)
-        return a / denominator
+            np.exp(denominator, out=denominator)
+        denominator += 1                                   # 1 + e^-a, in one buffer
+        out = a / denominator
+        ctx.save_for_backward(a, np.reciprocal(denominator, out=denominator))   # s = sigmoid(a)
+        return out
 
     def backward(ctx, grad):
         a, s = ctx.saved_tensors
-        return grad * s * (1 + a * (1 - s))
+        slope = 1 - s
+        slope *= a
+        slope += 1
+        slope *= s                                         # s (1 + a (1 - s)), in one buffer
+        return slope * grad

@@ -53,7 +53,8 @@ class RMSNormFn(Function):
         if weight is not None and weight.shape != shape:
             raise ValueError(f"RMSNorm: weight shape {weight.shape} does not match the last dims of input {x.shape}")
         rows = x.reshape(-1, int(np.prod(shape)))                                  # (N, D)
-        rstd = 1.0 / np.sqrt((rows * rows).mean(-1, keepdims=True) + eps)          # (N, 1)
+        mean_square = np.einsum("nd,nd->n", rows, rows)[:, None] / rows.shape[1]   # (N, 1)
+        rstd = 1 / np.sqrt(mean_square + eps)                                      # (N, 1)
         xhat = rows * rstd                                                         # (N, D)
         ctx.in_shape = x.shape
         ctx.save_for_backward(xhat, rstd, weight)
@@ -64,6 +65,8 @@ class RMSNormFn(Function):
         xhat, rstd, weight = ctx.saved_tensors
         grad = grad.reshape(xhat.shape)                                            # (N, D)
         grad_xhat = grad if weight is None else grad * weight.reshape(-1)
-        dx = rstd * (grad_xhat - xhat * (grad_xhat * xhat).mean(-1, keepdims=True))
-        grad_w = None if weight is None else (grad * xhat).sum(0).reshape(weight.shape)
+        projection = np.einsum("nd,nd->n", grad_xhat, xhat)[:, None] / xhat.shape[1]   # mean(dL/dxhat * xhat), (N, 1)
+        dx = grad_xhat - xhat * projection
+        dx *= rstd
+        grad_w = None if weight is None else np.einsum("nd,nd->d", grad, xhat).reshape(weight.shape)
         return dx.reshape(ctx.in_shape), grad_w
