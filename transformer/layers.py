@@ -18,9 +18,9 @@ from transformer.attention import MultiHeadAttention
 
 class FeedForward(nn.Module):
     """The same two-layer MLP applied at every position: Linear(d_model, d_ff), activation,
-    dropout, Linear(d_ff, d_model).  activation: "relu", "gelu" (exact, erf) or "gelu_tanh"."""
+    dropout, Linear(d_ff, d_model).  activation: "relu", "gelu" (exact, erf), "gelu_tanh" or "silu"."""
 
-    ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh")}
+    ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}
 
     def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", bias=True):
         super().__init__()

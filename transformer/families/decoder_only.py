@@ -36,13 +36,13 @@ class DecoderOnlyConfig(BlockConfig):
     num_layers: int = 2
     max_len: int = 32                 # the context length (nanoGPT's block_size)
     pad_id: int | None = 0            # None: no padding token (a text model), no padding mask
-    activation: str = "relu"          # "relu", "gelu" (exact, erf) or "gelu_tanh"
+    activation: str = "relu"          # "relu", "gelu" (exact, erf), "gelu_tanh" or "silu" (the MLP's)
     bias: bool = True                 # biases in every Linear and LayerNorm of the blocks
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
     init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
     norm: str = "layer_norm"          # or "rms_norm" (Llama's): transformer/layers.py's make_norm
-    feed_forward: str = "mlp"         # or "swiglu" (Llama's; activation is then unused)
+    feed_forward: str = "mlp"         # or "swiglu" (Llama's, gated by SiLU: activation "silu")
     rope_base: float = 10000.0        # RoPE's theta (positional="rope")
     rope_pairing: str = "half"        # RoPE's pairs of dims: "half" (Hugging Face) or "interleaved" (Meta)
 
@@ -53,6 +53,9 @@ class DecoderOnlyConfig(BlockConfig):
         for name, allowed in (("norm", NORMS), ("feed_forward", FEED_FORWARDS), ("rope_pairing", ROPE_PAIRINGS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"DecoderOnlyConfig: {name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.feed_forward == "swiglu" and self.activation != "silu":
+            raise ValueError(f"DecoderOnlyConfig: feed_forward='swiglu' is gated by SiLU, so activation must be "
+                             f"'silu', got {self.activation!r}")
         if not (isinstance(self.rope_base, (int, float)) and self.rope_base > 1):
             raise ValueError(f"DecoderOnlyConfig: rope_base must be a number > 1, got {self.rope_base!r}")
 
@@ -76,7 +79,7 @@ def llama_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=
     in the small Llama 3.2s).  GPT-2's initialisation, as the from-scratch Llamas use."""
     return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head,
                              d_ff=swiglu_hidden_size(n_embd) if d_ff is None else d_ff, num_layers=n_layer,
-                             max_len=block_size, dropout=dropout, pad_id=None, positional="rope",
+                             max_len=block_size, dropout=dropout, pad_id=None, positional="rope", activation="silu",
                              rope_base=rope_base, rope_pairing=rope_pairing, norm="rms_norm", feed_forward="swiglu",
                              bias=False, head_bias=False, tie_weights=tie_weights, init="gpt2", attention=attention)
 
