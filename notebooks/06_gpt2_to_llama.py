@@ -18,6 +18,7 @@
 # formula, look at what it does, then train both blocks for a short while on the same data.
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 
 import nn
@@ -55,6 +56,12 @@ print("gradcheck:", gradcheck(lambda t: F.rms_norm(t, 8), [Tensor(x, requires_gr
 z = np.linspace(-4, 4, 9)
 print("z      ", z)
 print("SiLU(z)", F.silu(Tensor(z)).data.round(3))
+grid = Tensor(np.linspace(-4, 4, 200))
+for name, curve in (("ReLU", grid.relu()), ("GELU (GPT-2)", grid.gelu()), ("SiLU (Llama's gate)", F.silu(grid))):
+    plt.plot(grid.data, curve.data, label=name)
+plt.legend()
+plt.title("The activations")
+plt.show()
 manual_seed(0)
 ff = SwiGLU(128)
 print("d_ff by the 8/3 rule for d_model 128:", ff.w1.out_features,
