@@ -211,7 +211,8 @@ def main(argv=None):
     print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "
           f"tokens: train {len(data.splits['train']):,}, validation {len(data.splits['val']):,} "
           f"({data.bytes_per_token['val']:.2f} bytes a token)")
-    print(f"GPT, {arch}'s block: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, context {cfg.block_size}, "
+    print(f"GPT, {arch}'s block: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, "
+          f"context {cfg.block_size}, "
           f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = step_functions(model, cfg)
     job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)
@@ -254,7 +255,8 @@ def write_metrics(out, source, text, data, n_params, cfg, model, history, arch):
     done = len(history["step"])
     bits = {f"{split}_bits_per_byte": None if final[split] is None else data.bits_per_byte(split, final[split])
             for split in ("train", "val")}
-    metrics = {"arch": arch, "source": source, "characters": len(text), "tokenizer": data.vocab.kind, "vocab": len(data.vocab),
+    metrics = {"arch": arch, "source": source, "characters": len(text), "tokenizer": data.vocab.kind,
+               "vocab": len(data.vocab),
                "bytes_per_token": data.bytes_per_token, "parameters": n_params,
                "iterations": done, "interrupted": history["interrupted"], "train_loss": final["train"],
                "val_loss": final["val"], **bits, "seconds": history["seconds"],

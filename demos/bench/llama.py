@@ -15,10 +15,10 @@ of a few more steps.
 
 import cProfile
 import pstats
-import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
+from demos.bench.attention import median_ms
 from demos.bench._threads import use_threads
 
 VOCAB = 101                       # the default corpus's vocabulary size
@@ -39,15 +39,6 @@ def step_of(arch, cfg):
     rng = np.random.default_rng(0)
     x, y = (rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)) for _ in range(2))
     return (lambda: step(x, y, cfg.lr)), model
-
-
-def median_ms(fn, steps):
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2] * 1e3
 
 
 def op_seconds(fn, steps):

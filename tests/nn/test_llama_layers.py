@@ -127,7 +127,8 @@ def test_rms_norm_equals_pytorchs(dtype, shape, normalized, eps):
     torch = pytest.importorskip("torch")
     x, w = _random(shape, 4), _random(normalized, 5)
     out, grads, expected, expected_grads = _ours_and_torch(
-        lambda x, w: F.rms_norm(x, normalized, w, eps), lambda x, w: torch.nn.functional.rms_norm(x, normalized, w, eps),
+        lambda x, w: F.rms_norm(x, normalized, w, eps),
+        lambda x, w: torch.nn.functional.rms_norm(x, normalized, w, eps),
         [x, w], dtype, 7)
     _assert_close(out, expected, dtype)
     for ours, theirs in zip(grads, expected_grads):

@@ -24,8 +24,9 @@ TOKENIZER = bpe_training.train(CORPUS, 256 + 1 + 150)
 def random_unicode(rng, length):
     """A string mixing ASCII, Latin-1, other scripts, marks, digits of other scripts, every
     kind of space and the end-of-text token: the pieces where a pre-split could differ."""
-    pools = [lambda: chr(rng.randint(32, 126)), lambda: chr(rng.randint(0, 0x2FFF)), lambda: rng.choice(" \n\t\u00a0\u2003\r"),
-             lambda: chr(rng.randint(0x300, 0x36F)), lambda: rng.choice("١٢٣²½Ⅻ_'"), lambda: chr(rng.randint(0xE000, 0x10FFFF)),
+    pools = [lambda: chr(rng.randint(32, 126)), lambda: chr(rng.randint(0, 0x2FFF)),
+             lambda: rng.choice(" \n\t\u00a0\u2003\r"), lambda: chr(rng.randint(0x300, 0x36F)),
+             lambda: rng.choice("١٢٣²½Ⅻ_'"), lambda: chr(rng.randint(0xE000, 0x10FFFF)),
              lambda: END_OF_TEXT if rng.random() < 0.2 else "s"]
     text = "".join(rng.choice(pools)() for _ in range(length))
     return "".join(c for c in text if not 0xD800 <= ord(c) <= 0xDFFF)

@@ -227,7 +227,8 @@ class BPETokenizer:
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         bad = (ids < 0) | (ids >= len(self))
         if bad.any():
-            raise ValueError(f"BPETokenizer.decode: token id {ids[bad][0]} is outside the vocabulary (0-{len(self) - 1})")
+            raise ValueError(f"BPETokenizer.decode: token id {ids[bad][0]} is outside the vocabulary "
+                             f"(0-{len(self) - 1})")
         out = []
         for i in (ids if self.our_id is None else self.our_id[ids]):
             out.append(self.special_of_id[i].encode("utf-8") if i in self.special_of_id else self.token_bytes[i])

@@ -8,8 +8,9 @@ each occurrence. So this trainer keeps, across merges:
 - `pair_count[pair]`: how often each pair occurs in the text (chunks weighted by count);
 - `holders[pair]`: the distinct chunks in which the pair occurs;
 - a heap of (-count, tie, pair) entries, from which the most frequent pair (ties: the
-  smallest pair of ids, or the greatest pair of byte strings, as tie_break says) is popped; an entry whose count is no longer the pair's count is stale and skipped
-  (a changed count is pushed again rather than found and updated in the heap).
+  smallest pair of ids, or the greatest pair of byte strings, as tie_break says) is popped;
+  an entry whose count is no longer the pair's count is stale and skipped (a changed count
+  is pushed again rather than found and updated in the heap).
 
 A merge visits only `holders[pair]`: each such chunk's pairs are taken out of the counts,
 the chunk is rewritten, and its new pairs are put in. Counting distinct chunks once, with
