@@ -109,7 +109,7 @@ def test_files_with_another_numbering_encode_to_their_ids(tmp_path):
     with pytest.raises(ValueError, match="token id 260 is outside"):
         tokenizer.decode([260])
     (tmp_path / "merges.txt").write_text("#version: 0.2\nĠĠ ĠĠ\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="uses a token no earlier line made"):
+    with pytest.raises(ValueError, match="uses a token no earlier merge made"):
         load_gpt2_files(tmp_path / "vocab.json", tmp_path / "merges.txt")
     (tmp_path / "merges.txt").write_text("#version: 0.2\nĠ Ġ Ġ\n", encoding="utf-8")
     with pytest.raises(ValueError, match="two tokens separated by one space"):
@@ -120,6 +120,11 @@ def test_a_tokenizer_whose_merges_spell_one_string_twice_cannot_be_written(tmp_p
     twice = BPETokenizer([(97, 98), (98, 99), (256, 99), (97, 257)])         # ab, bc, (ab)c, a(bc): "abc" twice
     with pytest.raises(ValueError, match="two tokens spell 'abc'"):
         save_gpt2_files(twice, tmp_path / "v.json", tmp_path / "m.txt")
+    vocab = {**{c: i for i, c in enumerate(sorted(bytes_to_unicode().values()))}, "ab": 256, "bc": 257, "abc": 258}
+    (tmp_path / "v.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (tmp_path / "m.txt").write_text("a b\nb c\nab c\na bc\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="two merges spell the same token"):
+        load_gpt2_files(tmp_path / "v.json", tmp_path / "m.txt")
 
 
 def test_encoding_from_gpt2_files_equals_tiktokens_on_the_same_ranks(gpt2_files):

@@ -74,23 +74,30 @@ def read_merges(merges_path):
     return pairs
 
 
-def load_gpt2_files(vocab_path, merges_path, pattern=PATTERN):
-    """A BPETokenizer from GPT-2-format files, encoding to their ids.  The specials are the
-    tokens of vocab.json that are neither a byte nor a merge, in the order of their ids."""
-    with open(vocab_path, encoding="utf-8") as f:
-        vocab = json.load(f)
+def byte_level_bpe(vocab, merges, pattern=PATTERN, where="vocab.json and merges.txt"):
+    """A BPETokenizer from a byte-level vocabulary ({token in GPT-2's alphabet: id}) and its
+    merges (pairs of such tokens, in the order learned), encoding to the vocabulary's ids:
+    what vocab.json and merges.txt hold, and a tokenizer.json's "model".  The specials are the
+    tokens of the vocabulary that are neither a byte nor a merge, in the order of their ids."""
     alphabet = bytes_to_unicode()
     ours = {alphabet[b]: b for b in range(BYTES)}                             # token text -> our id
-    merges = []
-    for a, b in read_merges(merges_path):
+    pairs = []
+    for a, b in merges:
         if a not in ours or b not in ours:
-            raise ValueError(f"{merges_path}: merge {len(merges)} ({a} {b}) uses a token no earlier line made")
-        merges.append((ours[a], ours[b]))
-        ours.setdefault(a + b, BYTES + len(merges) - 1)
+            raise ValueError(f"{where}: merge {len(pairs)} ({a} {b}) uses a token no earlier merge made")
+        pairs.append((ours[a], ours[b]))
+        ours.setdefault(a + b, BYTES + len(pairs) - 1)
     specials = sorted((token for token in vocab if token not in ours), key=vocab.get)
     missing = [token for token in ours if token not in vocab]
-    if missing or len(ours) != BYTES + len(merges):
-        raise ValueError(f"{vocab_path}: lacks the token {missing[0]!r} of the byte alphabet or merges.txt" if missing
-                         else f"{merges_path}: two merges spell the same token")
+    if missing or len(ours) != BYTES + len(pairs):
+        raise ValueError(f"{where}: the vocabulary lacks the token {missing[0]!r} of the byte alphabet or the merges"
+                         if missing else f"{where}: two merges spell the same token")
     texts = sorted(ours, key=ours.get) + specials                            # in our id order
-    return BPETokenizer(merges, specials, pattern, ids=[vocab[text] for text in texts])
+    return BPETokenizer(pairs, specials, pattern, ids=[vocab[text] for text in texts])
+
+
+def load_gpt2_files(vocab_path, merges_path, pattern=PATTERN):
+    """A BPETokenizer from GPT-2-format files, encoding to their ids (see byte_level_bpe)."""
+    with open(vocab_path, encoding="utf-8") as f:
+        vocab = json.load(f)
+    return byte_level_bpe(vocab, read_merges(merges_path), pattern, f"{vocab_path} and {merges_path}")
