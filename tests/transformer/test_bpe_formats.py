@@ -179,7 +179,7 @@ def test_encode_iterable_streams_a_20_mb_file_in_bounded_memory(tmp_path):
             baseline = tracemalloc.get_traced_memory()[0]
             tracemalloc.reset_peak()
             stream, done, equal = tokenizer.encode_iterable(f), 0, True
-            while block := list(itertools.islice(stream, 1 << 16)):          # compared a block at a time
+            while block := list(itertools.islice(stream, 1 << 12)):          # compared a block at a time
                 equal = equal and block == expected[done:done + len(block)].tolist()
                 done += len(block)
             peak = tracemalloc.get_traced_memory()[1] - baseline
