@@ -265,6 +265,10 @@ class Tensor:
         """x Phi(x), exact (erf) by default as in PyTorch; approximate="tanh" for the tanh form."""
         return ops.GELUFn.apply(self, approximate=approximate)
 
+    def silu(self):
+        """x sigmoid(x) (PyTorch's F.silu; Llama's SwiGLU gate)."""
+        return ops.SiLU.apply(self)
+
     # ----- reductions -----
 
     def sum(self, dim=None, keepdim=False):

@@ -229,6 +229,31 @@ def collect_tokenizer(runs):
                             "python -m demos.bench.bpe")])
 
 
+def llama_commands(runs):
+    return [["demos.gpt", "--arch", arch, "--out", f"{runs}/gpt-{arch}"] for arch in ("gpt2", "llama")] + [
+        ["demos.bench.llama", "--json", f"{runs}/bench/llama.json"]]
+
+
+def collect_llama(runs):
+    rows = []
+    for arch in ("gpt2", "llama"):
+        m = load(f"{runs}/gpt-{arch}/metrics.json")
+        rows.append([arch, f"{m['parameters']:,}", m["iterations"], f"{m['seconds']:.0f}", f"{m['val_loss']:.3f}",
+                     f"{m['val_bits_per_byte']:.3f}"])
+    b = load(f"{runs}/bench/llama.json")
+    steps = [[arch, f"{b['median_ms'][arch]:.1f}"] for arch in ("gpt2", "llama")]
+    steps.append(["Llama / GPT-2 (median of the rounds' ratios)", f"{b['llama_over_gpt2']:.2f}"])
+    return group([table("GPT-2's block and Llama's (RMSNorm, SwiGLU, RoPE, no biases), nanoGPT's CPU recipe on the "
+                        "default corpus", ["--arch", "parameters", "iterations", "training seconds",
+                                           "validation nats/char", "validation bits a byte"], rows,
+                        "python -m demos.gpt --arch gpt2|llama",
+                        "The same iterations, batches and schedule for both, one run after the other on a machine "
+                        "shared with other work: the training seconds are no speed comparison (the step table "
+                        "below is, its rounds interleaved)."),
+                  table(f"Their training steps, {b['threads']} thread, same width (ms, medians of interleaved rounds)",
+                        ["--arch", "ms a step"], steps, "python -m demos.bench.llama")])
+
+
 def scan_commands(runs):
     return ([["demos.scan", "--all", "--seeds", "0", "1", "2", "--out", f"{runs}/scan"]]
             + [["demos.scan", "--split", "length", "--positional", kind, "--out", f"{runs}/scan"]
@@ -424,6 +449,7 @@ GROUPS = {
     "gpt_recipe": (lambda runs: [["demos.bench.train", "--model", "gpt", "--recipe", "--json",
                                   f"{runs}/bench/gpt-recipe.json"]], collect_gpt_recipe),
     "gpt_steps": (gpt_step_commands, collect_gpt_steps),
+    "llama": (llama_commands, collect_llama),
     "scan": (scan_commands, collect_scan),
     "pictures": (lambda runs: [["demos.scaling", "--out", f"{runs}/scaling"],
                                ["demos.positional_encoding", "--out", f"{runs}/positional_encoding"],
@@ -443,11 +469,12 @@ GROUPS = {
 TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bottleneck",
           "length_generalisation": "Length generalisation and positional schemes", "families": "The model families",
           "gpt": "A GPT on real text", "tokenizer": "BPE: a tokenizer learned here", "gpt_recipe": "The GPT learns as PyTorch's does",
-          "gpt_steps": "GPT training speed against PyTorch", "scan": "SCAN against the paper",
+          "gpt_steps": "GPT training speed against PyTorch",
+          "llama": "From GPT-2 to Llama on the same engine", "scan": "SCAN against the paper",
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
           "share": "Two trainings on one machine", "first_run": "A first run",
           "kernels": "Kernels", "attention": "Fused attention"}
-ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "gpt_recipe", "gpt_steps", "steps",
+ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "llama", "gpt_recipe", "gpt_steps", "steps",
          "share", "first_run", "tokenizer", "scan", "pictures", "threads", "kernels", "attention"]     # the results document's sections
 
 

@@ -3,12 +3,18 @@
     python -m demos.gpt                          # the standard library's docstrings, about 1 MB
     python -m demos.gpt --data my_text.txt --max-iters 5000 --out runs/mine
     python -m demos.gpt --tokenizer bpe --vocab-size 512     # byte-level BPE tokens, not characters
+    python -m demos.gpt --arch llama             # Llama's block: RMSNorm, SwiGLU, RoPE, no biases
 
 The defaults are nanoGPT's CPU recipe for its Shakespeare character model: 4 layers, 4
 heads, 128 wide, context 64, batch 12, 2000 iterations, dropout 0, AdamW (beta2 0.99,
 weight decay 0.1 on weight matrices), lr 1e-3 warmed up over 100 iterations and cosine-
 decayed to 1e-4, gradient clipping at 1.  Without --data it trains on the docstrings of
 this Python's standard library, so it runs offline out of the box.
+
+--arch llama trains the same model with Llama's block in place of GPT-2's (llama_config in
+transformer/families/decoder_only.py): RMSNorm for LayerNorm, a SwiGLU feed-forward for the
+GELU MLP, rotary positions in every attention for the learned table, no biases, and an
+output projection of its own (--tie-weights: the token embedding, as GPT-2's).
 
 --tokenizer bpe trains a byte-level BPE tokenizer (transformer/data/bpe.py) on the training
 split only and saves it in the checkpoint. The validation loss is reported per token and in
@@ -40,7 +46,8 @@ from demos._flags import (add_config_flags, command_line, fail, fail_config, giv
 from transformer.config import ATTENTION_KINDS
 from transformer.data.bpe_training import train as train_bpe
 from transformer.data.text import TextDataset, read_text, split_text, stdlib_docstrings
-from transformer.families.decoder_only import DecoderOnly, gpt_config
+from transformer.families.decoder_only import DecoderOnly, gpt_config, llama_config
+from transformer.relative_position import ROPE_PAIRINGS
 from transformer.training.checkpoints import model_from
 from transformer.training.lm import LMJob, LMTrainConfig, step_functions, resume_state, train_lm, vocab_of
 from transformer.training.loop import INTERRUPTED_EXIT_CODE
@@ -48,9 +55,13 @@ from transformer.training.loop import INTERRUPTED_EXIT_CODE
 TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup", "weight_decay", "beta2", "grad_clip",
                "eval_every", "eval_iters", "log_every", "save_every", "seed")
 MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention")     # gpt_config's parameters
+LLAMA_FLAGS = ("tie_weights", "rope_base", "rope_pairing")       # llama_config's parameters of its own
+ARCHS = {"gpt2": (gpt_config, MODEL_FLAGS), "llama": (llama_config, tuple(f for f in MODEL_FLAGS if f != "bias")
+                                                                    + LLAMA_FLAGS)}   # (config, its flags)
 MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model"}   # their DecoderOnlyConfig names
 RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model"}
 CONFIG_FLAGS = {"num_layers": "layers", "num_heads": "heads", "d_model": "d-model", "dropout": "dropout",
+                "rope_base": "rope-base", "rope_pairing": "rope-pairing",
                 "max_len": "block-size", **{field: field.replace("_", "-") for field in TRAIN_FLAGS}}
 # the flag that sets each field of LMTrainConfig and DecoderOnlyConfig
 HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
@@ -59,7 +70,10 @@ HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
          "save_every": "checkpoint every N iterations (0: at the end)",
          "bias": "biases in Linear and LayerNorm (nanoGPT's bias=True)",
          "attention": "fused: one op (faster); composed: matmul, masked_fill, softmax, matmul, the nodes to step "
-                      "through in a debugger"}
+                      "through in a debugger",
+         "tie_weights": "--arch llama: the output projection is the token embedding",
+         "rope_base": "--arch llama: RoPE's theta", "rope_pairing": "--arch llama: RoPE's pairs of dimensions, "
+         "half (i, i + d/2) as Hugging Face's Llama, or interleaved (2i, 2i + 1) as Meta's"}
 PROG = "demos.gpt"
 TOKENIZERS = ("char", "bpe")
 BPE_VOCAB = 512                      # --vocab-size's default: 256 bytes, 255 merges, the end-of-text token
@@ -69,7 +83,9 @@ def parse_args(argv=None):
     p = command_line(PROG, __doc__)
     p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
     add_config_flags(p, LMTrainConfig, TRAIN_FLAGS, helps=HELPS)
+    p.add_argument("--arch", choices=ARCHS, help="the block: GPT-2's (the default) or Llama's")
     add_config_flags(p, gpt_config, MODEL_FLAGS, RENAME, {"attention": ATTENTION_KINDS}, HELPS)
+    add_config_flags(p, llama_config, LLAMA_FLAGS, RENAME, {"rope_pairing": ROPE_PAIRINGS}, HELPS)
     p.add_argument("--tokenizer", choices=TOKENIZERS, help="characters (the default), or byte-level BPE tokens "
                    "learned from the training split")
     p.add_argument("--vocab-size", type=int, help=f"BPE's vocabulary size, at least 257 (default {BPE_VOCAB})")
@@ -128,10 +144,27 @@ def train_config(make, *args, **train_fields):
         fail_config(PROG, err, CONFIG_FLAGS)
 
 
+def arch_of(model_config):
+    """"llama" or "gpt2": the block a DecoderOnlyConfig (a dict) describes."""
+    return "llama" if model_config.get("feed_forward") == "swiglu" else "gpt2"
+
+
+def model_flags(args, arch):
+    """{parameter: value} of the model flags given, for `arch`'s config; a flag of the other
+    architecture's is one line (--bias is GPT-2's; Llama has no biases)."""
+    own = ARCHS[arch][1]
+    foreign = [name for name in given(args, MODEL_FLAGS + LLAMA_FLAGS) if name not in own]
+    if foreign:
+        flag = "--" + RENAME.get(foreign[0], foreign[0].replace("_", "-"))
+        fail(PROG, f"{flag} is not a flag of --arch {arch}")
+    return given(args, own)
+
+
 def main(argv=None):
     args = parse_args(argv)
     out = args.out or args.resume or "runs/gpt"
-    train_fields, model_fields = given(args, TRAIN_FLAGS), given(args, MODEL_FLAGS)
+    arch = args.arch or "gpt2"
+    train_fields = given(args, TRAIN_FLAGS)
     state = None
     if args.resume:
         try:
@@ -142,6 +175,10 @@ def main(argv=None):
         refuse_contradictions(PROG, train_fields, saved, allowed={"max_iters"})
         refuse_finished(PROG, "--max-iters", train_fields.get("max_iters"), state)
         saved_model = json.loads(str(state["model_config"]))
+        if args.arch not in (None, arch_of(saved_model)):
+            fail(PROG, f"--arch {args.arch} contradicts the resumed run's --arch {arch_of(saved_model)}")
+        arch = arch_of(saved_model)
+        model_fields = model_flags(args, arch)
         refuse_contradictions(PROG, {MODEL_FIELDS.get(k, k): v for k, v in model_fields.items()}, saved_model,
                               allowed=(), rename={field: RENAME[name] for name, field in MODEL_FIELDS.items()})
         if args.data and args.data != (str(state["data"]) or None):
@@ -159,8 +196,9 @@ def main(argv=None):
     else:
         cfg = train_config(LMTrainConfig, **train_fields)
         data_path = args.data
+        model_fields = model_flags(args, arch)
         try:
-            model_config = gpt_config(1, cfg.block_size, **model_fields)        # checked before anything runs
+            model_config = ARCHS[arch][0](1, cfg.block_size, **model_fields)    # checked before anything runs
         except ValueError as err:
             fail_config(PROG, err, CONFIG_FLAGS)
         kernels.prepare_in_background(fused_attention=model_config.attention == "fused")   # overlaps reading
@@ -173,7 +211,8 @@ def main(argv=None):
     print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "
           f"tokens: train {len(data.splits['train']):,}, validation {len(data.splits['val']):,} "
           f"({data.bytes_per_token['val']:.2f} bytes a token)")
-    print(f"GPT: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, context {cfg.block_size}, "
+    print(f"GPT, {arch}'s block: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, "
+          f"context {cfg.block_size}, "
           f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = step_functions(model, cfg)
     job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)
@@ -184,12 +223,12 @@ def main(argv=None):
     with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
         history = train_lm(job, start=state, out_dir=out)
     from demos import plots
-    title = f"GPT ({data.vocab.kind} tokens) on {source}"
+    title = f"GPT, {arch}'s block ({data.vocab.kind} tokens) on {source}"
     unit = "character" if data.vocab.kind == "char" else "token"
     if history["interrupted"]:
         if history["evals"]:
             plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title, unit=unit)
-        write_metrics(out, source, text, data, n_params, cfg, model, history)
+        write_metrics(out, source, text, data, n_params, cfg, model, history, arch)
         written = "metrics.json and loss.png" if history["evals"] else "metrics.json (no evaluation yet: no loss.png)"
         print(f"\nstopped at iteration {len(history['step'])}; wrote {out}/checkpoint.npz, {written}. "
               f"Resume with:\n  python -m demos.gpt --resume {out}")
@@ -201,7 +240,7 @@ def main(argv=None):
     sample = data.vocab.decode(generated[0])
     with open(os.path.join(out, "sample.txt"), "w", encoding="utf-8") as f:
         f.write(sample)
-    metrics = write_metrics(out, source, text, data, n_params, cfg, model, history)
+    metrics = write_metrics(out, source, text, data, n_params, cfg, model, history, arch)
     plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title, unit=unit)
     final = history["evals"][-1]
     print(f"\nafter {cfg.max_iters} iterations ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
@@ -211,12 +250,13 @@ def main(argv=None):
     return metrics
 
 
-def write_metrics(out, source, text, data, n_params, cfg, model, history):
+def write_metrics(out, source, text, data, n_params, cfg, model, history, arch):
     final = history["evals"][-1] if history["evals"] else {"train": None, "val": None}
     done = len(history["step"])
     bits = {f"{split}_bits_per_byte": None if final[split] is None else data.bits_per_byte(split, final[split])
             for split in ("train", "val")}
-    metrics = {"source": source, "characters": len(text), "tokenizer": data.vocab.kind, "vocab": len(data.vocab),
+    metrics = {"arch": arch, "source": source, "characters": len(text), "tokenizer": data.vocab.kind,
+               "vocab": len(data.vocab),
                "bytes_per_token": data.bytes_per_token, "parameters": n_params,
                "iterations": done, "interrupted": history["interrupted"], "train_loss": final["train"],
                "val_loss": final["val"], **bits, "seconds": history["seconds"],

@@ -35,6 +35,19 @@ def layer_norm(x, normalized_shape, weight, bias=None, eps=1e-5):
     return ops.LayerNormFn.apply(x, weight, bias, eps=eps)
 
 
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing `normalized_shape` dims, times weight if
+    given (PyTorch's F.rms_norm; eps=None is the machine epsilon of x's dtype, as there)."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(normalized_shape) > x.ndim or tuple(x.shape[x.ndim - len(normalized_shape):]) != normalized_shape:
+        raise ValueError(f"rms_norm: normalized_shape {normalized_shape} is not the last dims of input {x.shape}")
+    if weight is not None and weight.shape != normalized_shape:
+        raise ValueError(f"rms_norm: weight shape {weight.shape} != normalized_shape {normalized_shape}")
+    eps = float(np.finfo(x.dtype).eps) if eps is None else eps
+    inputs = (x,) if weight is None else (x, weight)
+    return ops.RMSNormFn.apply(*inputs, normalized_ndim=len(normalized_shape), eps=eps)
+
+
 def embedding(ids, weight):
     """Rows of `weight` picked by integer ids: (...,) ids -> (..., dim)."""
     ids = np.asarray(ids.data if isinstance(ids, Tensor) else ids)
@@ -64,6 +77,10 @@ def relu(x):
 
 def gelu(x, approximate="none"):
     return x.gelu(approximate)
+
+
+def silu(x):
+    return x.silu()
 
 
 def _check_targets(logits, target, op):

@@ -69,6 +69,25 @@ class LayerNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}, bias={self.bias is not None}"
 
 
+class RMSNorm(Module):
+    """Scale each vector by the inverse of its root mean square over the last dims, then by
+    a trained gain (weight=1; elementwise_affine=False: none): LayerNorm without centring
+    and without a shift, the norm of Llama-style models (PyTorch's nn.RMSNorm; eps=None is
+    the machine epsilon of the input's dtype, as there)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, dtype=np.float32):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        self.weight = Parameter(np.ones(self.normalized_shape, dtype)) if elementwise_affine else None
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+
+
 class Dropout(Module):
     """Zero elements with probability p while training (scaling the rest by 1/(1-p));
     the identity in eval mode."""
@@ -90,6 +109,13 @@ class Dropout(Module):
 class ReLU(Module):
     def forward(self, x):
         return x.relu()
+
+
+class SiLU(Module):
+    """x sigmoid(x) (see autograd.ops.SiLU)."""
+
+    def forward(self, x):
+        return x.silu()
 
 
 class GELU(Module):

@@ -173,7 +173,9 @@ class MultiHeadAttention(nn.Module):
                 kv_cache["k"], kv_cache["v"] = k, v
             # END EXERCISE
         score = self.score
-        if is_position_aware(score):
+        if hasattr(score, "rotate_queries_and_keys"):    # RoPE: rotate q and k, then attend as usual
+            (q, k), score = score.rotate_queries_and_keys(q, k, past), None
+        elif is_position_aware(score):
             score = functools.partial(self.score, q_offset=past)
         out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score,
                                                     fused=self.fused)

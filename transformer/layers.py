@@ -1,21 +1,26 @@
-"""The Transformer's blocks: position-wise feed-forward, the Transformer layer (self-attention
-then feed-forward; the encoder's and the GPT's block), the decoder layer, and their stacks.
+"""The Transformer's blocks: position-wise feed-forward (the two-layer MLP, or Llama's gated
+SwiGLU), the Transformer layer (self-attention then feed-forward; the encoder's and the
+GPT's block), the decoder layer, and their stacks.
 
 Each sub-layer (attention or feed-forward) is wrapped in a residual connection and a
 LayerNorm.  Post-norm, the paper's and the lectures' default:  x = LayerNorm(x + Dropout(sublayer(x))).
 Pre-norm (norm_first=True), which trains more easily when deep:  x = x + Dropout(sublayer(LayerNorm(x))),
-with a final LayerNorm after the stack.
+with a final LayerNorm after the stack.  norm="rms_norm" puts RMSNorm (Llama's) in
+LayerNorm's place.
 """
 
+import math
+
 import nn
+from autograd import cat
 from transformer.attention import MultiHeadAttention
 
 
 class FeedForward(nn.Module):
     """The same two-layer MLP applied at every position: Linear(d_model, d_ff), activation,
-    dropout, Linear(d_ff, d_model).  activation: "relu", "gelu" (exact, erf) or "gelu_tanh"."""
+    dropout, Linear(d_ff, d_model).  activation: "relu", "gelu" (exact, erf), "gelu_tanh" or "silu"."""
 
-    ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh")}
+    ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}
 
     def __init__(self, d_model, d_ff, dropout=0.0, activation="relu", bias=True):
         super().__init__()
@@ -30,12 +35,64 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))   # via (B, T, d_ff)
 
 
-class Residual(nn.Module):
-    """Residual connection around a sub-layer, with LayerNorm before (pre-norm) or after (post-norm)."""
+def swiglu_hidden_size(d_model, multiple_of=64):
+    """Llama's hidden size for a SwiGLU of width d_model: 8/3 d_model (so its three matrices
+    hold as many weights as the MLP's two of 4 d_model), rounded up to a multiple of
+    `multiple_of`."""
+    return multiple_of * math.ceil(8 * d_model / 3 / multiple_of)
 
-    def __init__(self, d_model, dropout, norm_first, bias=True):
+
+class SwiGLU(nn.Module):
+    """Llama's feed-forward (Shazeer, 2020): a gated MLP at every position,
+
+        SwiGLU(x) = W2 (SiLU(W1 x) * W3 x)
+
+    W1 x decides, through SiLU, how much of each hidden feature W3 x passes; W2 maps back to
+    d_model.  d_ff=None: swiglu_hidden_size(d_model).  No biases by default (Llama has none)."""
+
+    def __init__(self, d_model, d_ff=None, dropout=0.0, bias=False):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model, bias=bias)
+        d_ff = swiglu_hidden_size(d_model) if d_ff is None else d_ff
+        self.w1 = nn.Linear(d_model, d_ff, bias)             # the gate
+        self.w3 = nn.Linear(d_model, d_ff, bias)             # the value
+        self.w2 = nn.Linear(d_ff, d_model, bias)             # back to the residual stream
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):                                 # (B, T, d_model)
+        # W1 x and W3 x as one product with the two matrices stacked: half the calls
+        both = nn.functional.linear(x, cat([self.w1.weight, self.w3.weight]),
+                                    None if self.w1.bias is None else cat([self.w1.bias, self.w3.bias]))
+        gate, value = both.split(self.w1.out_features, dim=-1)   # (B, T, d_ff) each
+        return self.w2(self.dropout(gate.silu() * value))  # (B, T, d_model)
+
+
+FEED_FORWARDS = ("mlp", "swiglu")
+NORMS = ("layer_norm", "rms_norm")
+
+
+def make_feed_forward(kind, d_model, d_ff, dropout, activation, bias):
+    """The feed-forward sub-layer: "mlp" (FeedForward, with `activation`) or "swiglu"."""
+    if kind not in FEED_FORWARDS:
+        raise ValueError(f"feed_forward must be one of {FEED_FORWARDS}, got {kind!r}")
+    if kind == "swiglu":
+        return SwiGLU(d_model, d_ff, dropout, bias)
+    return FeedForward(d_model, d_ff, dropout, activation, bias)
+
+
+def make_norm(kind, d_model, bias=True):
+    """LayerNorm ("layer_norm"; bias=False leaves its shift out) or RMSNorm ("rms_norm",
+    eps 1e-5 as Llama 2's; it has no shift)."""
+    if kind not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {kind!r}")
+    return nn.LayerNorm(d_model, bias=bias) if kind == "layer_norm" else nn.RMSNorm(d_model, eps=1e-5)
+
+
+class Residual(nn.Module):
+    """Residual connection around a sub-layer, with a norm before (pre-norm) or after (post-norm)."""
+
+    def __init__(self, d_model, dropout, norm_first, bias=True, norm="layer_norm"):
+        super().__init__()
+        self.norm = make_norm(norm, d_model, bias)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -53,12 +110,12 @@ class TransformerLayer(nn.Module):
     transformer/relative_position.py's, which put positions into attention."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
-                 self_score=None, fused_attention=False):
+                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp"):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout, activation, bias)
-        self.sublayer1 = Residual(d_model, dropout, norm_first, bias)
-        self.sublayer2 = Residual(d_model, dropout, norm_first, bias)
+        self.feed_forward = make_feed_forward(feed_forward, d_model, d_ff, dropout, activation, bias)
+        self.sublayer1 = Residual(d_model, dropout, norm_first, bias, norm)
+        self.sublayer2 = Residual(d_model, dropout, norm_first, bias, norm)
 
     def forward(self, x, mask=None, kv_cache=None):       # (B, S, d_model)
         """kv_cache: see MultiHeadAttention (used when a causal stack generates token by token)."""
@@ -98,15 +155,16 @@ class SelfAttentionStack(nn.Module):
     (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
     Vision Transformer models.  make_self_score: None, or a zero-argument function giving
     each layer its own self-attention score module.  fused_attention: every attention as one
-    op (MultiHeadAttention's fused)."""
+    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True, make_self_score=None, fused_attention=False):
+                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp"):
         super().__init__()
         self.layers = nn.ModuleList(TransformerLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
-                                                     make_self_score and make_self_score(), fused_attention)
+                                                     make_self_score and make_self_score(), fused_attention, norm,
+                                                     feed_forward)
                                     for _ in range(num_layers))
-        self.norm = nn.LayerNorm(d_model, bias=bias) if norm_first else None
+        self.norm = make_norm(norm, d_model, bias) if norm_first else None
 
     def forward(self, x, mask=None, cache=None):
         """cache: a KVCache, for cached generation (see MultiHeadAttention)."""

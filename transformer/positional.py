@@ -138,12 +138,13 @@ class NoPositionalEncoding(nn.Module):
         return self.dropout(x)
 
 
-def make_positional(kind, d_model, num_heads, max_len, dropout=0.0, score="scaled_dot"):
+def make_positional(kind, d_model, num_heads, max_len, dropout=0.0, score="scaled_dot", **rope):
     """(the module that encodes positions into the embeddings, a factory of self-attention
     score modules or None for the scaled dot product) for the scheme `kind`, one of
     POSITIONAL_KINDS. `score` names the self-attention's score function
     (transformer/scores.py: SCORES) for the schemes that add positions to the embeddings;
-    the others (RoPE, ALiBi, relative bias) put positions into the score itself."""
+    the others (RoPE, ALiBi, relative bias) put positions into the score itself.  rope:
+    rope_base and rope_pairing, for kind "rope" (see RotaryScore)."""
     if kind not in POSITIONAL_KINDS:
         raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {kind!r}")
     if kind in ADDED_ENCODINGS and score != "scaled_dot":
@@ -154,7 +155,7 @@ def make_positional(kind, d_model, num_heads, max_len, dropout=0.0, score="scale
         return LearnedPositionalEncoding(d_model, max_len, dropout), None
     if kind in ("sinusoidal", "binary"):
         return PositionalEncoding(d_model, max_len, dropout, kind=kind), None
-    return NoPositionalEncoding(d_model, dropout), position_score_factory(kind, num_heads, d_model // num_heads)
+    return NoPositionalEncoding(d_model, dropout), position_score_factory(kind, num_heads, d_model // num_heads, **rope)
 
 
 def _check_length(x, max_len, d_model, name, offset=0):

@@ -5,7 +5,11 @@ bottom of the model.  Most recent models instead tell attention itself how far a
 query and the key are, in every layer, and add nothing to the embeddings:
 
 - RoPE (Su et al., 2021) rotates each pair of query and key dimensions by an angle
-  proportional to the position, so q_i . k_j depends only on the offset i - j.
+  proportional to the position, so q_i . k_j depends only on the offset i - j.  Two
+  families pair the dimensions differently (`pairing`): "half" pairs (i, i + d/2), as
+  GPT-NeoX and Hugging Face's Llama write it; "interleaved" pairs (2i, 2i + 1), as the
+  RoFormer paper and Meta's Llama write it.  The two are one permutation of the head
+  dimensions apart, so a checkpoint moves between them by permuting q_proj's and k_proj's rows.
 - ALiBi (Press et al., 2022) adds -m_h |i - j| to the scores: a fixed, head-specific
   penalty for distance, with slopes m_h = 2^(-8h/H), h = 1..H (for H a power of two).
 - A learned relative bias (Shaw et al., 2018; T5) adds b_h[clip(j - i, -D, D)], one
@@ -20,7 +24,7 @@ for self-attention, where queries and keys index the same sequence.
 import numpy as np
 
 import nn
-from autograd import Tensor, cat
+from autograd import Tensor, ops
 from transformer.scores import scaled_dot_scores
 
 ATTENTION_POSITIONS = ("rope", "alibi", "relative")
@@ -35,36 +39,68 @@ def _constant(array, like):
     return Tensor(array.astype(like.dtype, copy=False))
 
 
+ROPE_PAIRINGS = ("half", "interleaved")
+
+
+def rotary_embedding(x, positions, base=10000.0, pairing="half"):
+    """x (..., T, d) with each pair of dimensions (x_a, x_b) turned by the angle
+    pos * base^(-2i/d) of pair i and of the token's position pos:
+
+        rot(x)_a = x_a cos(angle) - x_b sin(angle)
+        rot(x)_b = x_a sin(angle) + x_b cos(angle)
+
+    pairing="half": pair i is (i, i + d/2);  "interleaved": pair i is (2i, 2i + 1).
+    positions: the tokens' positions, (T,) for every sequence alike, or (B, T) for each
+    sequence its own (x then (B, T, d) or (B, H, T, d)), e.g. after left padding."""
+    d = x.shape[-1]
+    positions = np.asarray(positions)
+    if d % 2 or pairing not in ROPE_PAIRINGS:
+        raise ValueError(f"rotary_embedding: needs an even last dim and pairing in {ROPE_PAIRINGS}, "
+                         f"got d={d}, pairing={pairing!r}")
+    if positions.ndim not in (1, 2) or positions.shape[-1] != x.shape[-2] or (
+            positions.ndim == 2 and positions.shape[0] != x.shape[0]):
+        raise ValueError(f"rotary_embedding: positions must be (T,) or (B, T) for x of shape (B, [H,] T, d) "
+                         f"= {x.shape}, got positions of shape {positions.shape}")
+    angles = positions[..., None] * base ** (-np.arange(0, d, 2) / d)        # (T, d/2) or (B, T, d/2)
+    if positions.ndim == 2 and x.ndim == 4:
+        angles = angles[:, None]                                             # (B, 1, T, d/2): every head alike
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    return ops.RotaryEmbeddingFn.apply(x, cos=cos, sin=sin, pairing=pairing)   # (..., T, d)
+
+
 class RotaryScore(nn.Module):
-    """Scaled dot product of rotated queries and keys.  Dimension pairs (x_i, x_{i+d/2})
-    turn by angle pos * base^(-2i/d):
-        rot(x)_i       = x_i cos(theta_i pos) - x_{i+d/2} sin(theta_i pos)
-        rot(x)_{i+d/2} = x_i sin(theta_i pos) + x_{i+d/2} cos(theta_i pos)
-    so rot(q, i) . rot(k, j) = q^T R(j - i) k: only the offset matters.  Needs d_head even."""
+    """Scaled dot product of rotated queries and keys (rotary_embedding), so that
+    rot(q, i) . rot(k, j) = q^T R(j - i) k: only the offset matters.  Needs d_head even.
+    base: the theta of the angles (10000 in RoFormer and Llama 2, 500000 in Llama 3)."""
 
     position_aware = True
 
-    def __init__(self, d_head, base=10000.0):
+    def __init__(self, d_head, base=10000.0, pairing="half"):
         super().__init__()
         if d_head % 2:
             raise ValueError(f"RotaryScore: the head size must be even to rotate pairs, got d_head={d_head}")
-        self.d_head, self.base = d_head, base
-        self.inv_freq = base ** (-np.arange(0, d_head, 2) / d_head)         # (d_head/2,)
+        if pairing not in ROPE_PAIRINGS:
+            raise ValueError(f"RotaryScore: pairing must be one of {ROPE_PAIRINGS}, got {pairing!r}")
+        if not base > 1:
+            raise ValueError(f"RotaryScore: base must be > 1, got {base!r}")
+        self.d_head, self.base, self.pairing = d_head, base, pairing
 
     def rotate(self, x, positions):
-        """x (..., T, d_head) rotated by its positions (T,)."""
-        angles = positions[:, None] * self.inv_freq[None, :]                # (T, d_head/2)
-        cos, sin = _constant(np.cos(angles), x), _constant(np.sin(angles), x)
-        half = self.d_head // 2
-        x1, x2 = x[..., :half], x[..., half:]                               # (..., T, d_head/2) each
-        return cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)     # (..., T, d_head)
+        """x (..., T, d_head) rotated by its positions (T,) or (B, T)."""
+        return rotary_embedding(x, positions, self.base, self.pairing)
+
+    def rotate_queries_and_keys(self, q, k, q_offset=0):
+        """(rotated q, rotated k): the queries from position q_offset on, the keys from 0.
+        Multi-head attention calls this and then the plain (or fused) attention, which
+        equals the scores of forward."""
+        q_pos, k_pos = _positions(q, k, q_offset)
+        return self.rotate(q, q_pos), self.rotate(k, k_pos)
 
     def forward(self, q, k, q_offset=0):
-        q_pos, k_pos = _positions(q, k, q_offset)
-        return scaled_dot_scores(self.rotate(q, q_pos), self.rotate(k, k_pos))   # (..., T_q, T_k)
+        return scaled_dot_scores(*self.rotate_queries_and_keys(q, k, q_offset))   # (..., T_q, T_k)
 
     def extra_repr(self):
-        return f"d_head={self.d_head}, base={self.base}"
+        return f"d_head={self.d_head}, base={self.base}, pairing={self.pairing!r}"
 
 
 def alibi_slopes(num_heads):
@@ -129,13 +165,13 @@ class RelativeBiasScore(nn.Module):
         return f"num_heads={self.num_heads}, max_distance={self.max_distance}"
 
 
-def position_score_factory(kind, num_heads, d_head):
+def position_score_factory(kind, num_heads, d_head, rope_base=10000.0, rope_pairing="half"):
     """A zero-argument function making one score module per attention layer for `kind`
     ("rope", "alibi", "relative"), or None for the other (additive) schemes."""
     if kind == "rope":
         if d_head % 2:
             raise ValueError(f"positional='rope' needs an even head size, got d_model/num_heads = {d_head}")
-        return lambda: RotaryScore(d_head)
+        return lambda: RotaryScore(d_head, rope_base, rope_pairing)
     if kind == "alibi":
         return lambda: ALiBiScore(num_heads)
     if kind == "relative":

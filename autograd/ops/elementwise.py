@@ -170,3 +170,26 @@ class GELUFn(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         return kernels.gelu_backward(a, grad, ctx.approximate)
+
+
+class SiLU(Function):
+    """SiLU(a) = a sigmoid(a) = a / (1 + e^-a) (the "swish" of Llama's SwiGLU feed-forward),
+    written as PyTorch computes it: precise in both tails (e^-a overflowing to inf for very
+    negative a gives -0, not NaN);  dout/da = s + a s (1 - s) = s (1 + a (1 - s)), s = sigmoid(a)."""
+
+    def forward(ctx, a):
+        denominator = np.negative(a)
+        with np.errstate(over="ignore"):
+            np.exp(denominator, out=denominator)
+        denominator += 1                                   # 1 + e^-a, in one buffer
+        out = a / denominator
+        ctx.save_for_backward(a, np.reciprocal(denominator, out=denominator))   # s = sigmoid(a)
+        return out
+
+    def backward(ctx, grad):
+        a, s = ctx.saved_tensors
+        slope = 1 - s
+        slope *= a
+        slope += 1
+        slope *= s                                         # s (1 + a (1 - s)), in one buffer
+        return slope * grad

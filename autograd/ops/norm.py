@@ -1,5 +1,6 @@
-"""Layer normalization as one fused op (one node instead of about ten), computed by
-autograd.kernels.layer_norm / layer_norm_backward (Numba, with numpy twins)."""
+"""Normalization layers as one fused op each (one node instead of about ten): layer
+normalization, computed by autograd.kernels.layer_norm / layer_norm_backward (Numba, with
+numpy twins), and RMS normalization (numpy)."""
 
 import numpy as np
 
@@ -33,3 +34,39 @@ class LayerNormFn(Function):
         xhat, rstd, weight = ctx.saved_tensors
         dx, grad_w, grad_b = kernels.layer_norm_backward(grad.reshape(xhat.shape), xhat, rstd, weight)
         return dx.reshape(ctx.in_shape), grad_w.reshape(ctx.w_shape), grad_b.reshape(ctx.w_shape)   # a missing bias's gradient is dropped
+
+
+class RMSNormFn(Function):
+    """Root-mean-square normalization (Zhang & Sennrich, 2019; Llama's norm) over the last
+    `n` dims, then a scale; no mean is subtracted and there is no shift:
+
+        r = 1 / sqrt(mean(x^2) + eps),   xhat = x * r,   out = xhat * weight   (weight optional)
+
+    Backward, with g = dL/dout and D the number of normalized elements:
+        dL/dxhat   = g * weight
+        dL/dx      = r * (dL/dxhat - xhat * mean(dL/dxhat * xhat))
+        dL/dweight = sum over rows of g * xhat
+    (LayerNorm's backward without its "- mean(dL/dxhat)" term, since no mean was taken.)"""
+
+    def forward(ctx, x, weight=None, normalized_ndim=1, eps=1e-6):
+        shape = x.shape[x.ndim - normalized_ndim:]
+        if weight is not None and weight.shape != shape:
+            raise ValueError(f"RMSNorm: weight shape {weight.shape} does not match the last dims of input {x.shape}")
+        rows = x.reshape(-1, int(np.prod(shape)))                                  # (N, D)
+        mean_square = np.einsum("nd,nd->n", rows, rows)[:, None] / rows.shape[1]   # (N, 1)
+        rstd = 1 / np.sqrt(mean_square + eps)                                      # (N, 1)
+        xhat = rows * rstd                                                         # (N, D)
+        ctx.in_shape = x.shape
+        ctx.save_for_backward(xhat, rstd, weight)
+        out = xhat if weight is None else xhat * weight.reshape(-1)
+        return out.reshape(x.shape)
+
+    def backward(ctx, grad):
+        xhat, rstd, weight = ctx.saved_tensors
+        grad = grad.reshape(xhat.shape)                                            # (N, D)
+        grad_xhat = grad if weight is None else grad * weight.reshape(-1)
+        projection = np.einsum("nd,nd->n", grad_xhat, xhat)[:, None] / xhat.shape[1]   # mean(dL/dxhat * xhat), (N, 1)
+        dx = grad_xhat - xhat * projection
+        dx *= rstd
+        grad_w = None if weight is None else np.einsum("nd,nd->d", grad, xhat).reshape(weight.shape)
+        return dx.reshape(ctx.in_shape), grad_w

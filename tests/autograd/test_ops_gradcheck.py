@@ -5,11 +5,14 @@ import numpy as np
 import pytest
 
 from autograd import cat, gradcheck, stack, where
-from autograd.ops import LayerNormFn, LinearFn, ScaledDotProductAttention
+from autograd.ops import LayerNormFn, LinearFn, RMSNormFn, RotaryEmbeddingFn, ScaledDotProductAttention
 from tests.helpers import const, leaf
 
 ATTENTION_MASK = np.tril(np.ones((4, 4), bool)) & np.array([True, True, True, False])   # causal, last key padding
 ATTENTION_MASK = np.stack([ATTENTION_MASK, ATTENTION_MASK & np.array([[False] * 4] + [[True] * 4] * 3)])  # row 0 of batch 1: no keys
+
+ANGLES = np.random.default_rng(7).uniform(-4, 4, (5, 3))                        # (T, d/2) for d = 6
+BATCH_ANGLES = np.random.default_rng(8).uniform(-4, 4, (2, 1, 5, 2))            # (B, 1, T, d/2) for d = 4
 
 # op name -> list of (description, fn, inputs)
 CASES = {
@@ -35,6 +38,8 @@ CASES = {
     "ReLUFn": [("relu", lambda a: a.relu(), [leaf(3, 4)])],
     "GELUFn": [("gelu exact (erf)", lambda a: a.gelu(), [leaf(3, 4)]),
              ("gelu tanh form", lambda a: a.gelu("tanh"), [leaf(4, 3)])],
+    "SiLU": [("silu", lambda a: a.silu(), [leaf(3, 4)]),
+             ("silu of large magnitudes", lambda a: (a * 20.0).silu(), [leaf(4, 3)])],
     "Sum": [("all", lambda a: a.sum(), [leaf(2, 3, 4)]),
             ("dim=1 keepdim", lambda a: a.sum(1, keepdim=True), [leaf(2, 3, 4)]),
             ("dims (0,2)", lambda a: a.sum((0, -1)), [leaf(2, 3, 4)])],
@@ -92,6 +97,18 @@ CASES = {
                   ("over last two dims", lambda x, w, b: LayerNormFn.apply(x, w, b, eps=1e-3),
                    [leaf(2, 3, 4), leaf(3, 4), leaf(3, 4)]),
                   ("no bias", lambda x, w: LayerNormFn.apply(x, w, eps=1e-5), [leaf(4, 3), leaf(3)])],
+    "RotaryEmbeddingFn": [
+        ("half pairs, (2, 3, 5, 6) by (5, 3) angles",
+         lambda x: RotaryEmbeddingFn.apply(x, cos=np.cos(ANGLES), sin=np.sin(ANGLES), pairing="half"),
+         [leaf(2, 3, 5, 6)]),
+        ("interleaved pairs, (2, 3, 5, 4) by per-sequence angles",
+         lambda x: RotaryEmbeddingFn.apply(x, cos=np.cos(BATCH_ANGLES), sin=np.sin(BATCH_ANGLES),
+                                           pairing="interleaved"),
+         [leaf(2, 3, 5, 4)])],
+    "RMSNormFn": [("over last dim", lambda x, w: RMSNormFn.apply(x, w, eps=1e-6), [leaf(3, 5), leaf(5)]),
+                  ("over last two dims", lambda x, w: RMSNormFn.apply(x, w, normalized_ndim=2, eps=1e-3),
+                   [leaf(2, 3, 4), leaf(3, 4)]),
+                  ("no weight", lambda x: RMSNormFn.apply(x, eps=1e-5), [leaf(4, 3)])],
 }
 
 

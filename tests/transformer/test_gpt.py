@@ -13,7 +13,7 @@ from autograd import gradcheck, manual_seed
 from nn import functional as F
 from tests.transformer.helpers import tiny_transformer, to_float64
 from transformer.data.text import TextDataset
-from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config, pick_next_token
+from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config, llama_config, pick_next_token
 from transformer.training.checkpoints import run_state
 from transformer.training.lm import LMJob, LMTrainConfig, decay_groups, load_lm, step_functions, save_lm, train_lm
 from transformer.training.nanogpt import from_nanogpt, load_nanogpt_checkpoint, read_meta, read_torch_file, to_nanogpt
@@ -297,7 +297,8 @@ def test_load_lm_refuses_a_checkpoint_without_a_vocabulary_or_of_another_model(t
         load_lm(str(tmp_path / "m.npz"))
 
 
-def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_path):
+@pytest.mark.parametrize("make_config", [gpt_config, llama_config])
+def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_path, make_config):
     from transformer.training.lm import resume_state
 
     cfg = LMTrainConfig(block_size=8, batch_size=8, max_iters=30, warmup=5, lr=1e-2, min_lr=1e-3, eval_every=10,
@@ -306,7 +307,7 @@ def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_p
 
     def fresh():
         manual_seed(cfg.seed)
-        model = DecoderOnly(gpt_config(len(data.vocab), 8, 1, 2, 16, dropout=0.2))
+        model = DecoderOnly(make_config(len(data.vocab), 8, 1, 2, 16, dropout=0.2))
         return model, step_functions(model, cfg)
 
     model, (step, evaluate, _) = fresh()
@@ -324,6 +325,8 @@ def test_lm_run_interrupted_and_resumed_gives_the_same_losses_with_dropout(tmp_p
     resumed = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: None, start=state)
     assert resumed["loss"] == full["loss"] and resumed["evals"][-1]["val"] == full["evals"][-1]["val"]
     assert not resumed["interrupted"]
+    from transformer.training.checkpoints import model_from
+    assert model_from(state).config == make_config(len(data.vocab), 8, 1, 2, 16, dropout=0.2)   # the block it was
 
 
 def test_sample_cli_reads_both_kinds_of_checkpoint(tmp_path, capsys):

@@ -9,6 +9,9 @@ values of the prefix instead of recomputing them, so a step costs O(t), not O(t^
 `gpt_config(...)` configures it exactly like nanoGPT's GPT (GPT-2's architecture): learned
 positions, pre-norm blocks, exact GELU, tied input/output embeddings, optional biases,
 and GPT-2's initialisation.  transformer/training/nanogpt.py maps nanoGPT's weights onto it.
+`llama_config(...)` configures the same model as Llama does, in three changes: RMSNorm for
+LayerNorm, a SwiGLU feed-forward for the GELU MLP, rotary positions (RoPE) inside every
+attention for the learned table added to the embeddings; and no biases anywhere.
 """
 
 import dataclasses
@@ -20,9 +23,10 @@ import nn
 from autograd import no_grad
 from transformer.config import BlockConfig
 from transformer.kv_cache import KVCache
-from transformer.layers import SelfAttentionStack
+from transformer.layers import FEED_FORWARDS, NORMS, SelfAttentionStack, swiglu_hidden_size
 from transformer.masks import causal_mask, combine_masks
 from transformer.positional import make_positional
+from transformer.relative_position import ROPE_PAIRINGS
 
 
 @dataclasses.dataclass
@@ -32,13 +36,28 @@ class DecoderOnlyConfig(BlockConfig):
     num_layers: int = 2
     max_len: int = 32                 # the context length (nanoGPT's block_size)
     pad_id: int | None = 0            # None: no padding token (a text model), no padding mask
-    activation: str = "relu"          # "relu", "gelu" (exact, erf) or "gelu_tanh"
+    activation: str = "relu"          # "relu", "gelu" (exact, erf), "gelu_tanh" or "silu" (the MLP's)
     bias: bool = True                 # biases in every Linear and LayerNorm of the blocks
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
     init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
+    norm: str = "layer_norm"          # or "rms_norm" (Llama's): transformer/layers.py's make_norm
+    feed_forward: str = "mlp"         # or "swiglu" (Llama's, gated by SiLU: activation "silu")
+    rope_base: float = 10000.0        # RoPE's theta (positional="rope")
+    rope_pairing: str = "half"        # RoPE's pairs of dims: "half" (Hugging Face) or "interleaved" (Meta)
 
     positive_fields = ("vocab", "num_layers", "max_len")
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name, allowed in (("norm", NORMS), ("feed_forward", FEED_FORWARDS), ("rope_pairing", ROPE_PAIRINGS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"DecoderOnlyConfig: {name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.feed_forward == "swiglu" and self.activation != "silu":
+            raise ValueError(f"DecoderOnlyConfig: feed_forward='swiglu' is gated by SiLU, so activation must be "
+                             f"'silu', got {self.activation!r}")
+        if not (isinstance(self.rope_base, (int, float)) and self.rope_base > 1):
+            raise ValueError(f"DecoderOnlyConfig: rope_base must be a number > 1, got {self.rope_base!r}")
 
 
 def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused"):
@@ -51,6 +70,20 @@ def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.
                              head_bias=False, tie_weights=True, init="gpt2", attention=attention)
 
 
+def llama_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, tie_weights=False,
+                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused"):
+    """A Llama-style GPT under gpt_config's argument names: gpt_config's model with RMSNorm,
+    a SwiGLU feed-forward (d_ff: 8/3 n_embd rounded up to a multiple of 64 unless given),
+    rotary positions (base rope_base, pairs rope_pairing) and no biases; the output
+    projection untied from the token embedding, as in Llama 2 (tie_weights=True: tied, as
+    in the small Llama 3.2s).  GPT-2's initialisation, as the from-scratch Llamas use."""
+    return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head,
+                             d_ff=swiglu_hidden_size(n_embd) if d_ff is None else d_ff, num_layers=n_layer,
+                             max_len=block_size, dropout=dropout, pad_id=None, positional="rope", activation="silu",
+                             rope_base=rope_base, rope_pairing=rope_pairing, norm="rms_norm", feed_forward="swiglu",
+                             bias=False, head_bias=False, tie_weights=tie_weights, init="gpt2", attention=attention)
+
+
 class DecoderOnly(nn.Module):
     """tokens (B, T) -> next-token logits (B, T, vocab)."""
 
@@ -61,10 +94,12 @@ class DecoderOnly(nn.Module):
             raise ValueError(f"DecoderOnly: init must be 'scaled_embedding' or 'gpt2', got {c.init!r}")
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
-                                                           c.dropout, c.score)
+                                                           c.dropout, c.score, rope_base=c.rope_base,
+                                                           rope_pairing=c.rope_pairing)
         self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                          activation=c.activation, bias=c.bias, make_self_score=make_self_score,
-                                         fused_attention=c.attention == "fused")
+                                         fused_attention=c.attention == "fused", norm=c.norm,
+                                         feed_forward=c.feed_forward)
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()
@@ -84,7 +119,7 @@ class DecoderOnly(nn.Module):
         matrices = {f"{name}.weight" for name, m in self.named_modules() if isinstance(m, nn.Linear)}
         matrices |= {"embed.weight", "positional.weight"}
         for name, p in self.named_parameters():
-            if name.endswith(("self_attn.out_proj.weight", "linear2.weight")):
+            if name.endswith(("self_attn.out_proj.weight", "linear2.weight", "feed_forward.w2.weight")):
                 p.data = nn.init.normal(p.shape, residual_std)
             elif name in matrices:
                 p.data = nn.init.normal(p.shape, 0.02)
