@@ -112,20 +112,21 @@ def tasks_for(teacher, student, folder, names):
 
 
 def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None):
-    """[Result] of every exercise (default: all) of every submission ({student: folder}),
-    checked in parallel over `jobs` processes (default: every core)."""
+    """[Result] of the exercises `names` (default: all; or {student: names}) of every
+    submission ({student: folder}), checked in parallel over `jobs` processes (default:
+    every core)."""
     if any(m == p or m.startswith(p + ".") for m in sys.modules for p in SOURCES):
         raise RuntimeError("exercises: the grader must not have imported the project before grading")
-    names = list(names or EXERCISES)
+    wanted = names if isinstance(names, dict) else {student: list(names or EXERCISES) for student in submissions}
     prepare_grader()
     with tempfile.TemporaryDirectory(prefix="exercises-teacher-") as folder:
         teacher = Teacher(teacher_root, folder)
         tasks, results = [], []
         for student, path in submissions.items():
-            more, known = tasks_for(teacher, student, path, names)
+            more, known = tasks_for(teacher, student, path, wanted[student])
             tasks += more
             results += known
         for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1):
             results.append(Result(student, name, status, message))
-    order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in names)}
+    order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in wanted[s])}
     return sorted(results, key=lambda r: order[(r.student, r.exercise)])

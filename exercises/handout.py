@@ -18,7 +18,7 @@ from exercises.catalog import EXERCISES
 from exercises.regions import SKIPPED, python_files, read, regions_of, rewrite
 
 HANDOUT = os.path.join("exercises", "handout.json")
-TEACHER_ONLY = {os.path.join("tests", "exercises"), os.path.join("exercises", "checks", "definitions.py"),
+TEACHER_ONLY = {os.path.join("tests", "exercises"), os.path.join("exercises", "checks", "definitions"),
                 os.path.join("exercises", "classroom_test.py")}
 IS_STUDENT_COPY = os.path.exists(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), HANDOUT))
 OUTSTANDING_HOOKS = ('\n\n# Added by `python -m exercises make`: a test that needs an exercise not done yet is skipped,\n'

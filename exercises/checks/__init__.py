@@ -11,10 +11,10 @@ check in a child process of its own (exercises/sandbox.py).
 import re
 import traceback
 
-from exercises.checks import attention, decoding, kernels, layers, scalar, tensors
+from exercises.checks import attention, cache, decoding, kernels, layers, scalar, tensors
 from exercises.checks.feedback import Wrong
 
-CHECKS = {name[len("check_"):]: function for module in (scalar, tensors, kernels, layers, attention, decoding)
+CHECKS = {name[len("check_"):]: function for module in (scalar, tensors, kernels, layers, attention, decoding, cache)
           for name, function in vars(module).items() if name.startswith("check_")}
 NEEDS = re.compile(r"^exercise (\w+): ")
 

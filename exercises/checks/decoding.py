@@ -1,84 +1,97 @@
-"""The checks of decoding."""
-
-import math
+"""The checks of decoding: greedy decoding and beam search on a stand-in model whose
+answers are known (rows with different sources, ending at different steps, an output that
+depends on the model's cache), and the key/value cache of a real attention layer and of a
+seeded GPT-style model's generation."""
 
 import numpy as np
 
-from exercises.checks.feedback import Wrong, compare, rng
-
+from exercises.checks.expected import expect
+from exercises.checks.feedback import Judge, Wrong, mistake
 
 BOS, EOS, PAD = 0, 1, 2
 
 
-class MarkovModel:
-    """A stand-in encoder-decoder whose next-token log-probabilities depend on the last
-    token only (table[last, next]), so every decoder's right answer is known."""
+class StandInModel:
+    """An encoder-decoder whose next-token log-probabilities are tables[source, position,
+    last token]: each row's source (src[:, 0]) picks its table, and the position is that of
+    the last token fed, counted by the cache when decoding with one (so a decoder that feeds
+    the cache anything but the newest token gets other answers)."""
 
-    def __init__(self, table):
-        self.log_probs = np.log(np.asarray(table, dtype=float) + 1e-12)
+    def __init__(self, tables):
+        self.tables = tables                                          # (sources, positions, V, V)
 
     def make_src_mask(self, src):
         return None
 
     def encode(self, src, mask):
         from autograd import Tensor
-        return Tensor(np.zeros((len(src), 1, 1)))
+        return Tensor(np.asarray(src, dtype=float)[:, :1, None])       # (B, 1, 1): the source id
 
     def new_cache(self):
-        return {}
+        return {"seen": 0}
 
     def decode(self, ys, memory, src_mask, cache=None):
         from autograd import Tensor
-        return Tensor(self.log_probs[np.asarray(ys)])                   # (B, T, V)
+        ys = np.asarray(ys)
+        start = 0 if cache is None else cache["seen"]
+        if cache is not None:
+            cache["seen"] += ys.shape[1]
+        sources = memory.data[:, 0, 0].astype(int)
+        positions = (start + np.arange(ys.shape[1])) % self.tables.shape[1]
+        return Tensor(self.tables[sources[:, None], positions[None, :], ys])      # (B, T, V)
+
+
+def tables_of(seed, sources=3, positions=6, vocab=7, eos_bias=0.0):
+    r = np.random.default_rng(seed)
+    logits = r.standard_normal((sources, positions, vocab, vocab)) * 2
+    logits[..., EOS] += eos_bias
+    logits[..., [BOS, PAD]] = -30.0                                   # never predicted
+    return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+
+
+GREEDY = {"no_padding": ("no padding after EOS", "a row that has ended gets PAD at every later step"),
+          "first_row_stops": ("stops when the first row ends", "stop only when every row has produced EOS"),
+          "bos_kept": ("BOS kept in the output", "return the tokens after BOS"),
+          "to_max_len": ("runs to max_len", "stop as soon as every row has produced EOS"),
+          "prefix_into_cache": ("the whole prefix fed into the cache", "with the cache, feed only the newest "
+                                "token: the model keeps the rest")}
 
 
 def check_greedy_decode():
     from transformer.decoding import greedy_decode
-    # tokens: 0 BOS, 1 EOS, 2 PAD, 3 a, 4 b.  From BOS: a; a -> b; b -> EOS.
-    table = [[0, .1, 0, .6, .3], [0, 1, 0, 0, 0], [0, 1, 0, 0, 0], [0, .1, 0, .2, .7], [0, .8, 0, .1, .1]]
-    for use_cache in (True, False):
-        got = greedy_decode(MarkovModel(table), np.zeros((2, 3), dtype=np.int64), 6, BOS, EOS, PAD, use_cache=use_cache)
-        compare(f"greedy_decode (use_cache={use_cache}) where BOS -> a -> b -> EOS is most likely", got,
-                np.array([[3, 4, 1], [3, 4, 1]]),
-                [(np.array([[3, 4, 1, 3, 4, 1], [3, 4, 1, 3, 4, 1]])[:, :got.shape[1]] if got.ndim == 2 else got[:0],
-                  "decoding goes on after EOS: stop when every row has produced EOS")])
-    return "with and without the cache"
+    judge = Judge()
+    for seed, (bias, rows) in enumerate(((1.0, (0, 1)), (0.5, (0, 1, 2)), (1.5, (2, 0, 1, 1)), (0.0, (1, 2)))):
+        tables, sources = tables_of(seed, eos_bias=bias), np.array(rows)
+        src = np.stack([sources, sources], axis=1)                     # (B, 2)
+        for use_cache in (True, False):
+            got = greedy_decode(StandInModel(tables), src, 8, BOS, EOS, PAD, use_cache=use_cache)
+            case = f"{len(rows)} rows with sources {rows}, max_len 8, use_cache={use_cache} (seed {seed})"
+            judge.compare("greedy decoding: the argmax token at each step, PAD after EOS, stop when all have ended",
+                          case, got, expect("greedy", tables, sources, 8, use_cache, "right"),
+                          [(*GREEDY[v], expect("greedy", tables, sources, 8, use_cache, v)) for v in GREEDY])
+    return "four stand-in models, 2 to 4 distinct rows ending at different steps, with and without the cache"
+
+
+BEAM = {"unnormalised": ("no length normalisation", "divide a finished hypothesis's log-probability by "
+                         "length_penalty(its length, alpha), or short outputs always win"),
+        "alpha_ignored": ("alpha ignored", "the length penalty is ((5 + length) / 6) ** alpha, with the alpha given"),
+        "keeps_k_squared": ("keeps k x k candidates", "after extending every beam, keep only the beam_size best"),
+        "first_finished_stops": ("stops at the first finished hypothesis", "a longer hypothesis may still score "
+                                 "better after the length penalty: go on while a live beam can beat the best"),
+        "bos_counted": ("length counts BOS", "the length in the penalty is the number of tokens after BOS")}
 
 
 def check_beam_search():
     from transformer.decoding import beam_search
-    # From BOS: EOS (0.4) or a (0.6); a -> b (0.7); b -> EOS (0.88).  "EOS" has log-prob -0.92,
-    # "a b EOS" -1.00 but -0.84 after the length penalty ((5 + 3) / 6) ** 0.6.
-    table = [[0, .4, 0, .6, 0], [0, 1, 0, 0, 0], [0, 1, 0, 0, 0], [0, .1, 0, .2, .7], [0, .88, 0, .06, .06]]
-    got = beam_search(MarkovModel(table), np.zeros((1, 3), dtype=np.int64), 6, BOS, EOS, beam_size=3)
-    if got == [[1]]:
-        raise Wrong("beam_search returned 'EOS' over 'a b EOS': without length normalisation (divide a finished "
-                    "hypothesis's log-probability by length_penalty(its length)) short outputs always win")
-    compare("beam_search (beam 3) on a model where 'a b EOS' wins after the length penalty", got[0], [3, 4, 1])
-    greedy_table = [[0, .1, 0, .5, .4], [0, 1, 0, 0, 0], [0, 1, 0, 0, 0], [0, .9, 0, .05, .05], [0, .9, 0, .05, .05]]
-    got = beam_search(MarkovModel(greedy_table), np.zeros((2, 3), dtype=np.int64), 5, BOS, EOS, beam_size=1)
-    compare("beam_search with beam 1 (greedy) on two rows", np.array(got), [[3, 1], [3, 1]])
-    return "the length penalty deciding, and beam 1"
-
-
-def check_kv_cache():
-    from autograd import manual_seed, no_grad
-    from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
-    prompt = np.array([[1, 5, 2, 7]])
-    results = {}
-    for positional in ("none", "rope"):
-        manual_seed(0)
-        model = DecoderOnly(DecoderOnlyConfig(vocab=9, d_model=16, num_heads=2, d_ff=32, num_layers=2, max_len=16,
-                                              positional=positional, pad_id=None)).eval()
-        with no_grad():
-            cached = model.generate(prompt, 6, use_cache=True, return_logits=True)[1]
-            full = model.generate(prompt, 6, use_cache=False, return_logits=True)[1]
-        results[positional] = (np.asarray(cached), np.asarray(full))
-    none_ok = np.allclose(*results["none"], atol=1e-4)
-    rope_ok = np.allclose(*results["rope"], atol=1e-4)
-    if none_ok and not rope_ok:
-        raise Wrong("the cached keys and values are right, but the position offset is lost: the new queries sit "
-                    "at positions past.. (past = how many positions the cache holds), and RoPE needs that offset")
-    compare("logits of 6 generated tokens, with the cache against without (no positions)", *results["none"], atol=1e-4)
-    compare("the same with RoPE positions", *results["rope"], atol=1e-4)
-    return "cached decoding equal to uncached, without positions and with RoPE"
+    judge = Judge()
+    for seed, (beam, alpha) in enumerate(((1, 0.6), (2, 0.0), (3, 0.6), (2, 1.5), (5, 1.0), (3, 2.0))):
+        tables, sources = tables_of(10 + seed, sources=4, vocab=9, eos_bias=-0.5), np.array([0, 2, 1, 3])
+        got = beam_search(StandInModel(tables), np.stack([sources, sources], axis=1), 7, BOS, EOS, beam_size=beam,
+                          alpha=alpha)
+        width = max(map(len, got)) if got else 0
+        padded = np.array([list(row) + [-1] * (width - len(row)) for row in got])
+        case = f"beam {beam}, alpha {alpha}, 4 rows with sources (0, 2, 1, 3), max_len 7 (seed {10 + seed})"
+        judge.compare("beam search: the best hypothesis by log-probability / ((5 + length) / 6) ** alpha", case,
+                      padded, expect("beam", tables, sources, 7, beam, alpha, "right"),
+                      [(*BEAM[v], expect("beam", tables, sources, 7, beam, alpha, v)) for v in BEAM])
+    return "six beam widths and length penalties (1 to 5, alpha 0 to 2), four distinct rows"

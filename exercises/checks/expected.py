@@ -39,7 +39,10 @@ def expect(name, *args):
     global _recorded
     key = _key(name, args)
     if definitions is not None:
-        value = np.asarray(getattr(definitions, name)(*args))
+        try:
+            value = np.asarray(getattr(definitions, name)(*args))
+        except ValueError:                                # a wrong answer's shapes that cannot fit here
+            value = np.zeros(0)
         if _recording is not None:
             _recording[key] = value
         return value

@@ -1,103 +1,137 @@
-"""The checks of kernels."""
-
-import math
+"""The checks of the kernels (autograd/kernels/reference.py): softmax, its backward,
+log-softmax, LayerNorm's backward and Adam's step, each on several seeds and shapes, logits
+spread over 1e4 and fully masked rows, against the numpy definitions."""
 
 import numpy as np
 
-from exercises.checks.feedback import Wrong, compare, rng
+from exercises.checks.expected import expect
+from exercises.checks.feedback import Judge, cases
+
+NO_SHIFT = ("no max shift", "exp overflows to inf for large logits (NaN after the division): subtract each "
+            "row's max before exp")
+MEAN_SHIFT = ("shifted by the mean", "subtracting the mean does not bound the exponents: a row spread over "
+              "thousands still overflows; subtract the row's max, which makes every exponent <= 0")
+GLOBAL_MAX = ("one max for the whole array", "each row needs its own max: with one max for all, a row far "
+              "below it underflows to 0 / 0")
+MASKED_NAN = ("fully masked row gives NaN", "a row of -inf has max -inf and -inf - (-inf) is NaN: shift such a "
+              "row by 0, so every weight is 0")
+WRONG_AXIS = ("normalised over the wrong axis", "softmax runs over the last axis: each row sums to 1")
 
 
-def _stable_softmax(x):
-    m = np.max(x, axis=-1, keepdims=True)
-    m[~np.isfinite(m)] = 0
-    e = np.exp(x - m)
-    s = e.sum(axis=-1, keepdims=True)
-    return np.divide(e, s, out=np.zeros_like(e), where=s != 0)
+def logits():
+    """(case, logits) from the smallest up, on several seeds."""
+    found = []
+    for seed, r in enumerate(cases()):
+        found.append((f"a (1, 3) row, seed {seed}", r.standard_normal((1, 3)) * 3))
+    found += [("(2, 5) logits", cases()[0].standard_normal((2, 5)) * 3),
+              ("(3, 4, 7) logits", cases()[1].standard_normal((3, 4, 7)) * 3),
+              ("(2, 5) logits near 1000", cases()[2].standard_normal((2, 5)) + 1000.0)]
+    spread = cases()[0].uniform(-5000.0, 5000.0, (3, 6))
+    spread[:, 0], spread[:, 1] = -5000.0, 5000.0                       # each row spans 1e4
+    spread[2] -= 20000.0                                               # and one row far below the others
+    masked = cases()[1].standard_normal((3, 4))
+    masked[0], masked[1, :2] = -np.inf, -np.inf                        # a fully and a partly masked row
+    return found + [("(3, 6) logits spread over 1e4, a row 20000 lower", spread),
+                    ("(3, 4) logits, row 0 fully masked (-inf), row 1 half", masked)]
 
 
 def check_softmax():
     from autograd.kernels import reference
-    x = rng().standard_normal((3, 5)) * 3
+    judge = Judge()
     with np.errstate(all="ignore"):
-        compare("softmax of (3, 5) logits", reference.softmax(x), _stable_softmax(x))
-        large = x + 1000.0
-        compare("softmax of logits near 1000", reference.softmax(large), _stable_softmax(large),
-                [(np.exp(large) / np.exp(large).sum(-1, keepdims=True),
-                  "exp overflows: subtract each row's max before exp")])
-        masked = np.full((2, 4), -np.inf)
-        masked[0, :2] = [0.0, 1.0]
-        compare("softmax of a row of -inf (every key masked) and a partly masked row", reference.softmax(masked),
-                _stable_softmax(masked), [(np.where(np.isinf(masked[:, :1]), np.nan, _stable_softmax(masked)),
-                                           "a fully masked row must give zeros: shift it by 0, not by its max -inf")])
-    return "ordinary, large and masked logits"
+        for case, x in logits():
+            judge.compare("softmax: exp(x - row max) / row sum, each row summing to 1", case, reference.softmax(x),
+                          expect("softmax", x),
+                          [(*NO_SHIFT, expect("softmax_unshifted", x)), (*MEAN_SHIFT, expect("softmax_mean_shift", x)),
+                           (*GLOBAL_MAX, expect("softmax_global_max", x)), (*MASKED_NAN, expect("softmax_masked_nan", x)),
+                           (*WRONG_AXIS, expect("softmax_columns", x))])
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows"
 
 
 def check_softmax_backward():
     from autograd.kernels import reference
-    r = rng()
-    y = _stable_softmax(r.standard_normal((4, 6)))
-    dy = r.standard_normal((4, 6))
-    compare("softmax_backward: dx", reference.softmax_backward(y, dy),
-            y * (dy - (dy * y).sum(-1, keepdims=True)),
-            [(y * dy, "the subtraction is missing: dx_i = y_i (dy_i - sum_j dy_j y_j), every output depends on "
-                      "every input")])
-    return "a (4, 6) batch of rows, random upstream gradient"
+    judge = Judge()
+    for case, x in logits()[:6]:
+        y = expect("softmax", x)
+        dy = np.random.default_rng(x.size).standard_normal(x.shape)
+        judge.compare("softmax_backward: dx_i = y_i (dy_i - sum_j dy_j y_j)", f"y = softmax of {case}, random dy",
+                      reference.softmax_backward(y, dy), expect("softmax_backward", y, dy),
+                      [("no subtraction", "every output depends on every input: dx_i = y_i (dy_i - sum_j dy_j y_j)",
+                        expect("softmax_backward_no_subtraction", y, dy)),
+                       ("sum not weighted by y", "the sum is sum_j dy_j y_j, each upstream gradient weighted by its y",
+                        expect("softmax_backward_unweighted_sum", y, dy)),
+                       ("leading y missing", "the whole bracket is multiplied by y_i",
+                        expect("softmax_backward_no_leading_y", y, dy)),
+                       ("diagonal of the Jacobian only", "y_i (1 - y_i) is only dy_i/dx_i; the off-diagonal "
+                        "-y_i y_j terms count too", expect("softmax_backward_diagonal", y, dy))])
+    return "three seeds, 2-D and 3-D, random upstream gradients"
 
 
 def check_log_softmax():
     from autograd.kernels import reference
-    x = rng().standard_normal((3, 7)) * 4
+    judge = Judge()
     with np.errstate(all="ignore"):
-        for shift, what in ((0.0, "ordinary logits"), (800.0, "logits near 800")):
-            xs = x + shift
-            m = xs.max(-1, keepdims=True)
-            expected = xs - m - np.log(np.exp(xs - m).sum(-1, keepdims=True))
-            compare(f"log_softmax of {what}", reference.log_softmax(xs), expected,
-                    [(xs - np.log(np.exp(xs).sum(-1, keepdims=True)),
-                      "without the max shift exp overflows (cross-entropy becomes inf or NaN): use "
-                      "(x - max) - log sum exp(x - max)")])
-        masked = np.full((1, 3), -np.inf)
-        compare("log_softmax of a fully masked row", reference.log_softmax(masked), np.zeros((1, 3)))
-    return "ordinary and large logits, a fully masked row"
+        for case, x in logits():
+            judge.compare("log_softmax: (x - max) - log sum exp(x - max)", case, reference.log_softmax(x),
+                          expect("log_softmax", x),
+                          [("log of softmax", "log(softmax(x)) is -inf where softmax underflows to 0 (a row spread "
+                            "over 1e4): compute (x - max) - log sum exp(x - max) directly",
+                            expect("log_of_softmax", x)),
+                           (*NO_SHIFT, expect("log_softmax_unshifted", x)),
+                           ("max dropped from the result", "x - log sum exp(x - max) forgets the max: the result is "
+                            "(x - max) - log sum exp(x - max)", expect("log_softmax_max_dropped", x)),
+                           ("fully masked row gives NaN", "a row of -inf gives 0 (no key to attend to), not NaN: "
+                            "shift it by 0", expect("log_softmax_masked_nan", x))])
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows"
 
 
 def check_layer_norm_backward():
     from autograd.kernels import reference
-    r = rng()
-    x, w, b, g = r.standard_normal((3, 5)), r.standard_normal(5), r.standard_normal(5), r.standard_normal((3, 5))
-    _, xhat, rstd = reference.layer_norm(x, w, b, 1e-5)
-    dx, dw, db = reference.layer_norm_backward(g, xhat, rstd, w)
-    h, numeric = 1e-6, np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        plus, minus = x.copy(), x.copy()
-        plus[i] += h
-        minus[i] -= h
-        numeric[i] = ((reference.layer_norm(plus, w, b, 1e-5)[0] - reference.layer_norm(minus, w, b, 1e-5)[0]) * g).sum() / (2 * h)
-    compare("LayerNorm's dx against finite differences", dx, numeric,
-            [(rstd * g * w, "the mean terms are missing: x enters every output of its row through the mean and "
-                            "the variance: dx = rstd (g w - mean(g w) - xhat mean(g w xhat))")], atol=1e-5)
-    compare("LayerNorm's dweight", dw, (g * xhat).sum(0))
-    compare("LayerNorm's dbias", db, g.sum(0))
-    return "dx against finite differences, dweight, dbias"
+    judge = Judge()
+    for seed, shape in enumerate(((1, 4), (3, 5), (4, 7), (2, 2))):
+        r = np.random.default_rng(seed)
+        x, w, b, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape[1]), \
+            r.standard_normal(shape)
+        _, xhat, rstd = reference.layer_norm(x, w, b, 1e-5)
+        dx, dw, db = reference.layer_norm_backward(g, xhat, rstd, w)
+        case = f"x {shape}, random weight and upstream gradient (seed {seed})"
+        judge.compare("LayerNorm's dx = rstd (g w - mean(g w) - xhat mean(g w xhat))", case, dx,
+                      expect("layer_norm_dx", g, xhat, rstd, w),
+                      [("mean terms missing", "x enters every output of its row through the mean and the variance",
+                        expect("layer_norm_dx_no_means", g, xhat, rstd, w)),
+                       ("variance term missing", "the term - xhat mean(g w xhat) comes from the variance",
+                        expect("layer_norm_dx_no_xhat_term", g, xhat, rstd, w)),
+                       ("weight missing from dx", "the gradient reaching xhat is g * weight",
+                        expect("layer_norm_dx_no_weight", g, xhat, rstd, w))], atol=1e-8)
+        judge.compare("LayerNorm's dweight = sum over rows of g xhat", case, dw, expect("layer_norm_dweight", g, xhat),
+                      [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
+                        expect("layer_norm_dbias", g))])
+        judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
+                      [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
+                        expect("layer_norm_dweight", g, xhat))])
+    return "four shapes, 1 row to 4, random weight and upstream gradient"
 
 
 def check_adam_step():
     from autograd.kernels import reference
-    r = rng()
-    p, m, v = r.standard_normal(6), np.zeros(6), np.zeros(6)
-    expected_p, em, ev = p.copy(), np.zeros(6), np.zeros(6)
-    unbiased_p = p.copy()
-    lr, b1, b2, eps = 0.1, 0.9, 0.999, 1e-8
-    for step in (1, 2, 3):
-        g = r.standard_normal(6)
-        reference.adam_step(p, g, m, v, lr, b1, b2, eps, 0.0, True, step)
-        em, ev = b1 * em + (1 - b1) * g, b2 * ev + (1 - b2) * g * g
-        expected_before = expected_p.copy()
-        expected_p = expected_p - lr * (em / (1 - b1 ** step)) / (np.sqrt(ev / (1 - b2 ** step)) + eps)
-        unbiased_p = expected_before - lr * em / (np.sqrt(ev) + eps)
-        compare(f"the parameters after step {step}", p, expected_p,
-                [(unbiased_p, "the bias correction is missing: m and v start at 0, so divide them by "
-                              "1 - beta1^t and 1 - beta2^t")])
-        compare(f"the first moment m after step {step}", m, em)
-        compare(f"the second moment v after step {step}", v, ev)
-    return "three steps: parameters and both moments"
+    judge = Judge()
+    for seed, (size, lr, b1, b2, eps) in enumerate(((3, 0.1, 0.9, 0.999, 1e-8), (7, 0.01, 0.8, 0.99, 1e-3))):
+        r = np.random.default_rng(seed)
+        p0, grads = r.standard_normal(size), r.standard_normal((4, size)) * 0.3
+        p, m, v = p0.copy(), np.zeros(size), np.zeros(size)
+        for step, g in enumerate(grads, 1):
+            reference.adam_step(p, g.copy(), m, v, lr, b1, b2, eps, 0.0, True, step)
+            got = np.stack([p, m, v])
+            variant = {name: expect("adam", p0, grads[:step], lr, b1, b2, eps, name)
+                       for name in ("right", "no_correction", "eps_inside", "v_of_g", "step_from_zero", "not_in_place")}
+            judge.compare("Adam: [parameters, m, v] after each step", f"{size} parameters, lr {lr}, betas ({b1}, "
+                          f"{b2}), eps {eps}, step {step}", got, variant["right"],
+                          [("no bias correction", "m and v start at 0: divide them by 1 - beta1^t and 1 - beta2^t",
+                            variant["no_correction"]),
+                           ("eps inside the square root", "p -= lr m_hat / (sqrt(v_hat) + eps)", variant["eps_inside"]),
+                           ("v from |g|", "v averages g^2, not |g|", variant["v_of_g"]),
+                           ("steps counted from 0", "step is 1 at the first update: correct by 1 - beta^step",
+                            variant["step_from_zero"]),
+                           ("m and v not updated in place", "m = ... rebinds a local name; the optimizer keeps the "
+                            "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])])
+    return "two settings, four steps each: parameters and both moments"

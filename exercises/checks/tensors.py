@@ -1,49 +1,83 @@
-"""The checks of tensors."""
-
-import math
+"""The checks of the tensor engine: unbroadcast, MatMul's backward and the loop matmul
+kernel, on non-square shapes, batches, broadcast batches, vectors and random upstream
+gradients."""
 
 import numpy as np
 
-from exercises.checks.feedback import Wrong, compare, rng
+from exercises.checks.expected import expect
+from exercises.checks.feedback import Judge, Wrong, mistake
+
+REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
+              ((2, 3, 4), (1, 1, 4)), ((2, 3, 4), (4,)), ((2, 3, 4), ()), ((5, 1, 4), (1, 1)), ((2, 3, 4), (1,)),
+              ((4, 2, 3, 5), (2, 1, 5))]
 
 
 def check_unbroadcast():
     from autograd.engine import unbroadcast
-    g = rng().standard_normal((2, 3, 4))
-    cases = [((3, 4), g.sum(axis=0)), ((3, 1), g.sum(axis=(0, 2))[:, None]), ((1, 1, 4), g.sum(axis=(0, 1))[None, None]),
-             ((4,), g.sum(axis=(0, 1))), ((), g.sum()), ((2, 3, 4), g)]
-    for shape, expected in cases:
-        got = unbroadcast(g, shape)
-        compare(f"unbroadcast of a (2, 3, 4) gradient to {shape}", got, expected,
-                [(expected.reshape(-1), "keep the stretched dims of size 1 (sum with keepdims=True)")]
-                if expected.ndim and 1 in shape else ())
-    return "six shapes a (2, 3, 4) gradient can reduce to"
+    judge = Judge()
+    for seed, (grad_shape, shape) in enumerate(REDUCTIONS):
+        g = np.random.default_rng(seed).standard_normal(grad_shape)
+        judge.compare("unbroadcast: the gradient summed over the dims broadcasting added or stretched, to the "
+                      "input's shape", f"a {grad_shape} gradient to shape {shape}", unbroadcast(g, shape),
+                      expect("unbroadcast", g, shape, "right"),
+                      [("size-1 dims dropped", "sum the stretched dims with keepdims=True: the input had them, of "
+                        "size 1", expect("unbroadcast", g, shape, "no_keepdims")),
+                       ("stretched dims not summed", "besides the leading dims broadcasting added, sum the dims "
+                        "of size 1 it stretched", expect("unbroadcast", g, shape, "leading_only")),
+                       ("mean instead of sum", "an input used n times gets the sum of the n gradients",
+                        expect("unbroadcast", g, shape, "mean"))])
+    return "eleven shapes: added dims, stretched dims, both, to a scalar"
+
+
+MATMULS = [((3, 3), (3, 3)), ((2, 3), (3, 4)), ((4, 2), (2, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 2)),
+           ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,))]
 
 
 def check_matmul_backward():
     from autograd import GradcheckError, Tensor, gradcheck
-    r = rng()
-    for a_shape, b_shape in (((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 5)),
-                             ((3, 4), (4,))):
+    judge = Judge()
+    for seed, (a_shape, b_shape) in enumerate(MATMULS):
+        r = np.random.default_rng(seed)
         a = Tensor(r.standard_normal(a_shape), requires_grad=True)
         b = Tensor(r.standard_normal(b_shape), requires_grad=True)
+        case = f"A {a_shape} @ B {b_shape}, random upstream gradient (seed {seed})"
+        if len(a_shape) == len(b_shape) == 2:
+            g = r.standard_normal((a_shape[0], b_shape[1]))
+            (a @ b).backward(Tensor(g))
+            got = np.concatenate([np.ravel(a.grad), np.ravel(b.grad)]) if a.grad is not None and b.grad is not None \
+                else np.zeros(0)
+            judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case, got,
+                          expect("matmul_grads", a.data, b.data, g, "right"),
+                          [("B not transposed", "dL/dA = grad @ B^T", expect("matmul_grads", a.data, b.data, g,
+                                                                              "b_not_transposed")),
+                           ("A not transposed", "dL/dB = A^T @ grad", expect("matmul_grads", a.data, b.data, g,
+                                                                              "a_not_transposed")),
+                           ("dB transposed", "dL/dB = A^T @ grad has B's shape (K, N)",
+                            expect("matmul_grads", a.data, b.data, g, "db_transposed"))])
+            continue
         try:
-            gradcheck(lambda a, b: a @ b, [a, b])        # finite differences, random upstream gradients
-        except GradcheckError as err:
-            raise Wrong(f"{a_shape} @ {b_shape}: {err}") from None
-        except ValueError as err:
-            raise Wrong(f"{a_shape} @ {b_shape}: {err}; dL/dA has A's shape: grad (M, N) @ B^T (N, K), "
-                        "and dL/dB = A^T (K, M) @ grad (M, N)") from None
-    return "matrices, batches, broadcast batches and vectors, against finite differences"
+            gradcheck(lambda a, b: a @ b, [a, b])
+        except (GradcheckError, ValueError) as err:
+            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: {err}") from None
+    return "square, non-square, batched, broadcast batches, vectors; random upstream gradients"
 
 
 def check_matmul_loops():
     from autograd.kernels import loops
-    r = rng()
-    for a_shape, b_shape in (((3, 5), (5, 2)), ((2, 3, 4), (2, 4, 7)), ((1, 1), (1, 1)), ((2, 0, 3), (2, 3, 4))):
+    judge = Judge()
+    for seed, (a_shape, b_shape) in enumerate((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
+                                               ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4)))):
+        r = np.random.default_rng(seed)
         a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
-        got = loops.matmul(a, b)
-        compare(f"loops.matmul {a_shape} @ {b_shape}", got, a @ b,
-                [(np.broadcast_to(a[..., :, -1:] * b[..., -1:, :], got.shape),
-                  "c[t, i, j] keeps only the last product: add each a*b term (+=)")] if a.size and b.size else ())
-    return "odd sizes, a batch, 1 x 1 and an empty dim, against numpy"
+        batch = int(np.prod(a_shape[:-2]))
+        a3, b3 = a.reshape((batch,) + a_shape[-2:]), b.reshape((batch,) + b_shape[-2:])
+        judge.compare("loops.matmul: c[t, i, j] = sum over k of a[t, i, k] b[t, k, j]", f"{a_shape} @ {b_shape}",
+                      np.reshape(loops.matmul(a, b), (batch, a_shape[-2], b_shape[-1])),
+                      expect("matmul_loops", a3, b3, "right"),
+                      [("= instead of +=", "c[t, i, j] keeps only the last product: add each a*b term",
+                        expect("matmul_loops", a3, b3, "assign")),
+                       ("b indexed [j, k]", "the sum runs over a's columns and b's rows: b[t, k, j]",
+                        expect("matmul_loops", a3, b3, "b_transposed")),
+                       ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m",
+                        expect("matmul_loops", a3, b3, "one_batch"))])
+    return "1 x 1, square, odd sizes, batches, an empty dim, against numpy"
