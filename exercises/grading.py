@@ -17,10 +17,14 @@ from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
 from exercises.regions import SKIPPED, SOURCES, read, regions_of, splice
+from exercises.hotpatch import patch
 from exercises.sandbox import prepare_grader, run_jobs
 from exercises.versions import versions
 
 NOT_IN_COPY = "not in that copy"
+PRELOADED = ("autograd", "nn", "nn.functional", "transformer", "transformer.attention", "transformer.decoding",
+             "transformer.families.decoder_only", "transformer.masks", "transformer.positional",
+             "autograd.kernels.loops", "autograd.kernels.reference")
 
 
 @dataclass(frozen=True)
@@ -79,20 +83,42 @@ def _syntax_error(overrides):
     return None
 
 
-def _check_job(name, overrides):
-    """What the child runs: import the spliced modules (an error there is an import-time
-    error), then the check."""
+def _module_name(path):
+    return path[:-len(".py")].replace(os.sep, ".").removesuffix(".__init__")
+
+
+def _check_job(name, root, overrides):
+    """What the child runs: the learner's regions swapped into the imported project's
+    functions (exercises/hotpatch.py), or, where that cannot be done, the project imported
+    afresh with the spliced files (an error there is an import-time error); then the check."""
     def job():
         import importlib
-        for path in overrides:
-            module = path[:-len(".py")].replace(os.sep, ".").removesuffix(".__init__")
-            try:
-                importlib.import_module(module)
-            except BaseException as err:                 # noqa: BLE001  reported, not raised
-                return "not yet", f"importing {path} raised {type(err).__name__}: {err}"
+        patched = all(patch(_module_name(path), os.path.join(root, path), read(root, path), text)
+                      for path, text in overrides.items())
+        if not patched:
+            _forget_project()
+            for path in overrides:
+                try:
+                    importlib.import_module(_module_name(path))
+                except BaseException as err:             # noqa: BLE001  reported, not raised
+                    return "not yet", f"importing {path} raised {type(err).__name__}: {err}"
         from exercises.checks import run
         return run(name)
     return job
+
+
+def _forget_project():
+    for module in [m for m in sys.modules if m.split(".")[0] in SOURCES]:
+        del sys.modules[module]
+
+
+def _import_pristine(folder):
+    """Import the pristine copy's modules that the regions and the checks live in, once,
+    before the children fork."""
+    import importlib
+    sys.path.insert(0, folder)
+    for module in PRELOADED + tuple(_module_name(p) for places in regions_of(folder).values() for p, _, _ in places):
+        importlib.import_module(module)
 
 
 def tasks_for(teacher, student, folder, names):
@@ -107,7 +133,7 @@ def tasks_for(teacher, student, folder, names):
         elif problem:
             known.append(Result(student, name, "not yet", problem))
         else:
-            tasks.append(((student, name), teacher.root, overrides, _check_job(name, overrides)))
+            tasks.append(((student, name), teacher.root, overrides, _check_job(name, teacher.root, overrides)))
     return tasks, known
 
 
@@ -121,12 +147,17 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None):
     prepare_grader()
     with tempfile.TemporaryDirectory(prefix="exercises-teacher-") as folder:
         teacher = Teacher(teacher_root, folder)
+        _import_pristine(folder)
         tasks, results = [], []
         for student, path in submissions.items():
             more, known = tasks_for(teacher, student, path, wanted[student])
             tasks += more
             results += known
-        for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1):
-            results.append(Result(student, name, status, message))
+        try:
+            for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1):
+                results.append(Result(student, name, status, message))
+        finally:
+            _forget_project()
+            sys.path.remove(folder)
     order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in wanted[s])}
     return sorted(results, key=lambda r: order[(r.student, r.exercise)])

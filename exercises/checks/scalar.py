@@ -94,7 +94,8 @@ def _judge_order(case, root, order):
     where = f"topological order of {case}"
     if len(order) != len({id(v) for v in order}):
         raise Wrong(f"{where}: {mistake('no visited set', 'a Value reached by two paths is listed twice: keep a set of the Values already visited')}")
-    missing = [v for i, v in _reachable(root).items() if i not in {id(o) for o in order}]
+    listed = {id(v) for v in order}
+    missing = [v for i, v in _reachable(root).items() if i not in listed]
     if missing and all(not v.parents for v in missing):
         raise Wrong(f"{where}: {mistake('leaves left out', 'the leaves (Values with no parents) belong in the order too')}")
     if missing:
