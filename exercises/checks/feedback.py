@@ -33,7 +33,8 @@ def mistake(name, why):
 class Judge:
     """Compares a check's cases in turn, smallest first. A case the answer gets right rules
     out every mistake that would have got it wrong, so a later failure names a mistake only
-    if the answer is consistent with it on every case so far, and it alone matches."""
+    if the answer is consistent with it on every case so far, and it alone matches. (A
+    mistake may come in several spellings, listed under one name: each is ruled out alone.)"""
 
     def __init__(self):
         self.ruled_out = set()
@@ -42,11 +43,12 @@ class Judge:
         """Raise Wrong unless got equals expected. mistakes: [(name, why, the value that
         mistake gives on this case)]."""
         got, expected = _as_array(got, what, case), np.asarray(expected, dtype=float)
-        mistakes = [(name, why, np.asarray(value, dtype=float)) for name, why, value in mistakes]
+        mistakes = [((what, position, name), why, np.asarray(value, dtype=float))
+                    for position, (name, why, value) in enumerate(mistakes)]       # one name, several spellings
         if _same(got, expected, atol, rtol):
-            self.ruled_out |= {name for name, _, value in mistakes if not _same(value, expected, atol, rtol)}
+            self.ruled_out |= {key for key, _, value in mistakes if not _same(value, expected, atol, rtol)}
             return
-        matching = [(name, why) for name, why, value in mistakes if name not in self.ruled_out
+        matching = [(key[2], why) for key, why, value in mistakes if key not in self.ruled_out
                     and _same(got, value, atol, rtol) and not _same(value, expected, atol, rtol)]
         if len({name for name, _ in matching}) == 1:
             raise Wrong(f"{what}, {case}: {mistake(*matching[0])}")

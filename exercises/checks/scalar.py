@@ -17,10 +17,12 @@ GRAPHS = [
     ("tanh((a * b) * (a + c)), a = 0.4, b = -1.2, c = 0.9", (0.4, -1.2, 0.9),
      (("mul", 0, 1), ("add", 0, 2), ("mul", 3, 4), ("tanh", 5))),
 ]
-MUL_MISTAKES = {"assign": ("= instead of +=", "a Value used twice gets both contributions: add (+=) into .grad"),
+ASSIGNED = ("= instead of +=", "a Value used twice gets both contributions: add (+=) into .grad")
+LEFT_OUT = ("one factor left out", "both factors get a gradient")
+MUL_MISTAKES = {"assign": ASSIGNED, "assign_first": ASSIGNED, "assign_second": ASSIGNED,
                 "no_upstream": ("out.grad dropped", "the chain rule multiplies by the gradient arriving at the product"),
                 "own_factor": ("own factor instead of the other", "d(a*b)/da is b: each factor gets the OTHER's data"),
-                "one_factor": ("one factor left out", "both factors get a gradient")}
+                "one_factor": LEFT_OUT, "other_factor_only": LEFT_OUT}
 
 
 def build(leaves, program):

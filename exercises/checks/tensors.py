@@ -76,8 +76,10 @@ def check_matmul_loops():
                       expect("matmul_loops", a3, b3, "right"),
                       [("= instead of +=", "c[t, i, j] keeps only the last product: add each a*b term",
                         expect("matmul_loops", a3, b3, "assign")),
-                       ("b indexed [j, k]", "the sum runs over a's columns and b's rows: b[t, k, j]",
+                       ("b's indices swapped", "the sum runs over a's columns and b's rows: b[t, k, j]",
                         expect("matmul_loops", a3, b3, "b_transposed")),
                        ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m",
-                        expect("matmul_loops", a3, b3, "one_batch"))])
+                        expect("matmul_loops", a3, b3, "one_batch")),
+                       ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m",
+                        expect("matmul_loops", a3, b3, "batch_index_lost"))])
     return "1 x 1, square, odd sizes, batches, an empty dim, against numpy"

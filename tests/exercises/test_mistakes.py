@@ -22,6 +22,8 @@ PLANTED = [
     ("value_mul", "own factor instead of the other",
      "            self.grad += self.data * out.grad\n            other.grad += other.data * out.grad\n", None),
     ("value_mul", "one factor left out", "            self.grad += other.data * out.grad\n", None),
+    ("value_mul", "= instead of +=", "            self.grad += other.data * out.grad\n            other.grad = self.data * out.grad\n",
+     None),
     ("topological_sort", "no visited set",
      f"{S}order, stack = [], [(root, False)]\n{S}while stack:\n{E}node, done = stack.pop()\n{E}if done:\n"
      f"{E}    order.append(node)\n{E}else:\n{E}    stack.append((node, True))\n"
@@ -46,7 +48,7 @@ PLANTED = [
      sub("kernels.matmul(np.swapaxes(a2, -1, -2), grad, like=b2)", "kernels.matmul(np.swapaxes(grad, -1, -2), a2)"),
      None),
     ("matmul_loops", "= instead of +=", sub("+=", "="), None),
-    ("matmul_loops", "b indexed [j, k]", sub("b[t, k, j]", "b[t, j, k]"), None),
+    ("matmul_loops", "b's indices swapped", sub("b[t, k, j]", "b[t, j, k]"), None),
     ("matmul_loops", "only the first batch", sub("rows, m = c.shape[0] * c.shape[1]", "rows, m = c.shape[1]"), None),
     ("softmax", "no max shift", f"{S}e = np.exp(x)\n{S}return e / e.sum(axis=-1, keepdims=True)\n", None),
     ("softmax", "shifted by the mean",
@@ -144,10 +146,10 @@ def graded(tmp_path_factory):
 
 
 def test_at_least_35_classic_wrong_answers_are_planted():
-    assert len(NAMES) >= 35 and len({(e, n) for e, n, _, _ in PLANTED}) == len(PLANTED)
+    assert len({(e, n) for e, n, _, _ in PLANTED}) >= 35
 
 
-@pytest.mark.parametrize("index", range(len(PLANTED)), ids=[f"{e}: {n}" for e, n, _, _ in PLANTED])
+@pytest.mark.parametrize("index", range(len(PLANTED)), ids=[f"{i} {e}: {n}" for i, (e, n, _, _) in enumerate(PLANTED)])
 def test_a_planted_mistake_fails_naming_it_and_no_other(graded, index):
     exercise, name, _, _ = PLANTED[index]
     line = graded[(str(index), exercise)]

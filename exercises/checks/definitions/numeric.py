@@ -218,15 +218,11 @@ def scalar_grads(leaves, program, variant):
 
 
 def _mul_backward(values, grads, a, b, g, variant):
-    own = {"right": (values[b] * g, values[a] * g), "no_upstream": (values[b], values[a]),
-           "own_factor": (values[a] * g, values[b] * g), "assign": (values[b] * g, values[a] * g),
-           "one_factor": (values[b] * g, 0.0)}[variant]
-    if variant == "assign":
-        grads[a] = own[0]
-        grads[b] = own[1]
-    else:
-        grads[a] += own[0]
-        grads[b] += own[1]
+    own = {"no_upstream": (values[b], values[a]), "own_factor": (values[a] * g, values[b] * g),
+           "one_factor": (values[b] * g, 0.0), "other_factor_only": (0.0, values[a] * g)}.get(variant,
+                                                                                            (values[b] * g, values[a] * g))
+    grads[a] = own[0] if variant in ("assign", "assign_first") else grads[a] + own[0]
+    grads[b] = own[1] if variant in ("assign", "assign_second") else grads[b] + own[1]
 
 
 # ----- tensors -----
@@ -259,6 +255,10 @@ def matmul_loops(a, b, variant):
         return a[:, :, -1:] * b[:, -1:, :]
     if variant == "b_transposed":
         return a @ np.swapaxes(b, 1, 2)
+    if variant == "batch_index_lost":                     # t stays 0: batch 0 summed once per batch
+        out = np.zeros((a.shape[0], a.shape[1], b.shape[2]))
+        out[0] = a.shape[0] * (a[0] @ b[0]) if a.shape[0] else 0
+        return out
     if variant == "one_batch":
         return np.broadcast_to(a[:1] @ b[:1], (a.shape[0], a.shape[1], b.shape[2])) * \
             (np.arange(a.shape[0]) == 0)[:, None, None]
