@@ -4,6 +4,7 @@ spread over 1e4 and fully masked rows, against the numpy definitions."""
 
 import numpy as np
 
+from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, cases
 
@@ -82,7 +83,8 @@ def check_log_softmax():
                             "(x - max) - log sum exp(x - max)", expect("log_softmax_max_dropped", x)),
                            ("fully masked row gives NaN", "a row of -inf gives 0 (no key to attend to), not NaN: "
                             "shift it by 0", expect("log_softmax_masked_nan", x))])
-    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows"
+    judge_training(judge)
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, and a seeded training run"
 
 
 def check_layer_norm_backward():
@@ -109,7 +111,8 @@ def check_layer_norm_backward():
         judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
                         expect("layer_norm_dweight", g, xhat))])
-    return "four shapes, 1 row to 4, random weight and upstream gradient"
+    judge_training(judge)
+    return "four shapes, 1 row to 4, random weight and upstream gradient, and a seeded training run"
 
 
 def check_adam_step():
@@ -134,4 +137,5 @@ def check_adam_step():
                             variant["step_from_zero"]),
                            ("m and v not updated in place", "m = ... rebinds a local name; the optimizer keeps the "
                             "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])])
-    return "two settings, four steps each: parameters and both moments"
+    judge_training(judge)
+    return "two settings, four steps each: parameters and both moments, and a seeded training run"

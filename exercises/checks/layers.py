@@ -3,6 +3,7 @@ sequences, odd sizes, with and without a bias, and the gradients that flow throu
 
 import numpy as np
 
+from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
 
@@ -30,7 +31,8 @@ def check_linear():
         judge.compare("linear without a bias: y = x W^T", case, no_bias, expect("linear", x, w, np.zeros(out)))
     xs, ws, bs = (Tensor(np.random.default_rng(9).standard_normal(s), requires_grad=True) for s in ((2, 3, 4), (5, 4), (5,)))
     gradcheck(lambda x, w, b: F.linear(x, w, b), [xs, ws, bs])
-    return "five shapes (batches of sequences, 1 x 1 to 4-D), with and without a bias, and its gradients"
+    judge_training(judge)
+    return "five shapes (batches of sequences, 1 x 1 to 4-D), with and without a bias, and its gradients, and a seeded training run"
 
 
 def check_embedding():
@@ -54,4 +56,5 @@ def check_embedding():
                       weight.grad, expect("embedding_grad", ids, vocab, upstream),
                       [("repeated ids overwrite", "a repeated id's row must accumulate every position's gradient",
                         expect("embedding_grad_assigned", ids, vocab, upstream))])
-    return "three tables, 1-D to 3-D ids with a repeat, and the table's gradient"
+    judge_training(judge)
+    return "three tables, 1-D to 3-D ids with a repeat, and the table's gradient, and a seeded training run"

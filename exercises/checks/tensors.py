@@ -4,6 +4,7 @@ gradients."""
 
 import numpy as np
 
+from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
 
@@ -59,7 +60,8 @@ def check_matmul_backward():
             gradcheck(lambda a, b: a @ b, [a, b])
         except (GradcheckError, ValueError) as err:
             raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: {err}") from None
-    return "square, non-square, batched, broadcast batches, vectors; random upstream gradients"
+    judge_training(judge)
+    return "square, non-square, batched, broadcast batches, vectors; random upstream gradients, and a seeded training run"
 
 
 def check_matmul_loops():
