@@ -76,6 +76,12 @@ def check_heads():
     return "four sizes, one of them T == H, split and merge"
 
 
+SINUSOIDAL = {"swapped": ("sin and cos swapped", "even dims take sin, odd dims cos"),
+              "i_not_2i": ("exponent i/d, not 2i/d", "dims 2i and 2i+1 share the frequency 1 / 10000^(2i/d)"),
+              "multiplied": ("multiplied by 10000^(2i/d)", "the angle is pos / 10000^(2i/d): frequencies fall with i"),
+              "halves": ("sines then cosines in halves", "sin and cos interleave: even dims sin, odd dims cos")}
+
+
 def check_sinusoidal():
     from transformer.positional import sinusoidal_table
     judge = Judge()
@@ -83,13 +89,7 @@ def check_sinusoidal():
         judge.compare("sinusoidal_table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)",
                       f"max_len {max_len}, d_model {d}", sinusoidal_table(max_len, d),
                       expect("sinusoidal", max_len, d, "right"),
-                      [("sin and cos swapped", "even dims take sin, odd dims cos", expect("sinusoidal", max_len, d, "swapped")),
-                       ("exponent i/d, not 2i/d", "dims 2i and 2i+1 share the frequency 1 / 10000^(2i/d)",
-                        expect("sinusoidal", max_len, d, "i_not_2i")),
-                       ("multiplied by 10000^(2i/d)", "the angle is pos / 10000^(2i/d): frequencies fall with i",
-                        expect("sinusoidal", max_len, d, "multiplied")),
-                       ("sines then cosines in halves", "sin and cos interleave: even dims sin, odd dims cos",
-                        expect("sinusoidal", max_len, d, "halves"))])
+                      [(*SINUSOIDAL[v], expect("sinusoidal", max_len, d, v)) for v in SINUSOIDAL])
     return "six sizes, even and odd widths, up to 40 positions"
 
 
@@ -106,5 +106,6 @@ def check_causal_mask():
                        ("True means masked", "here True means may attend: the lower triangle is True",
                         expect("upper_mask", n))])
         if mask.dtype != bool:
-            raise Wrong(f"causal_mask: a boolean mask, length {n}: {mistake('not boolean', f'dtype {mask.dtype}: masks are boolean, True = may attend')}")
+            why = f"dtype {mask.dtype}: masks are boolean, True = may attend"
+            raise Wrong(f"causal_mask: a boolean mask, length {n}: {mistake('not boolean', why)}")
     return "lengths 3, 5, 2 and 1"

@@ -9,6 +9,13 @@ from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
 
 
+NOT_FILLED = mistake("cache not filled", "store the keys and values in kv_cache['k'] and kv_cache['v']")
+OVERWRITTEN = mistake("cache overwritten", "append the new keys and values to the cached ones (cat along the time axis)")
+NEW_BEFORE_OLD = mistake("new keys before old", "positions stay in order: cat([cached, new])")
+OFFSET_WRONG = mistake("position offset wrong", "past must be how many positions the cache held before this call: "
+                       "the new queries sit at positions past, past + 1, ... and rotary positions need that offset")
+
+
 def _chunked(attention, x, chunks):
     """(outputs of feeding x chunk by chunk with a causal mask, the cache after, the chunks
     fed, the error that stopped it or None)."""
@@ -29,13 +36,13 @@ def _chunked(attention, x, chunks):
 def _judge_cache(case, cache, full_keys, chunks):
     where = f"the cache after feeding {case}"
     if "k" not in cache or "v" not in cache:
-        raise Wrong(f"{where}: {mistake('cache not filled', 'store the keys and values in kv_cache[k] and kv_cache[v]')}")
+        raise Wrong(f"{where}: {NOT_FILLED}")
     keys = cache["k"].data
     if len(chunks) > 1 and keys.shape[2] == chunks[-1]:
-        raise Wrong(f"{where}: {mistake('cache overwritten', 'append the new keys and values to the cached ones (cat along the time axis)')}")
+        raise Wrong(f"{where}: {OVERWRITTEN}")
     order = np.concatenate([np.arange(sum(chunks[:-1]), sum(chunks)), np.arange(sum(chunks[:-1]))])
     if full_keys is not None and keys.shape == full_keys.shape and np.allclose(keys, full_keys[:, :, order]) and len(chunks) == 2:
-        raise Wrong(f"{where}: {mistake('new keys before old', 'positions stay in order: cat([cached, new])')}")
+        raise Wrong(f"{where}: {NEW_BEFORE_OLD}")
 
 
 def _attention_chunks(judge):
@@ -78,6 +85,6 @@ def check_kv_cache():
         case = f"a seeded 2-layer GPT-style model, {positional} positions, 2 prompts of 4 tokens, 6 tokens generated"
         if positional == "rope" and not np.allclose(cached, full, atol=1e-6):
             raise Wrong(f"generation with the cache against without, {case}: "
-                        f"{mistake('position offset wrong', 'past must be how many positions the cache held before this call: the new queries sit at positions past, past + 1, ... and rotary positions need that offset')}")
+                        f"{OFFSET_WRONG}")
         judge.compare("generation with the cache: the same logits as without", case, cached, full, atol=1e-6)
     return "chunked attention (3 sizes) and seeded generation with no, rotary and learned positions"

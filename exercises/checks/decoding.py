@@ -6,7 +6,7 @@ seeded GPT-style model's generation."""
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.checks.feedback import Judge
 
 BOS, EOS, PAD = 0, 1, 2
 

@@ -35,6 +35,10 @@ def check_linear():
     return "five shapes (batches of sequences, 1 x 1 to 4-D), with and without a bias, and its gradients, and a seeded training run"
 
 
+NOT_A_TENSOR = mistake("a numpy array, not a Tensor", "index the weight Tensor itself, so the gradient reaches the "
+                       "table")
+
+
 def check_embedding():
     from autograd import Tensor
     from nn import functional as F
@@ -47,7 +51,7 @@ def check_embedding():
         out = F.embedding(ids, weight)
         case = f"ids {ids_shape} in a ({vocab}, {dim}) table, an id repeated"
         if not isinstance(out, Tensor):
-            raise Wrong(f"embedding, {case}: {mistake('a numpy array, not a Tensor', 'index the weight Tensor itself, so the gradient reaches the table')}")
+            raise Wrong(f"embedding, {case}: {NOT_A_TENSOR}")
         judge.compare("embedding: the rows of the table picked by the ids", case, out.data,
                       expect("embedding", weight.data, ids))
         upstream = r.standard_normal(ids_shape + (dim,))

@@ -2,7 +2,6 @@
 topological order, on graphs where values are used more than once, asymmetrically, and
 upstream gradients are not 1."""
 
-import numpy as np
 
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
@@ -46,6 +45,15 @@ def check_value_mul():
     return "five graphs: upstream gradients other than 1, a Value used twice, asymmetric reuse"
 
 
+NO_VISITED_SET = mistake("no visited set", "a Value reached by two paths is listed twice: keep a set of the Values "
+                         "already visited")
+LEAVES_LEFT_OUT = mistake("leaves left out", "the leaves (Values with no parents) belong in the order too")
+BREADTH_FIRST = mistake("reversed breadth-first order", "reversing a breadth-first walk can put a Value before a "
+                        "parent reached by a longer path: walk depth-first and append a Value once all its parents "
+                        "are in")
+RECURSION = mistake("recursion", "a recursive walk overflows Python's stack on a long chain: use an explicit stack")
+
+
 def _ladder(rungs):
     """x -> (x*2, x+1) -> product -> ... rungs diamonds deep: 2^rungs paths to the root."""
     from autograd.scalar import Value
@@ -57,7 +65,7 @@ def _ladder(rungs):
 
 def _order_cases():
     from autograd.scalar import Value
-    chain = start = Value(0.5)
+    chain = Value(0.5)
     for _ in range(3000):
         chain = chain + 1.0
     return [("a single Value", Value(1.0)), (GRAPHS[0][0], build(*GRAPHS[0][1:])[-1]),
@@ -95,17 +103,17 @@ def _valid(order):
 def _judge_order(case, root, order):
     where = f"topological order of {case}"
     if len(order) != len({id(v) for v in order}):
-        raise Wrong(f"{where}: {mistake('no visited set', 'a Value reached by two paths is listed twice: keep a set of the Values already visited')}")
+        raise Wrong(f"{where}: {NO_VISITED_SET}")
     listed = {id(v) for v in order}
     missing = [v for i, v in _reachable(root).items() if i not in listed]
     if missing and all(not v.parents for v in missing):
-        raise Wrong(f"{where}: {mistake('leaves left out', 'the leaves (Values with no parents) belong in the order too')}")
+        raise Wrong(f"{where}: {LEAVES_LEFT_OUT}")
     if missing:
         raise Wrong(f"{where}: {len(missing)} reachable Values are missing, e.g. {missing[0]!r}")
     if _valid(order) is None and order[-1] is root:
         return
     if [id(v) for v in order] == [id(v) for v in _reversed_breadth_first(root)]:
-        raise Wrong(f"{where}: {mistake('reversed breadth-first order', 'reversing a breadth-first walk can put a Value before a parent reached by a longer path: walk depth-first and append a Value once all its parents are in')}")
+        raise Wrong(f"{where}: {BREADTH_FIRST}")
     if _valid(order[::-1]) is None:
         raise Wrong(f"{where}: {mistake('order reversed', 'parents come before their children, the output last')}")
     child, parent = _valid(order) or (root, order[-1])
@@ -119,7 +127,7 @@ def check_topological_sort():
         try:
             order = list(topological_order(root))
         except RecursionError:
-            raise Wrong(f"topological order of {case}: {mistake('recursion', 'a recursive walk overflows Python stack on a long chain: use an explicit stack')}") from None
+            raise Wrong(f"topological order of {case}: {RECURSION}") from None
         _judge_order(case, root, order)
     judge = Judge()
     for case, leaves, program in GRAPHS[3:]:

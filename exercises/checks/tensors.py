@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.checks.feedback import Judge, Wrong
 
 REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
               ((2, 3, 4), (1, 1, 4)), ((2, 3, 4), (4,)), ((2, 3, 4), ()), ((5, 1, 4), (1, 1)), ((2, 3, 4), (1,)),
@@ -64,6 +64,12 @@ def check_matmul_backward():
     return "square, non-square, batched, broadcast batches, vectors; random upstream gradients, and a seeded training run"
 
 
+FIRST_BATCH = ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m")
+LOOP_MISTAKES = {"assign": ("= instead of +=", "c[t, i, j] keeps only the last product: add each a*b term"),
+                 "b_transposed": ("b's indices swapped", "the sum runs over a's columns and b's rows: b[t, k, j]"),
+                 "one_batch": FIRST_BATCH, "batch_index_lost": FIRST_BATCH}
+
+
 def check_matmul_loops():
     from autograd.kernels import loops
     judge = Judge()
@@ -76,12 +82,5 @@ def check_matmul_loops():
         judge.compare("loops.matmul: c[t, i, j] = sum over k of a[t, i, k] b[t, k, j]", f"{a_shape} @ {b_shape}",
                       np.reshape(loops.matmul(a, b), (batch, a_shape[-2], b_shape[-1])),
                       expect("matmul_loops", a3, b3, "right"),
-                      [("= instead of +=", "c[t, i, j] keeps only the last product: add each a*b term",
-                        expect("matmul_loops", a3, b3, "assign")),
-                       ("b's indices swapped", "the sum runs over a's columns and b's rows: b[t, k, j]",
-                        expect("matmul_loops", a3, b3, "b_transposed")),
-                       ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m",
-                        expect("matmul_loops", a3, b3, "one_batch")),
-                       ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m",
-                        expect("matmul_loops", a3, b3, "batch_index_lost"))])
+                      [(*LOOP_MISTAKES[v], expect("matmul_loops", a3, b3, v)) for v in LOOP_MISTAKES])
     return "1 x 1, square, odd sizes, batches, an empty dim, against numpy"

@@ -15,7 +15,6 @@ import sys
 import zipfile
 import zlib
 
-import pytest
 
 from exercises.catalog import EXERCISES
 from exercises.regions import regions_of
@@ -80,14 +79,6 @@ def solutions_found(copy, names):
             found += [(os.path.relpath(path, copy), exercise, line) for line, exercise in lines.items()
                       if any(line in form for form in forms)]
     return found
-
-
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
-    copy = tmp_path_factory.mktemp("fresh") / "copy"
-    status, out = exercises("make", str(copy))
-    assert status == 0, out
-    return copy
 
 
 def test_the_search_finds_a_solution_hidden_in_any_of_those_forms(tmp_path):

@@ -1,7 +1,6 @@
 """Grading runs the teacher's code only: the submission's regions spliced into a pristine
 copy, each check in a child process with a time limit; tampering outside the regions
 changes no grade; a copy of an older exercise set is graded on what it has."""
-import os
 import shutil
 
 import pytest
@@ -11,14 +10,6 @@ from tests.exercises.helpers import exercises, plant, solve
 
 ENDLESS = "    while True:\n        pass\n"
 SOME = ["value_mul", "topological_sort", "softmax", "softmax_backward", "causal_mask", "sinusoidal", "embedding"]
-
-
-@pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
-    copy = tmp_path_factory.mktemp("fresh") / "copy"
-    status, out = exercises("make", str(copy))
-    assert status == 0, out
-    return copy
 
 
 @pytest.fixture
