@@ -64,6 +64,8 @@ def names_of(parser, given):
 
 
 def make(parser, args):
+    if IS_STUDENT_COPY:
+        parser.exit(2, "python -m exercises: error: a student copy cannot make copies; the teacher's project does\n")
     only = names_of(parser, args.only) if args.only else list(EXERCISES)
     try:
         changed = student_copy(ROOT, args.folder, only)

@@ -4,6 +4,8 @@ import csv
 import json
 import os
 
+from exercises.grading import NOT_IN_COPY
+
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this in its image: the teacher's project is /autograder/source (set up by
 # setup.sh: pip install -e /autograder/source), the student's copy /autograder/submission.
@@ -31,8 +33,9 @@ def write_csv(results, path):
 
 
 def gradescope(results):
-    """Gradescope's results.json for one student's results: one test per exercise, 1 point each."""
-    tests = [{"name": r.exercise, "score": float(r.status == "passed"), "max_score": 1.0,
+    """Gradescope's results.json for one student's results: one test per exercise, 1 point
+    each (0 for one not in that copy: not handed out, or added since)."""
+    tests = [{"name": r.exercise, "score": float(r.status == "passed"), "max_score": float(r.status != NOT_IN_COPY),
               "status": "passed" if r.status == "passed" else "failed", "output": r.line()} for r in results]
     return {"score": sum(t["score"] for t in tests), "tests": tests}
 

@@ -42,6 +42,7 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     assert result["eve", "softmax"]["result"] == "not yet" and result["bob", "value_mul"]["result"] == "not in that copy"
     ada = json.loads((gradescope / "ada" / "results.json").read_text())
     assert ada["score"] == 1.0 and len(ada["tests"]) == len(EXERCISES)
+    assert sum(t["max_score"] for t in ada["tests"]) == 2.0              # not in that copy: worth 0
     assert ada["tests"][5] == {"name": "softmax", "score": 1.0, "max_score": 1.0, "status": "passed",
                                "output": result["ada", "softmax"]["message"].join(["exercise softmax: passed (", ")"])}
     assert os.access(gradescope / "run_autograder", os.X_OK)

@@ -111,6 +111,8 @@ def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     assert status == 1 and len(lines) == 19
     assert [line.split(":")[0] for line in lines if ": not in that copy: " in line] == \
         [f"exercise {n}" for n in EXERCISES if n not in ("softmax", "causal_mask")]
+    status, out = exercises("make", str(tmp_path / "again"), cwd=copy)
+    assert status == 2 and "a student copy cannot make copies" in out
     status, out = exercises("list", cwd=copy)
     assert "(solved in this copy)" in out.splitlines()[0] and "transformer/masks.py" in out
 
