@@ -2,10 +2,14 @@
 
 A submission's exercise regions are read as text; nothing else in it is read, imported or
 run. For each exercise, the grader takes a pristine temporary copy of the teacher's own
-source packages, splices the submission's regions of that exercise into it (in memory:
-exercises/sandbox.py), leaves every other region the teacher's solution, and runs the
+source packages, splices the submission's regions of that exercise into it (in memory),
+leaves every other region the teacher's solution, and runs the
 teacher's check in a child process with a time limit. So the submission's exercises/,
 tests, conftest.py or any other file it changed make no difference to its grade.
+
+The grader imports the pristine project once, before the children fork; each child swaps
+the learner's code into the functions it changed (exercises/hotpatch.py), or, when that
+cannot be done, imports the project afresh with the spliced files.
 """
 
 import compileall

@@ -1,10 +1,10 @@
 """Running checks in child processes, each with a time limit, several at once.
 
-Each check runs in a child forked from the grader (POSIX fork: numpy and numba, imported
-once by the grader before any learner code exists, are shared rather than re-imported, so
-a check costs a fraction of a second). The child imports the project from `root` with
-some files' text replaced in memory (the learner's regions spliced in: `overrides`), runs
-one check and writes its verdict to a pipe. The grader kills a child that outlives the time
+Each check runs in a child forked from the grader (POSIX fork: what the grader imported
+before any learner code ran, numpy, numba, the pristine project, is shared rather than
+imported again, so a check costs milliseconds). A module the child imports afresh comes
+from `root`, some files' text replaced in memory (the learner's regions spliced in:
+`overrides`). The child runs one job, the check, and writes its verdict to a pipe. The grader kills a child that outlives the time
 limit, and turns a child that dies without a verdict (a signal, os._exit, a crash in C) into
 one line naming the exercise: nothing the learner's code does can stop the other checks.
 """

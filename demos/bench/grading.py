@@ -1,51 +1,47 @@
 """python -m demos.bench.grading [--students 200] [--jobs N]: how long a class takes to grade.
 
-Writes a student copy (python -m exercises make), then `--students` submissions of every
-exercise, each solved (the teacher's solution in every region: every check runs to the end,
-the slowest case), and grades them all as `python -m exercises grade` does: each check in
-a child process, `--jobs` at a time. Prints the submissions, checks, seconds and checks a
-second. On a machine shared with other work the time includes waiting for the cores.
+Writes `--students` submissions of every exercise, each solved (the files of this project
+that hold exercise regions, the teacher's solution in every one: every check runs to the
+end, the slowest case), and times `python -m exercises grade` on them with `--jobs` checks
+at once. Prints the submissions, checks passed, seconds and checks a second. On a machine
+shared with other work the time includes waiting for the cores.
 """
 
 import argparse
+import csv
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-from exercises.grading import grade
-from exercises.regions import python_files, read, regions_of, rewrite
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCES = ("autograd", "nn", "transformer")
 
 
-def solved_files(template):
-    """{file: text} of the template copy's files with regions, every region the teacher's solution."""
-    solutions = {name: [body for _, _, body in places] for name, places in regions_of(ROOT).items()}
-    files, taken = {}, {name: iter(bodies) for name, bodies in solutions.items()}
-    with_regions = {f for places in regions_of(template).values() for f, _, _ in places}
-    for path in (f for f in python_files(template) if f in with_regions):
-        files[path] = rewrite(read(template, path),
-                              lambda indent, name, version, lines: [lines[0], next(taken[name]), lines[-1]])
-    return files
+def files_with_regions():
+    """The project's .py files (relative to ROOT) that hold an exercise region."""
+    found = []
+    for package in SOURCES:
+        for folder, subfolders, files in os.walk(os.path.join(ROOT, package)):
+            subfolders[:] = [s for s in subfolders if s != "__pycache__"]
+            for name in files:
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    if name.endswith(".py") and "# BEGIN EXERCISE" in f.read():
+                        found.append(os.path.relpath(path, ROOT))
+    return sorted(found)
 
 
 def write_class(folder, students):
-    """{student: folder} of `students` submissions (only the files holding regions)."""
-    template = os.path.join(folder, "template")
-    subprocess.run([sys.executable, "-m", "exercises", "make", template], cwd=ROOT, check=True,
-                   stdout=subprocess.DEVNULL)
-    files = solved_files(template)
-    submissions = {}
+    """`students` submission folders in folder, each holding the files with regions."""
+    files = files_with_regions()
     for number in range(students):
-        student = os.path.join(folder, "submissions", f"student{number:03d}")
-        for path, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(student, path)), exist_ok=True)
-            with open(os.path.join(student, path), "w") as f:
-                f.write(text)
-        submissions[f"student{number:03d}"] = student
-    return submissions
+        for path in files:
+            target = os.path.join(folder, f"student{number:03d}", path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(os.path.join(ROOT, path), target)
 
 
 def main(argv=None):
@@ -55,14 +51,20 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks at once (default: cores)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
-        submissions = write_class(folder, args.students)
+        write_class(os.path.join(folder, "submissions"), args.students)
+        grades = os.path.join(folder, "grades.csv")
         started = time.perf_counter()
-        results = grade(ROOT, submissions, jobs=args.jobs)
+        run = subprocess.run([sys.executable, "-m", "exercises", "grade", os.path.join(folder, "submissions"),
+                              "--out", grades, "--jobs", str(args.jobs)], cwd=ROOT, capture_output=True, text=True)
         seconds = time.perf_counter() - started
-    passed = sum(r.status == "passed" for r in results)
-    print(f"graded {len(submissions)} submissions, {len(results)} checks ({passed} passed) with {args.jobs} jobs "
-          f"in {seconds:.1f} s: {len(results) / seconds:.1f} checks/s")
-    return 0 if passed == len(results) else 1
+        if run.returncode != 0:
+            sys.exit(f"python -m exercises grade failed:\n{run.stderr}")
+        with open(grades) as f:
+            rows = list(csv.DictReader(f))
+    passed = sum(row["result"] == "passed" for row in rows)
+    print(f"graded {args.students} submissions, {len(rows)} checks ({passed} passed) with {args.jobs} jobs "
+          f"in {seconds:.1f} s: {len(rows) / seconds:.1f} checks/s")
+    return 0 if passed == len(rows) else 1
 
 
 if __name__ == "__main__":
