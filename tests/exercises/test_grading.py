@@ -9,13 +9,14 @@ from exercises.catalog import EXERCISES
 from tests.exercises.helpers import exercises, plant, solve
 
 ENDLESS = "    while True:\n        pass\n"
-SOME = ["value_mul", "topological_sort", "softmax", "softmax_backward", "causal_mask", "sinusoidal", "embedding"]
+SOME = ["value_mul", "topological_sort", "softmax", "softmax_backward", "causal_mask", "sinusoidal", "embedding",
+        "heads"]
 
 
 @pytest.fixture
 def student(fresh, tmp_path):
-    """A copy with mixed answers: two solved, one wrong, an endless loop, os._exit, a syntax
-    error and one that breaks the module at import time."""
+    """A copy with mixed answers: two solved, one wrong, an endless loop, os._exit, a signal,
+    a syntax error and one that breaks the module at import time."""
     copy = tmp_path / "student"
     shutil.copytree(fresh, copy)
     solve(copy, "value_mul")
@@ -24,6 +25,7 @@ def student(fresh, tmp_path):
     plant(copy, "softmax", ENDLESS)
     plant(copy, "sinusoidal", "    import os\n    os._exit(3)\n")
     plant(copy, "embedding", "    return weight[ids\n")
+    plant(copy, "heads", "        import os, signal\n        os.kill(os.getpid(), signal.SIGSEGV)\n", which=0)
     plant(copy, "topological_sort", "    return []\nundefined_at_import_time\n")
     return copy
 
@@ -57,6 +59,7 @@ def test_each_kind_of_failure_is_one_line_naming_the_exercise(student):
     assert by_name["softmax"] == ("exercise softmax: timed out: timed out after 3 s (an endless loop? the time "
                                   "limit is --timeout)")
     assert by_name["sinusoidal"] == "exercise sinusoidal: not yet: crashed: the process exited with status 3"
+    assert by_name["heads"] == "exercise heads: not yet: crashed: killed by SIGSEGV"
     assert by_name["embedding"].startswith("exercise embedding: not yet: syntax error in nn/functional.py line ")
     assert by_name["topological_sort"].startswith(
         "exercise topological_sort: not yet: importing autograd/scalar.py raised NameError: ")
