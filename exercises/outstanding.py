@@ -35,7 +35,8 @@ def files_of_outstanding():
 def _needed(text):
     if (match := NEEDS.search(text)):
         return [match.group(1)]
-    return [name for path, names in files_of_outstanding().items() if path in text for name in names]
+    named = [name for path, names in files_of_outstanding().items() if path in text for name in names]
+    return [name for name in named if name in text] or named        # those the failure names, if it does
 
 
 @pytest.hookimpl(hookwrapper=True)
