@@ -17,28 +17,38 @@ from autograd import anomaly
 def graph_nodes(root_node, for_backward=False):
     """Every node reachable from `root_node`, each listed after all nodes it depends on.
 
-    Iterative depth-first search (an explicit stack, no recursion), so a chain of
-    100,000 ops is fine.  for_backward: a node whose saved arrays were freed by an earlier
-    backward stops the search with an error, before any gradient is written.
+    Kahn's algorithm, with explicit lists (no recursion, so a chain of 100,000 ops is
+    fine): first count, for each reachable node, how many reachable nodes take its output
+    as an input; then list nodes from the root down, a node once all its consumers are
+    listed; reversed, that puts every input before the ops that use it.  (The scalar
+    engine's topological_order, an exercise, gets such an order by a depth-first walk.)
+    for_backward: a node whose saved arrays were freed by an earlier backward stops the
+    search with an error, before any gradient is written.
     """
-    order, visited = [], set()
-    stack = [(root_node, False)]
+    consumers, stack = {root_node: 0}, [root_node]
     while stack:
-        node, inputs_done = stack.pop()
-        if inputs_done:
-            order.append(node)
-        elif node not in visited:
-            if for_backward and node.freed:
-                raise RuntimeError(
-                    f"Trying to backward through the graph a second time: the {node.name} node "
-                    f"(output shape {node.out_shape}) already freed its saved arrays. "
-                    "Call backward(retain_graph=True) the first time if you need to backward twice.")
-            visited.add(node)
-            stack.append((node, True))
-            for t in node.inputs:
-                if t._node is not None:
-                    stack.append((t._node, False))
-    return order
+        node = stack.pop()
+        if for_backward and node.freed:
+            raise RuntimeError(
+                f"Trying to backward through the graph a second time: the {node.name} node "
+                f"(output shape {node.out_shape}) already freed its saved arrays. "
+                "Call backward(retain_graph=True) the first time if you need to backward twice.")
+        for t in node.inputs:
+            if t._node is not None:
+                if t._node not in consumers:
+                    consumers[t._node] = 0
+                    stack.append(t._node)
+                consumers[t._node] += 1
+    outputs_first, ready = [], [root_node]
+    while ready:
+        node = ready.pop()
+        outputs_first.append(node)
+        for t in node.inputs:
+            if t._node is not None:
+                consumers[t._node] -= 1
+                if consumers[t._node] == 0:
+                    ready.append(t._node)
+    return outputs_first[::-1]
 
 
 def run_backward(root, grad, retain_graph=False):

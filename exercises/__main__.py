@@ -1,23 +1,27 @@
-"""python -m exercises list | make DIR | check NAME... [--project DIR]
+"""python -m exercises list | make DIR [--only NAME...] | check NAME... [--project DIR] | grade SUBMISSIONS
 
     list    one exercise a line, in the order of the lectures: name, file, what to write
-    make    a student copy of the project in DIR, every exercise region cut out
-    check   grade exercises in a copy (default: this project, where every one passes);
-            exit status 0 only when all pass
+    make    a student copy of the project in DIR: every exercise (or those of --only) cut out
+    check   grade exercises (NAME... or all) of a copy (--project; default: this project);
+            exit status 0 only when all pass. In a student copy, it checks the copy itself
+            against the expected results recorded when the copy was made.
+    grade   grade every submission folder in SUBMISSIONS (one per student), in parallel:
+            --out grades.csv, --gradescope DIR (a results.json per student)
 
-Each exercise is graded on its own: the check runs on a copy of the project's source in
-which every *other* exercise's region holds its solution, so the exercises can be done in
-any order. See docs/TEACHING.md.
+Grading runs the teacher's code only: the submission's regions are spliced into a pristine
+copy of this project and each check runs in a child process with a time limit. See
+docs/TEACHING.md.
 """
 
 import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
+from exercises import reports
 from exercises.catalog import EXERCISES
-from exercises.regions import find_regions, isolate, solutions_of, student_copy
+from exercises.grading import grade
+from exercises.handout import IS_STUDENT_COPY, check_own_copy, outstanding, student_copy
+from exercises.regions import find_regions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,54 +29,96 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def list_exercises():
     regions = find_regions(ROOT)
     for name, (description, _) in EXERCISES.items():
-        files = ", ".join(sorted({path for path, _, _ in regions.get(name, [])})) or "(no region found)"
+        files = ", ".join(sorted({path for path, _, _ in regions.get(name, [])})) or "(solved in this copy)"
         print(f"{name:20s} {files:34s} {description}")
 
 
-def check(names, project):
-    """Grade each name in its own isolated copy; returns the exit status."""
-    status = 0
-    env = {**os.environ, "AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1", "MPLBACKEND": "Agg"}
-    solutions = solutions_of(ROOT)
-    for name in names:
-        with tempfile.TemporaryDirectory(prefix=f"exercise-{name}-") as folder:
-            isolate(project, solutions, name, folder)
-            run = subprocess.run([sys.executable, "-m", "exercises.checks", name], cwd=folder, text=True,
-                                 capture_output=True, env={**env, "PYTHONPATH": folder})
-        print((run.stdout + run.stderr).strip() or f"exercise {name}: the check crashed")
-        status |= run.returncode != 0
-    return int(status)
-
-
-def main(argv=None):
+def parser_of_commands():
     parser = argparse.ArgumentParser(prog="python -m exercises", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="the exercises, in the order of the lectures")
     make = commands.add_parser("make", help="write a student copy of the project")
     make.add_argument("folder")
-    grade = commands.add_parser("check", help="grade exercises")
-    grade.add_argument("names", nargs="+", metavar="NAME", help=f"exercise names, or 'all' ({', '.join(EXERCISES)})")
-    grade.add_argument("--project", default=ROOT, help="the copy to grade (default: this project)")
+    make.add_argument("--only", nargs="+", metavar="NAME", help="hand out these exercises; the rest stay solved")
+    check = commands.add_parser("check", help="grade exercises of one copy")
+    check.add_argument("names", nargs="+", metavar="NAME", help=f"exercise names, or 'all' ({', '.join(EXERCISES)})")
+    check.add_argument("--project", help="the copy to grade (default: this project)")
+    check.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json here")
+    klass = commands.add_parser("grade", help="grade a class: every folder of SUBMISSIONS is one student's copy")
+    klass.add_argument("submissions")
+    klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message")
+    klass.add_argument("--gradescope", metavar="DIR", help="also write DIR/STUDENT/results.json and DIR/run_autograder")
+    klass.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks run at once (default: cores)")
+    for command in (check, klass):
+        command.add_argument("--timeout", type=float, default=20.0, help="seconds a check may run (default 20)")
+    return parser
+
+
+def names_of(parser, given):
+    names = list(EXERCISES) if given == ["all"] else given
+    unknown = [n for n in names if n not in EXERCISES]
+    if unknown:
+        parser.exit(2, f"python -m exercises: error: no exercise {unknown[0]!r}; python -m exercises list shows them\n")
+    return names
+
+
+def make(parser, args):
+    if IS_STUDENT_COPY:
+        parser.exit(2, "python -m exercises: error: a student copy cannot make copies; the teacher's project does\n")
+    only = names_of(parser, args.only) if args.only else list(EXERCISES)
+    try:
+        changed = student_copy(ROOT, args.folder, only)
+    except FileExistsError as err:
+        parser.exit(2, f"python -m exercises: error: {err}\n")
+    print(f"wrote a student copy to {args.folder}: {len(only)} of {len(EXERCISES)} exercises cut out of "
+          f"{len(changed)} files; grade it with: python -m exercises check all --project {args.folder}")
+    return 0
+
+
+def check(parser, args):
+    names = names_of(parser, args.names)
+    if IS_STUDENT_COPY:
+        if args.project and os.path.realpath(args.project) != os.path.realpath(ROOT):
+            parser.exit(2, "python -m exercises: error: a student copy checks itself only; your teacher grades\n")
+        results = check_own_copy(ROOT, names, args.timeout)
+        print("checked in this copy against the results recorded when it was made; your teacher's grade "
+              "runs the teacher's checks")
+    else:
+        project = args.project or ROOT
+        if not os.path.isdir(os.path.join(project, "autograd")):
+            parser.exit(2, f"python -m exercises: error: --project {project!r} is not a copy of this project\n")
+        results = grade(ROOT, {os.path.basename(os.path.abspath(project)): project}, names, args.timeout)
+    for result in results:
+        print(result.line())
+    if args.gradescope:
+        reports.write_gradescope(results, args.gradescope)
+    if IS_STUDENT_COPY and outstanding(ROOT):
+        print(f"outstanding in this copy: {', '.join(outstanding(ROOT))}")
+    return 0 if all(r.status == "passed" for r in results) else 1
+
+
+def grade_class(parser, args):
+    if IS_STUDENT_COPY:
+        parser.exit(2, "python -m exercises: error: grading a class needs the teacher's project\n")
+    folders = reports.submission_folders(args.submissions)
+    if not folders:
+        parser.exit(2, f"python -m exercises: error: no submission folders in {args.submissions!r}\n")
+    results = grade(ROOT, folders, list(EXERCISES), args.timeout, args.jobs)
+    reports.write_csv(results, args.out)
+    if args.gradescope:
+        reports.write_gradescope_class(results, args.gradescope)
+    print(reports.summary(results, args.out))
+    return 0
+
+
+def main(argv=None):
+    parser = parser_of_commands()
     args = parser.parse_args(argv)
     if args.command == "list":
         list_exercises()
         return 0
-    if args.command == "make":
-        try:
-            changed = student_copy(ROOT, args.folder, {name: hint for name, (_, hint) in EXERCISES.items()})
-        except FileExistsError as err:
-            parser.exit(2, f"python -m exercises: error: {err}\n")
-        print(f"wrote a student copy to {args.folder}: {len(EXERCISES)} exercises cut out of {len(changed)} files; "
-              f"grade one with: python -m exercises check NAME --project {args.folder}")
-        return 0
-    names = list(EXERCISES) if args.names == ["all"] else args.names
-    unknown = [n for n in names if n not in EXERCISES]
-    if unknown:
-        parser.exit(2, f"python -m exercises: error: no exercise {unknown[0]!r}; python -m exercises list shows them\n")
-    if not os.path.isdir(os.path.join(args.project, "autograd")):
-        parser.exit(2, f"python -m exercises: error: --project {args.project!r} is not a copy of this project\n")
-    return check(names, os.path.abspath(args.project))
+    return {"make": make, "check": check, "grade": grade_class}[args.command](parser, args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+"""python -m demos.bench.grading [--students 200] [--jobs N]: how long a class takes to grade.
+
+Writes `--students` submissions of every exercise, each solved (the files of this project
+that hold exercise regions, the teacher's solution in every one: every check runs to the
+end, the slowest case), and times `python -m exercises grade` on them with `--jobs` checks
+at once. Prints the submissions, checks passed, seconds and checks a second. On a machine
+shared with other work the time includes waiting for the cores.
+"""
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCES = ("autograd", "nn", "transformer")
+
+
+def files_with_regions():
+    """The project's .py files (relative to ROOT) that hold an exercise region."""
+    found = []
+    for package in SOURCES:
+        for folder, subfolders, files in os.walk(os.path.join(ROOT, package)):
+            subfolders[:] = [s for s in subfolders if s != "__pycache__"]
+            for name in files:
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    if name.endswith(".py") and "# BEGIN EXERCISE" in f.read():
+                        found.append(os.path.relpath(path, ROOT))
+    return sorted(found)
+
+
+def write_class(folder, students):
+    """`students` submission folders in folder, each holding the files with regions."""
+    files = files_with_regions()
+    for number in range(students):
+        for path in files:
+            target = os.path.join(folder, f"student{number:03d}", path)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(os.path.join(ROOT, path), target)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m demos.bench.grading", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks at once (default: cores)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
+        write_class(os.path.join(folder, "submissions"), args.students)
+        grades = os.path.join(folder, "grades.csv")
+        started = time.perf_counter()
+        run = subprocess.run([sys.executable, "-m", "exercises", "grade", os.path.join(folder, "submissions"),
+                              "--out", grades, "--jobs", str(args.jobs)], cwd=ROOT, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        if run.returncode != 0:
+            sys.exit(f"python -m exercises grade failed:\n{run.stderr}")
+        with open(grades) as f:
+            rows = list(csv.DictReader(f))
+    passed = sum(row["result"] == "passed" for row in rows)
+    print(f"graded {args.students} submissions, {len(rows)} checks ({passed} passed) with {args.jobs} jobs "
+          f"in {seconds:.1f} s: {len(rows) / seconds:.1f} checks/s")
+    return 0 if passed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

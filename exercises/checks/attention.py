@@ -1,0 +1,111 @@
+"""The checks of attention: scaled dot-product attention with masks, splitting and merging
+heads, the sinusoidal table and the causal mask, on odd sizes and several seeds."""
+
+import math
+
+import numpy as np
+
+from exercises.checks.expected import expect
+from exercises.checks.feedback import Judge, Wrong, mistake
+
+ATTENTIONS = [(1, 2, 3, 4, 3), (2, 3, 5, 16, 4), (1, 4, 4, 5, 7), (2, 2, 3, 9, 2)]     # B, T_q, T_k, d_k, d_v
+
+
+def _masks(batch, t_q, t_k, r):
+    mask = r.random((batch, t_q, t_k)) < 0.7
+    mask[..., 0] = True                                               # every query sees a key ...
+    mask[0, 0, -1] = False                                            # (the first query not all of them)
+    mask[-1, -1] = False                                              # ... but the last one of the last batch
+    return mask
+
+
+def _attention_mistakes(q, k, mask):
+    d_k = q.shape[-1]
+    wrong = {("not scaled", "divide the scores by sqrt(d_k): with large d_k the softmax saturates"): (mask, 1.0, -np.inf),
+             ("scaled by d_k, not sqrt(d_k)", "the scores' variance is d_k, so their scale is sqrt(d_k)"):
+                 (mask, 1.0 / d_k, -np.inf),
+             ("mask ignored", "masked keys get score -inf, so weight 0"): (np.ones_like(mask), 1 / math.sqrt(d_k), -np.inf),
+             ("mask inverted", "True means may attend: fill where the mask is False"): (~mask, 1 / math.sqrt(d_k), -np.inf),
+             ("masked with 0", "a score of 0 still gets weight: fill masked scores with -inf"):
+                 (mask, 1 / math.sqrt(d_k), 0.0),
+             ("masked with a finite number", "a query whose keys are all masked gets uniform weights: fill with -inf, "
+              "and such a row gets zeros"): (mask, 1 / math.sqrt(d_k), -1e9)}
+    return [(name, why, expect("attention_weights", q, k, *args)) for (name, why), args in wrong.items()] + \
+        [("softmax over the queries", "each query's weights over the keys sum to 1: softmax over the last axis",
+          expect("attention_weights_over_queries", q, k, mask, 1 / math.sqrt(d_k)))]
+
+
+def check_attention():
+    from autograd import Tensor
+    from transformer.attention import scaled_dot_product_attention
+    judge = Judge()
+    for seed, (batch, t_q, t_k, d_k, d_v) in enumerate(ATTENTIONS):
+        r = np.random.default_rng(seed)
+        q, k, v = r.standard_normal((batch, t_q, d_k)) * 2, r.standard_normal((batch, t_k, d_k)) * 2, \
+            r.standard_normal((batch, t_k, d_v))
+        mask = _masks(batch, t_q, t_k, r)
+        out, weights = scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), mask)
+        case = f"q {q.shape}, k {k.shape}, v {v.shape}, a padding mask, the last query fully masked"
+        expected = expect("attention_weights", q, k, mask, 1 / math.sqrt(d_k), -np.inf)
+        judge.compare("attention weights: softmax over the keys of q k^T / sqrt(d_k), masked keys -inf", case,
+                      weights, expected, _attention_mistakes(q, k, mask))
+        judge.compare("attention output: weights @ v", case, out, expected @ v)
+    return "four sizes (d_k 4 to 16, d_v != d_k), padding masks, a fully masked query"
+
+
+def check_heads():
+    from autograd import Tensor
+    from transformer.attention import MultiHeadAttention
+    judge = Judge()
+    for seed, (batch, length, d_model, heads) in enumerate(((1, 2, 6, 3), (3, 5, 8, 2), (2, 4, 6, 6), (2, 3, 12, 3))):
+        r = np.random.default_rng(seed)
+        attention = MultiHeadAttention(d_model, heads)
+        x = r.standard_normal((batch, length, d_model))
+        case = f"(B={batch}, T={length}, d_model={d_model}), {heads} heads"
+        judge.compare("_split_heads: (B, T, d_model) -> (B, H, T, d_head), head h taking its slice of every token",
+                      case, attention._split_heads(Tensor(x)), expect("split_heads", x, heads),
+                      [("reshaped straight to (B, H, T, d_head)", "reshape to (B, T, H, d_head) first, then swap T "
+                        "and H", expect("split_heads_wrong", x, heads, "straight")),
+                       ("T and H not swapped", "after the reshape to (B, T, H, d_head), transpose(1, 2)",
+                        expect("split_heads_wrong", x, heads, "no_swap"))])
+        y = r.standard_normal((batch, heads, length, d_model // heads))
+        judge.compare("_merge_heads: (B, H, T, d_head) -> (B, T, d_model), each token's heads side by side", case,
+                      attention._merge_heads(Tensor(y)), expect("merge_heads", y),
+                      [("merged without the transpose", "transpose (B, H, T, d) to (B, T, H, d) before the reshape",
+                        expect("merge_heads_unswapped", y))])
+    return "four sizes, one of them T == H, split and merge"
+
+
+SINUSOIDAL = {"swapped": ("sin and cos swapped", "even dims take sin, odd dims cos"),
+              "i_not_2i": ("exponent i/d, not 2i/d", "dims 2i and 2i+1 share the frequency 1 / 10000^(2i/d)"),
+              "multiplied": ("multiplied by 10000^(2i/d)", "the angle is pos / 10000^(2i/d): frequencies fall with i"),
+              "halves": ("sines then cosines in halves", "sin and cos interleave: even dims sin, odd dims cos")}
+
+
+def check_sinusoidal():
+    from transformer.positional import sinusoidal_table
+    judge = Judge()
+    for max_len, d in ((1, 2), (4, 4), (6, 8), (5, 7), (40, 16), (3, 1)):
+        judge.compare("sinusoidal_table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)",
+                      f"max_len {max_len}, d_model {d}", sinusoidal_table(max_len, d),
+                      expect("sinusoidal", max_len, d, "right"),
+                      [(*SINUSOIDAL[v], expect("sinusoidal", max_len, d, v)) for v in SINUSOIDAL])
+    return "six sizes, even and odd widths, up to 40 positions"
+
+
+def check_causal_mask():
+    from transformer.masks import causal_mask
+    judge = Judge()
+    for n in (3, 5, 2, 1):
+        mask = np.asarray(causal_mask(n))
+        judge.compare("causal_mask: query t may see keys 0..t (True = may attend)", f"length {n}", mask,
+                      expect("causal_mask", n, 0),
+                      [("diagonal excluded", "a query may see itself: keep the diagonal", expect("causal_mask", n, -1)),
+                       ("one token of the future", "query t sees key t + 1: the triangle is one too wide",
+                        expect("causal_mask", n, 1)),
+                       ("True means masked", "here True means may attend: the lower triangle is True",
+                        expect("upper_mask", n))])
+        if mask.dtype != bool:
+            why = f"dtype {mask.dtype}: masks are boolean, True = may attend"
+            raise Wrong(f"causal_mask: a boolean mask, length {n}: {mistake('not boolean', why)}")
+    return "lengths 3, 5, 2 and 1"

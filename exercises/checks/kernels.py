@@ -1,0 +1,141 @@
+"""The checks of the kernels (autograd/kernels/reference.py): softmax, its backward,
+log-softmax, LayerNorm's backward and Adam's step, each on several seeds and shapes, logits
+spread over 1e4 and fully masked rows, against the numpy definitions."""
+
+import numpy as np
+
+from exercises.checks.end_to_end import judge_training
+from exercises.checks.expected import expect
+from exercises.checks.feedback import Judge, cases
+
+NO_SHIFT = ("no max shift", "exp overflows to inf for large logits (NaN after the division): subtract each "
+            "row's max before exp")
+MEAN_SHIFT = ("shifted by the mean", "subtracting the mean does not bound the exponents: a row spread over "
+              "thousands still overflows; subtract the row's max, which makes every exponent <= 0")
+GLOBAL_MAX = ("one max for the whole array", "each row needs its own max: with one max for all, a row far "
+              "below it underflows to 0 / 0")
+MASKED_NAN = ("fully masked row gives NaN", "a row of -inf has max -inf and -inf - (-inf) is NaN: shift such a "
+              "row by 0, so every weight is 0")
+WRONG_AXIS = ("normalised over the wrong axis", "softmax runs over the last axis: each row sums to 1")
+
+
+def logits():
+    """(case, logits) from the smallest up, on several seeds."""
+    found = []
+    for seed, r in enumerate(cases()):
+        found.append((f"a (1, 3) row, seed {seed}", r.standard_normal((1, 3)) * 3))
+    found += [("(2, 5) logits", cases()[0].standard_normal((2, 5)) * 3),
+              ("(3, 4, 7) logits", cases()[1].standard_normal((3, 4, 7)) * 3),
+              ("(2, 5) logits near 1000", cases()[2].standard_normal((2, 5)) + 1000.0)]
+    spread = cases()[0].uniform(-5000.0, 5000.0, (3, 6))
+    spread[:, 0], spread[:, 1] = -5000.0, 5000.0                       # each row spans 1e4
+    spread[2] -= 20000.0                                               # and one row far below the others
+    masked = cases()[1].standard_normal((3, 4))
+    masked[0], masked[1, :2] = -np.inf, -np.inf                        # a fully and a partly masked row
+    return found + [("(3, 6) logits spread over 1e4, a row 20000 lower", spread),
+                    ("(3, 4) logits, row 0 fully masked (-inf), row 1 half", masked)]
+
+
+def check_softmax():
+    from autograd.kernels import reference
+    judge = Judge()
+    with np.errstate(all="ignore"):
+        for case, x in logits():
+            judge.compare("softmax: exp(x - row max) / row sum, each row summing to 1", case, reference.softmax(x),
+                          expect("softmax", x),
+                          [(*NO_SHIFT, expect("softmax_unshifted", x)), (*MEAN_SHIFT, expect("softmax_mean_shift", x)),
+                           (*GLOBAL_MAX, expect("softmax_global_max", x)), (*MASKED_NAN, expect("softmax_masked_nan", x)),
+                           (*WRONG_AXIS, expect("softmax_columns", x))])
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows"
+
+
+def check_softmax_backward():
+    from autograd.kernels import reference
+    judge = Judge()
+    for case, x in logits()[:6]:
+        y = expect("softmax", x)
+        dy = np.random.default_rng(x.size).standard_normal(x.shape)
+        judge.compare("softmax_backward: dx_i = y_i (dy_i - sum_j dy_j y_j)", f"y = softmax of {case}, random dy",
+                      reference.softmax_backward(y, dy), expect("softmax_backward", y, dy),
+                      [("no subtraction", "every output depends on every input: dx_i = y_i (dy_i - sum_j dy_j y_j)",
+                        expect("softmax_backward_no_subtraction", y, dy)),
+                       ("sum not weighted by y", "the sum is sum_j dy_j y_j, each upstream gradient weighted by its y",
+                        expect("softmax_backward_unweighted_sum", y, dy)),
+                       ("leading y missing", "the whole bracket is multiplied by y_i",
+                        expect("softmax_backward_no_leading_y", y, dy)),
+                       ("diagonal of the Jacobian only", "y_i (1 - y_i) is only dy_i/dx_i; the off-diagonal "
+                        "-y_i y_j terms count too", expect("softmax_backward_diagonal", y, dy))])
+    return "three seeds, 2-D and 3-D, random upstream gradients"
+
+
+def check_log_softmax():
+    from autograd.kernels import reference
+    judge = Judge()
+    with np.errstate(all="ignore"):
+        for case, x in logits():
+            judge.compare("log_softmax: (x - max) - log sum exp(x - max)", case, reference.log_softmax(x),
+                          expect("log_softmax", x),
+                          [("log of softmax", "log(softmax(x)) is -inf where softmax underflows to 0 (a row spread "
+                            "over 1e4): compute (x - max) - log sum exp(x - max) directly",
+                            expect("log_of_softmax", x)),
+                           (*NO_SHIFT, expect("log_softmax_unshifted", x)),
+                           ("max dropped from the result", "x - log sum exp(x - max) forgets the max: the result is "
+                            "(x - max) - log sum exp(x - max)", expect("log_softmax_max_dropped", x)),
+                           ("fully masked row gives NaN", "a row of -inf gives 0 (no key to attend to), not NaN: "
+                            "shift it by 0", expect("log_softmax_masked_nan", x))])
+    judge_training(judge)
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, and a seeded training run"
+
+
+def check_layer_norm_backward():
+    from autograd.kernels import reference
+    judge = Judge()
+    for seed, shape in enumerate(((1, 4), (3, 5), (4, 7), (2, 2))):
+        r = np.random.default_rng(seed)
+        x, w, b, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape[1]), \
+            r.standard_normal(shape)
+        _, xhat, rstd = reference.layer_norm(x, w, b, 1e-5)
+        dx, dw, db = reference.layer_norm_backward(g, xhat, rstd, w)
+        case = f"x {shape}, random weight and upstream gradient (seed {seed})"
+        judge.compare("LayerNorm's dx = rstd (g w - mean(g w) - xhat mean(g w xhat))", case, dx,
+                      expect("layer_norm_dx", g, xhat, rstd, w),
+                      [("mean terms missing", "x enters every output of its row through the mean and the variance",
+                        expect("layer_norm_dx_no_means", g, xhat, rstd, w)),
+                       ("variance term missing", "the term - xhat mean(g w xhat) comes from the variance",
+                        expect("layer_norm_dx_no_xhat_term", g, xhat, rstd, w)),
+                       ("weight missing from dx", "the gradient reaching xhat is g * weight",
+                        expect("layer_norm_dx_no_weight", g, xhat, rstd, w))], atol=1e-8)
+        judge.compare("LayerNorm's dweight = sum over rows of g xhat", case, dw, expect("layer_norm_dweight", g, xhat),
+                      [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
+                        expect("layer_norm_dbias", g))])
+        judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
+                      [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
+                        expect("layer_norm_dweight", g, xhat))])
+    judge_training(judge)
+    return "four shapes, 1 row to 4, random weight and upstream gradient, and a seeded training run"
+
+
+def check_adam_step():
+    from autograd.kernels import reference
+    judge = Judge()
+    for seed, (size, lr, b1, b2, eps) in enumerate(((3, 0.1, 0.9, 0.999, 1e-8), (7, 0.01, 0.8, 0.99, 1e-3))):
+        r = np.random.default_rng(seed)
+        p0, grads = r.standard_normal(size), r.standard_normal((4, size)) * 0.3
+        p, m, v = p0.copy(), np.zeros(size), np.zeros(size)
+        for step, g in enumerate(grads, 1):
+            reference.adam_step(p, g.copy(), m, v, lr, b1, b2, eps, 0.0, True, step)
+            got = np.stack([p, m, v])
+            variant = {name: expect("adam", p0, grads[:step], lr, b1, b2, eps, name)
+                       for name in ("right", "no_correction", "eps_inside", "v_of_g", "step_from_zero", "not_in_place")}
+            judge.compare("Adam: [parameters, m, v] after each step", f"{size} parameters, lr {lr}, betas ({b1}, "
+                          f"{b2}), eps {eps}, step {step}", got, variant["right"],
+                          [("no bias correction", "m and v start at 0: divide them by 1 - beta1^t and 1 - beta2^t",
+                            variant["no_correction"]),
+                           ("eps inside the square root", "p -= lr m_hat / (sqrt(v_hat) + eps)", variant["eps_inside"]),
+                           ("v from |g|", "v averages g^2, not |g|", variant["v_of_g"]),
+                           ("steps counted from 0", "step is 1 at the first update: correct by 1 - beta^step",
+                            variant["step_from_zero"]),
+                           ("m and v not updated in place", "m = ... rebinds a local name; the optimizer keeps the "
+                            "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])])
+    judge_training(judge)
+    return "two settings, four steps each: parameters and both moments, and a seeded training run"

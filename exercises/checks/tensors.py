@@ -1,0 +1,86 @@
+"""The checks of the tensor engine: unbroadcast, MatMul's backward and the loop matmul
+kernel, on non-square shapes, batches, broadcast batches, vectors and random upstream
+gradients."""
+
+import numpy as np
+
+from exercises.checks.end_to_end import judge_training
+from exercises.checks.expected import expect
+from exercises.checks.feedback import Judge, Wrong
+
+REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
+              ((2, 3, 4), (1, 1, 4)), ((2, 3, 4), (4,)), ((2, 3, 4), ()), ((5, 1, 4), (1, 1)), ((2, 3, 4), (1,)),
+              ((4, 2, 3, 5), (2, 1, 5))]
+
+
+def check_unbroadcast():
+    from autograd.engine import unbroadcast
+    judge = Judge()
+    for seed, (grad_shape, shape) in enumerate(REDUCTIONS):
+        g = np.random.default_rng(seed).standard_normal(grad_shape)
+        judge.compare("unbroadcast: the gradient summed over the dims broadcasting added or stretched, to the "
+                      "input's shape", f"a {grad_shape} gradient to shape {shape}", unbroadcast(g, shape),
+                      expect("unbroadcast", g, shape, "right"),
+                      [("size-1 dims dropped", "sum the stretched dims with keepdims=True: the input had them, of "
+                        "size 1", expect("unbroadcast", g, shape, "no_keepdims")),
+                       ("stretched dims not summed", "besides the leading dims broadcasting added, sum the dims "
+                        "of size 1 it stretched", expect("unbroadcast", g, shape, "leading_only")),
+                       ("mean instead of sum", "an input used n times gets the sum of the n gradients",
+                        expect("unbroadcast", g, shape, "mean"))])
+    return "eleven shapes: added dims, stretched dims, both, to a scalar"
+
+
+MATMULS = [((3, 3), (3, 3)), ((2, 3), (3, 4)), ((4, 2), (2, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 2)),
+           ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,))]
+
+
+def check_matmul_backward():
+    from autograd import GradcheckError, Tensor, gradcheck
+    judge = Judge()
+    for seed, (a_shape, b_shape) in enumerate(MATMULS):
+        r = np.random.default_rng(seed)
+        a = Tensor(r.standard_normal(a_shape), requires_grad=True)
+        b = Tensor(r.standard_normal(b_shape), requires_grad=True)
+        case = f"A {a_shape} @ B {b_shape}, random upstream gradient (seed {seed})"
+        if len(a_shape) == len(b_shape) == 2:
+            g = r.standard_normal((a_shape[0], b_shape[1]))
+            (a @ b).backward(Tensor(g))
+            got = np.concatenate([np.ravel(a.grad), np.ravel(b.grad)]) if a.grad is not None and b.grad is not None \
+                else np.zeros(0)
+            judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case, got,
+                          expect("matmul_grads", a.data, b.data, g, "right"),
+                          [("B not transposed", "dL/dA = grad @ B^T", expect("matmul_grads", a.data, b.data, g,
+                                                                              "b_not_transposed")),
+                           ("A not transposed", "dL/dB = A^T @ grad", expect("matmul_grads", a.data, b.data, g,
+                                                                              "a_not_transposed")),
+                           ("dB transposed", "dL/dB = A^T @ grad has B's shape (K, N)",
+                            expect("matmul_grads", a.data, b.data, g, "db_transposed"))])
+            continue
+        try:
+            gradcheck(lambda a, b: a @ b, [a, b])
+        except (GradcheckError, ValueError) as err:
+            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: {err}") from None
+    judge_training(judge)
+    return "square, non-square, batched, broadcast batches, vectors; random upstream gradients, and a seeded training run"
+
+
+FIRST_BATCH = ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m")
+LOOP_MISTAKES = {"assign": ("= instead of +=", "c[t, i, j] keeps only the last product: add each a*b term"),
+                 "b_transposed": ("b's indices swapped", "the sum runs over a's columns and b's rows: b[t, k, j]"),
+                 "one_batch": FIRST_BATCH, "batch_index_lost": FIRST_BATCH}
+
+
+def check_matmul_loops():
+    from autograd.kernels import loops
+    judge = Judge()
+    for seed, (a_shape, b_shape) in enumerate((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
+                                               ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4)))):
+        r = np.random.default_rng(seed)
+        a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
+        batch = int(np.prod(a_shape[:-2]))
+        a3, b3 = a.reshape((batch,) + a_shape[-2:]), b.reshape((batch,) + b_shape[-2:])
+        judge.compare("loops.matmul: c[t, i, j] = sum over k of a[t, i, k] b[t, k, j]", f"{a_shape} @ {b_shape}",
+                      np.reshape(loops.matmul(a, b), (batch, a_shape[-2], b_shape[-1])),
+                      expect("matmul_loops", a3, b3, "right"),
+                      [(*LOOP_MISTAKES[v], expect("matmul_loops", a3, b3, v)) for v in LOOP_MISTAKES])
+    return "1 x 1, square, odd sizes, batches, an empty dim, against numpy"

@@ -1,0 +1,167 @@
+"""Grading submissions with the teacher's code only.
+
+A submission's exercise regions are read as text; nothing else in it is read, imported or
+run. For each exercise, the grader takes a pristine temporary copy of the teacher's own
+source packages, splices the submission's regions of that exercise into it (in memory),
+leaves every other region the teacher's solution, and runs the
+teacher's check in a child process with a time limit. So the submission's exercises/,
+tests, conftest.py or any other file it changed make no difference to its grade.
+
+The grader imports the pristine project once, before the children fork; each child swaps
+the learner's code into the functions it changed (exercises/hotpatch.py), or, when that
+cannot be done, imports the project afresh with the spliced files.
+"""
+
+import compileall
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from exercises.catalog import EXERCISES
+from exercises.regions import SKIPPED, SOURCES, read, regions_of, splice
+from exercises.hotpatch import patch
+from exercises.sandbox import prepare_grader, run_jobs
+from exercises.versions import versions
+
+NOT_IN_COPY = "not in that copy"
+PRELOADED = ("autograd", "nn", "nn.functional", "transformer", "transformer.attention", "transformer.decoding",
+             "transformer.families.decoder_only", "transformer.masks", "transformer.positional",
+             "autograd.kernels.loops", "autograd.kernels.reference")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One exercise of one submission: status is passed, not yet, timed out or not in that copy."""
+    student: str
+    exercise: str
+    status: str
+    message: str
+
+    def line(self):
+        if self.status == "passed":
+            return f"exercise {self.exercise}: passed ({self.message})"
+        return f"exercise {self.exercise}: {self.status}: {self.message}"
+
+
+class Teacher:
+    """The teacher's project as the grader sees it: a pristine copy of its source packages
+    (made once per grading run), its regions, and the current version of each exercise."""
+
+    def __init__(self, root, folder):
+        for package in SOURCES:
+            shutil.copytree(os.path.join(root, package), os.path.join(folder, package),
+                            ignore=lambda _, names: [n for n in names if n in SKIPPED])
+        compileall.compile_dir(folder, quiet=2)        # each check then imports the rest from .pyc
+        self.root = folder
+        self.regions = regions_of(folder)
+        self.versions = versions(folder)
+
+    def overrides(self, name, submitted):
+        """{file: text} of the pristine files holding `name`, with the submitted bodies spliced in;
+        or a str saying why this exercise is not in the submission."""
+        own = self.regions[name]
+        if not submitted:
+            return (f"the copy has no region for {name} (it was made before {name} was added, or "
+                    "without it: make --only)")
+        old = sorted({v for _, v, _ in submitted if v and v != self.versions[name]})
+        if old:
+            return f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it changed since"
+        if len(submitted) != len(own):
+            return f"the copy has {len(submitted)} regions for {name}, the grader {len(own)}: it changed since"
+        bodies = iter(body for _, _, body in submitted)
+        out = {}
+        for path in dict.fromkeys(f for f, _, _ in own):
+            count = sum(f == path for f, _, _ in own)
+            out[path] = splice(read(self.root, path), name, [next(bodies) for _ in range(count)])
+        return out
+
+
+def _syntax_error(overrides):
+    for path, text in overrides.items():
+        try:
+            compile(text, path, "exec", dont_inherit=True)
+        except SyntaxError as err:
+            return f"syntax error in {path} line {err.lineno}: {err.msg}"
+    return None
+
+
+def _module_name(path):
+    return path[:-len(".py")].replace(os.sep, ".").removesuffix(".__init__")
+
+
+def _check_job(name, root, overrides):
+    """What the child runs: the learner's regions swapped into the imported project's
+    functions (exercises/hotpatch.py), or, where that cannot be done, the project imported
+    afresh with the spliced files (an error there is an import-time error); then the check."""
+    def job():
+        import importlib
+        patched = all(patch(_module_name(path), os.path.join(root, path), read(root, path), text)
+                      for path, text in overrides.items())
+        if not patched:
+            _forget_project()
+            for path in overrides:
+                try:
+                    importlib.import_module(_module_name(path))
+                except BaseException as err:             # noqa: BLE001  reported, not raised
+                    return "not yet", f"importing {path} raised {type(err).__name__}: {err}"
+        from exercises.checks import run
+        return run(name)
+    return job
+
+
+def _forget_project():
+    for module in [m for m in sys.modules if m.split(".")[0] in SOURCES]:
+        del sys.modules[module]
+
+
+def _import_pristine(folder):
+    """Import the pristine copy's modules that the regions and the checks live in, once,
+    before the children fork."""
+    import importlib
+    sys.path.insert(0, folder)
+    for module in PRELOADED + tuple(_module_name(p) for places in regions_of(folder).values() for p, _, _ in places):
+        importlib.import_module(module)
+
+
+def tasks_for(teacher, student, folder, names):
+    """(tasks for run_jobs, results known without running anything) of one submission."""
+    submitted = regions_of(folder)
+    tasks, known = [], []
+    for name in names:
+        overrides = teacher.overrides(name, submitted.get(name, []))
+        problem = overrides if isinstance(overrides, str) else _syntax_error(overrides)
+        if isinstance(overrides, str):
+            known.append(Result(student, name, NOT_IN_COPY, problem))
+        elif problem:
+            known.append(Result(student, name, "not yet", problem))
+        else:
+            tasks.append(((student, name), teacher.root, overrides, _check_job(name, teacher.root, overrides)))
+    return tasks, known
+
+
+def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None):
+    """[Result] of the exercises `names` (default: all; or {student: names}) of every
+    submission ({student: folder}), checked in parallel over `jobs` processes (default:
+    every core)."""
+    if any(m == p or m.startswith(p + ".") for m in sys.modules for p in SOURCES):
+        raise RuntimeError("exercises: the grader must not have imported the project before grading")
+    wanted = names if isinstance(names, dict) else {student: list(names or EXERCISES) for student in submissions}
+    prepare_grader()
+    with tempfile.TemporaryDirectory(prefix="exercises-teacher-") as folder:
+        teacher = Teacher(teacher_root, folder)
+        _import_pristine(folder)
+        tasks, results = [], []
+        for student, path in submissions.items():
+            more, known = tasks_for(teacher, student, path, wanted[student])
+            tasks += more
+            results += known
+        try:
+            for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1):
+                results.append(Result(student, name, status, message))
+        finally:
+            _forget_project()
+            sys.path.remove(folder)
+    order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in wanted[s])}
+    return sorted(results, key=lambda r: order[(r.student, r.exercise)])

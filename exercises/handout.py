@@ -1,0 +1,99 @@
+"""The student copy: what `make` writes, and what the copy can do on its own.
+
+The copy is the whole project (demos, tests, docs, notebooks) with each exercise handed
+out cut from its region (`raise NotImplementedError("exercise NAME: hint")`, the BEGIN line
+carrying the exercise's version) and each one not handed out left solved, its markers
+removed. It holds no solution of an exercise handed out: not the teacher's tests of the
+exercises (tests/exercises/), not the numpy definitions the checks compare with
+(exercises/checks/definitions.py; the copy gets the expected results instead, recorded by
+running the checks here), not a sealed copy of the solutions. `exercises/handout.json`
+lists what was handed out, for the learner's `check` and the copy's test run.
+"""
+
+import json
+import os
+import shutil
+
+from exercises.catalog import EXERCISES
+from exercises.regions import SKIPPED, python_files, read, regions_of, rewrite
+
+HANDOUT = os.path.join("exercises", "handout.json")
+TEACHER_ONLY = {os.path.join("tests", "exercises"), os.path.join("exercises", "checks", "definitions"),
+                os.path.join("exercises", "classroom_test.py")}
+IS_STUDENT_COPY = os.path.exists(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), HANDOUT))
+OUTSTANDING_HOOKS = ('\n\n# Added by `python -m exercises make`: a test that needs an exercise not done yet is skipped,\n'
+                     '# naming it, and the run ends with the exercises outstanding.\n'
+                     'from exercises.outstanding import pytest_runtest_makereport, pytest_terminal_summary  '
+                     '# noqa: E402,F401\n')
+
+
+def _cut(handed_out, versions):
+    def replace(indent, name, version, lines):
+        if name not in handed_out:
+            return lines[1:-1]                                # solved, and no longer an exercise
+        hint = EXERCISES[name][1]
+        return [f"{indent}# BEGIN EXERCISE {name} (version {versions[name]})\n",
+                f'{indent}raise NotImplementedError("exercise {name}: {hint}")\n', lines[-1]]
+    return replace
+
+
+def _ignore(root):
+    def ignore(folder, names):
+        relative = os.path.relpath(folder, root)
+        return [n for n in names if n in SKIPPED or n.endswith(".egg-info")
+                or os.path.normpath(os.path.join(relative, n)) in TEACHER_ONLY]
+    return ignore
+
+
+def student_copy(root, destination, handed_out):
+    """Write the copy of the project at root to destination, the exercises `handed_out` cut
+    out and the others solved; returns the source files changed."""
+    from exercises.checks.expected import record_expectations
+    from exercises.sandbox import prepare_grader
+    from exercises.versions import versions
+    if os.path.exists(destination) and not os.path.isdir(destination):
+        raise FileExistsError(f"exercises make: {destination!r} is a file; expected a new or empty folder")
+    if os.path.exists(destination) and os.listdir(destination):
+        raise FileExistsError(f"exercises make: {destination!r} exists and is not empty")
+    shutil.copytree(root, destination, dirs_exist_ok=True, ignore=_ignore(root))
+    current = versions(root)
+    changed = [path for path in python_files(root) if "# BEGIN EXERCISE" in read(root, path)]
+    for path in changed:
+        with open(os.path.join(destination, path), "w", encoding="utf-8") as f:
+            f.write(rewrite(read(root, path), _cut(set(handed_out), current)))
+    with open(os.path.join(destination, HANDOUT), "w") as f:
+        json.dump({"handed_out": {name: current[name] for name in EXERCISES if name in handed_out},
+                   "solved": [name for name in EXERCISES if name not in handed_out]}, f, indent=1)
+    conftest = os.path.join(destination, "tests", "conftest.py")
+    with open(conftest, "a") as f:
+        f.write(OUTSTANDING_HOOKS)
+    prepare_grader()                      # the checks run here as they do when grading: numpy kernels
+    record_expectations(os.path.join(destination, "exercises", "checks", "expected.npz"))
+    return changed
+
+
+def outstanding(root):
+    """The exercises handed out in the copy at root whose region still raises NotImplementedError."""
+    with open(os.path.join(root, HANDOUT)) as f:
+        handed_out = json.load(f)["handed_out"]
+    regions = regions_of(root)
+    return [name for name in handed_out
+            if any(f'raise NotImplementedError("exercise {name}:' in body for _, _, body in regions.get(name, []))]
+
+
+def check_own_copy(root, names, timeout):
+    """[Result] of checking the copy at root as it is (its own code for every exercise)."""
+    from exercises.grading import Result
+    from exercises.sandbox import prepare_grader, run_jobs
+
+    def job_of(name):
+        def job():
+            from exercises.checks import run
+            return run(name)
+        return job
+
+    prepare_grader()
+    import exercises.checks  # noqa: F401  imported once, before the children fork
+    tasks = [(name, root, {}, job_of(name)) for name in names]
+    verdicts = dict(run_jobs(tasks, timeout, os.cpu_count() or 1))
+    return [Result("", name, *verdicts[name]) for name in names]

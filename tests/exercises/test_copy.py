@@ -1,0 +1,148 @@
+"""The student copy: no solution of an exercise handed out, in any form (searched for
+through every file, decompressed and decoded); `make --only` hands out some and leaves the
+rest solved; the copy checks itself, in any order, and its own tests stay green."""
+import base64
+import binascii
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import re
+import subprocess
+import sys
+import zipfile
+import zlib
+
+
+from exercises.catalog import EXERCISES
+from exercises.regions import regions_of
+from tests.exercises.helpers import SOLUTIONS, exercises, plant, solve
+
+# Lines of a solution that are also everyday code elsewhere, giving nothing away.
+GENERIC = {"pos = np.arange(max_len)[:, None]"}     # transformer/positional.py's binary_table starts so too
+
+
+def solution_lines(names):
+    """{line: exercise} of the solutions' lines long enough to be an answer (comments cut)."""
+    lines = {}
+    for name in names:
+        for _, _, body in SOLUTIONS[name]:
+            for line in body.splitlines():
+                code = line.split("  #")[0].strip()
+                if len(code) > 20 and code not in GENERIC:
+                    lines[code] = name
+    return lines
+
+
+def _decompressed(data):
+    for method in (gzip.decompress, zlib.decompress, bz2.decompress, lzma.decompress):
+        try:
+            yield method(data)
+        except Exception:                                       # noqa: BLE001  not in that format
+            pass
+    if zipfile.is_zipfile(io.BytesIO(data)):
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for member in archive.namelist():
+                yield archive.read(member)
+
+
+def _decoded(data):
+    text = data.decode("latin-1")
+    for token in re.findall(r"[A-Za-z0-9+/=_-]{24,}", text):
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                yield decode(token + "=" * (-len(token) % 4))
+            except (binascii.Error, ValueError):
+                pass
+    for token in re.findall(r"(?:[0-9a-fA-F]{2}){12,}", text):
+        yield bytes.fromhex(token)
+
+
+def readable_forms(data, depth=2):
+    """The bytes of a file and everything they decompress or decode to, a few layers deep."""
+    yield data
+    if depth:
+        for inner in list(_decompressed(data)) + list(_decoded(data)):
+            yield from readable_forms(inner, depth - 1)
+
+
+def solutions_found(copy, names):
+    """[(file, exercise, line)] of solution lines of `names` found anywhere in the copy."""
+    lines, found = solution_lines(names), []
+    for folder, _, files in os.walk(copy):
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                forms = [form.decode("utf-8", "replace") for form in readable_forms(f.read())]
+            found += [(os.path.relpath(path, copy), exercise, line) for line, exercise in lines.items()
+                      if any(line in form for form in forms)]
+    return found
+
+
+def test_the_search_finds_a_solution_hidden_in_any_of_those_forms(tmp_path):
+    line = next(iter(solution_lines(["softmax_backward"])))
+    hidden = base64.b64encode(gzip.compress(line.encode())).decode()
+    (tmp_path / "a.txt").write_text(f"x = '{hidden}'\n")
+    (tmp_path / "b.bin").write_bytes(lzma.compress(line.encode().hex().encode()))
+    with zipfile.ZipFile(tmp_path / "c.zip", "w") as archive:
+        archive.writestr("inner.gz", bz2.compress(line.encode()))
+    assert sorted(f for f, _, _ in solutions_found(tmp_path, ["softmax_backward"])) == ["a.txt", "b.bin", "c.zip"]
+
+
+def test_a_fresh_copy_holds_no_solution_in_any_form(fresh):
+    assert solutions_found(fresh, list(EXERCISES)) == []
+    for teacher_only in ("tests/exercises", "exercises/checks/definitions", "exercises/solutions.sealed"):
+        assert not (fresh / teacher_only).exists()
+    assert (fresh / "exercises" / "checks" / "expected.npz").exists()
+
+
+def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
+    copy = tmp_path / "some"
+    status, out = exercises("make", str(copy), "--only", "softmax", "causal_mask")
+    assert status == 0 and "2 of 19 exercises cut out" in out, out
+    assert sorted(regions_of(str(copy))) == ["causal_mask", "softmax"]
+    handout = json.loads((copy / "exercises" / "handout.json").read_text())
+    assert list(handout["handed_out"]) == ["softmax", "causal_mask"] and len(handout["solved"]) == 17
+    assert solutions_found(copy, ["softmax", "causal_mask"]) == []
+    status, out = exercises("check", "all", "--project", str(copy))
+    lines = out.splitlines()
+    assert status == 1 and len(lines) == 19
+    assert [line.split(":")[0] for line in lines if ": not in that copy: " in line] == \
+        [f"exercise {n}" for n in EXERCISES if n not in ("softmax", "causal_mask")]
+    status, out = exercises("make", str(tmp_path / "again"), cwd=copy)
+    assert status == 2 and "a student copy cannot make copies" in out
+    status, out = exercises("list", cwd=copy)
+    assert "(solved in this copy)" in out.splitlines()[0] and "transformer/masks.py" in out
+
+
+def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(fresh), str(copy)], check=True)
+    solve(copy, "attention")
+    plant(copy, "softmax_backward", "    return y * dy\n")
+    solve(copy, "causal_mask")
+    status, out = exercises("check", "attention", "softmax_backward", "causal_mask", "heads", cwd=copy)
+    lines = out.splitlines()
+    assert status == 1 and lines[0].startswith("checked in this copy against the results recorded"), out
+    assert lines[1] == ("exercise attention: not yet: needs exercise softmax, which this copy has not done yet: do it "
+                        "first (the teacher's grade uses its solution)")
+    assert lines[2].startswith("exercise softmax_backward: not yet: ") and "[mistake: no subtraction]" in lines[2]
+    assert lines[3].startswith("exercise causal_mask: passed (")
+    assert lines[4] == "exercise heads: not yet: not started: the region still raises NotImplementedError"
+    assert lines[5].startswith("outstanding in this copy: value_mul, topological_sort, ")
+    assert "causal_mask" not in lines[5] and "attention" not in lines[5]
+    status, out = exercises("check", "attention", "causal_mask", "--project", str(copy))
+    assert out.splitlines()[0].startswith("exercise attention: passed (")   # the teacher's grade: softmax solved
+
+
+def test_the_copy_test_suite_skips_what_needs_an_exercise_naming_it(fresh):
+    env = {**os.environ, "PYTHONPATH": str(fresh), "AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "tests/autograd/test_scalar.py", "tests/test_learning_path.py",
+                          "-k", "scalar or greedy_decode", "-p", "no:cacheprovider", "-rs"], cwd=fresh,
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "needs exercise value_mul (not done yet)" in run.stdout or "needs exercise topological_sort" in run.stdout
+    assert "needs exercise greedy_decode (not done yet)" in run.stdout          # a debugger walk into a cut region
+    assert "exercises outstanding: " in run.stdout and " failed" not in run.stdout

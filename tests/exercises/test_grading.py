@@ -1,0 +1,120 @@
+"""Grading runs the teacher's code only: the submission's regions spliced into a pristine
+copy, each check in a child process with a time limit; tampering outside the regions
+changes no grade; a copy of an older exercise set is graded on what it has."""
+import shutil
+
+import pytest
+
+from exercises.catalog import EXERCISES
+from tests.exercises.helpers import exercises, plant, solve
+
+ENDLESS = "    while True:\n        pass\n"
+SOME = ["value_mul", "topological_sort", "softmax", "softmax_backward", "causal_mask", "sinusoidal", "embedding",
+        "heads"]
+
+
+@pytest.fixture
+def student(fresh, tmp_path):
+    """A copy with mixed answers: two solved, one wrong, an endless loop, os._exit, a signal,
+    a syntax error and one that breaks the module at import time."""
+    copy = tmp_path / "student"
+    shutil.copytree(fresh, copy)
+    solve(copy, "value_mul")
+    solve(copy, "causal_mask")
+    plant(copy, "softmax_backward", "    return y * dy\n")
+    plant(copy, "softmax", ENDLESS)
+    plant(copy, "sinusoidal", "    import os\n    os._exit(3)\n")
+    plant(copy, "embedding", "    return weight[ids\n")
+    plant(copy, "heads", "        import os, signal\n        os.kill(os.getpid(), signal.SIGSEGV)\n", which=0)
+    plant(copy, "topological_sort", "    return []\nundefined_at_import_time\n")
+    return copy
+
+
+def grade_lines(copy, *extra):
+    status, out = exercises("check", *SOME, "--project", str(copy), "--timeout", "3", *extra)
+    return status, out.splitlines()
+
+
+def test_every_solution_passes_its_check():
+    status, out = exercises("check", "all")
+    assert status == 0, out
+    assert [line.split(":")[0] for line in out.splitlines()] == [f"exercise {name}" for name in EXERCISES]
+    assert all(": passed (" in line for line in out.splitlines())
+
+
+def test_a_fresh_copy_is_not_started_anywhere(fresh):
+    status, out = exercises("check", "all", "--project", str(fresh))
+    assert status == 1
+    assert out.splitlines() == [f"exercise {n}: not yet: not started: the region still raises NotImplementedError"
+                                for n in EXERCISES]
+
+
+def test_each_kind_of_failure_is_one_line_naming_the_exercise(student):
+    status, lines = grade_lines(student)
+    assert status == 1 and len(lines) == len(SOME), lines
+    by_name = dict(zip(SOME, lines))
+    assert by_name["value_mul"].startswith("exercise value_mul: passed (")
+    assert by_name["causal_mask"].startswith("exercise causal_mask: passed (")
+    assert by_name["softmax_backward"].startswith("exercise softmax_backward: not yet: ")
+    assert by_name["softmax"] == ("exercise softmax: timed out: timed out after 3 s (an endless loop? the time "
+                                  "limit is --timeout)")
+    assert by_name["sinusoidal"] == "exercise sinusoidal: not yet: crashed: the process exited with status 3"
+    assert by_name["heads"] == "exercise heads: not yet: crashed: killed by SIGSEGV"
+    assert by_name["embedding"].startswith("exercise embedding: not yet: syntax error in nn/functional.py line ")
+    assert by_name["topological_sort"].startswith(
+        "exercise topological_sort: not yet: importing autograd/scalar.py raised NameError: ")
+
+
+def _tamper(copy):
+    """Replace the grader, the tests, conftest.py and code outside the regions of a copy."""
+    fake = "def run(name):\n    return 'passed', 'everything'\nCHECKS = {}\n"
+    (copy / "exercises" / "checks" / "__init__.py").write_text(fake)
+    (copy / "exercises" / "grading.py").write_text("raise SystemExit(0)\n")
+    shutil.rmtree(copy / "tests")
+    (copy / "conftest.py").write_text("import sys\nsys.exit(0)\n")
+    reference = copy / "autograd" / "kernels" / "reference.py"
+    reference.write_text(reference.read_text().replace("def _row_max(x):", "def _row_max(x):\n    return 0.0\n\n\ndef _unused(x):"))
+    (copy / "autograd" / "__init__.py").write_text("raise ImportError('tampered')\n")
+    (copy / "transformer" / "masks.py").write_text((copy / "transformer" / "masks.py").read_text() + "\nimport sys\nsys.exit(0)\n")
+
+
+def test_tampering_outside_the_regions_changes_no_grade(student):
+    untampered = grade_lines(student)
+    _tamper(student)
+    assert grade_lines(student) == untampered
+
+
+def test_the_time_limit_is_an_option(student):
+    status, out = exercises("check", "softmax", "--project", str(student), "--timeout", "1.5")
+    assert status == 1 and out.strip() == ("exercise softmax: timed out: timed out after 1.5 s (an endless loop? "
+                                           "the time limit is --timeout)")
+
+
+def test_a_copy_of_an_older_exercise_set_is_graded_on_what_it_has(student):
+    masks = student / "transformer" / "masks.py"
+    text = masks.read_text()
+    version = text.split("(version ")[1].split(")")[0]
+    masks.write_text(text.replace(version, "0123456789abcdef"))          # causal_mask changed since
+    scalar = student / "autograd" / "scalar.py"
+    lines = [line for line in scalar.read_text().splitlines(keepends=True) if "EXERCISE value_mul" not in line]
+    scalar.write_text("".join(lines))                                    # value_mul added since
+    status, out = exercises("check", "causal_mask", "value_mul", "softmax_backward", "--project", str(student))
+    causal, value_mul, softmax_backward = out.splitlines()
+    assert causal == (f"exercise causal_mask: not in that copy: the copy has version 0123456789abcdef of causal_mask, "
+                      f"the grader {version}: it changed since")
+    assert value_mul.startswith("exercise value_mul: not in that copy: the copy has no region for value_mul")
+    assert softmax_backward.startswith("exercise softmax_backward: not yet: ")
+    assert status == 1 and "Traceback" not in out
+
+
+def test_check_refuses_an_unknown_exercise_or_project(tmp_path):
+    assert exercises("check", "softmax_forward")[1].strip().endswith("python -m exercises list shows them")
+    status, out = exercises("check", "softmax", "--project", str(tmp_path))
+    assert status == 2 and "is not a copy of this project" in out
+
+
+def test_make_refuses_a_folder_in_use(fresh):
+    status, out = exercises("make", str(fresh))
+    assert status == 2 and "exists and is not empty" in out
+    status, out = exercises("make", str(fresh / "README.md"))
+    assert status == 2 and "is a file; expected a new or empty folder" in out

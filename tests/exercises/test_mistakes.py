@@ -1,0 +1,157 @@
+"""Classic wrong answers, each planted in a submission of its own and graded: each must
+fail, its message naming that mistake and no other ("[mistake: NAME]" exactly once)."""
+import pytest
+
+from tests.exercises.helpers import grade_pairs, plant, region_files
+
+
+def sub(old, new):
+    """The teacher's body with old replaced by new (which must be there)."""
+    def change(body):
+        assert old in body, (old, body)
+        return body.replace(old, new)
+    return change
+
+
+
+S, E = "    ", "        "
+# (exercise, the mistake's name, the wrong body or a change of the teacher's, which region or None for all)
+PLANTED = [
+    ("value_mul", "= instead of +=", sub("+=", "="), None),
+    ("value_mul", "out.grad dropped", sub(" * out.grad", ""), None),
+    ("value_mul", "own factor instead of the other",
+     "            self.grad += self.data * out.grad\n            other.grad += other.data * out.grad\n", None),
+    ("value_mul", "one factor left out", "            self.grad += other.data * out.grad\n", None),
+    ("value_mul", "= instead of +=", "            self.grad += other.data * out.grad\n            other.grad = self.data * out.grad\n",
+     None),
+    ("topological_sort", "no visited set",
+     f"{S}order, stack = [], [(root, False)]\n{S}while stack:\n{E}node, done = stack.pop()\n{E}if done:\n"
+     f"{E}    order.append(node)\n{E}else:\n{E}    stack.append((node, True))\n"
+     f"{E}    stack.extend((p, False) for p in node.parents)\n{S}return order\n", None),
+    ("topological_sort", "recursion",
+     f"{S}order, visited = [], set()\n\n{S}def visit(node):\n{E}if id(node) not in visited:\n"
+     f"{E}    visited.add(id(node))\n{E}    for p in node.parents:\n{E}        visit(p)\n"
+     f"{E}    order.append(node)\n{S}visit(root)\n{S}return order\n", None),
+    ("topological_sort", "order reversed", sub("    return order\n", "    return order[::-1]\n"), None),
+    ("topological_sort", "leaves left out", sub("    return order\n", "    return [v for v in order if v.parents]\n"),
+     None),
+    ("topological_sort", "reversed breadth-first order",
+     f"{S}order, seen, queue = [], {{id(root)}}, [root]\n{S}while queue:\n{E}node = queue.pop(0)\n"
+     f"{E}order.append(node)\n{E}for p in node.parents:\n{E}    if id(p) not in seen:\n"
+     f"{E}        seen.add(id(p))\n{E}        queue.append(p)\n{S}return order[::-1]\n", None),
+    ("unbroadcast", "size-1 dims dropped", sub("keepdims=True", "keepdims=False"), None),
+    ("unbroadcast", "stretched dims not summed", sub("    if stretched:\n", "    if False:\n"), None),
+    ("unbroadcast", "mean instead of sum", sub(".sum(", ".mean("), None),
+    ("matmul_backward", "B not transposed", sub("np.swapaxes(b2, -1, -2)", "b2"), None),
+    ("matmul_backward", "A not transposed", sub("np.swapaxes(a2, -1, -2), grad", "a2, grad"), None),
+    ("matmul_backward", "dB transposed",
+     sub("kernels.matmul(np.swapaxes(a2, -1, -2), grad, like=b2)", "kernels.matmul(np.swapaxes(grad, -1, -2), a2)"),
+     None),
+    ("matmul_loops", "= instead of +=", sub("+=", "="), None),
+    ("matmul_loops", "b's indices swapped", sub("b[t, k, j]", "b[t, j, k]"), None),
+    ("matmul_loops", "only the first batch", sub("rows, m = c.shape[0] * c.shape[1]", "rows, m = c.shape[1]"), None),
+    ("softmax", "no max shift", f"{S}e = np.exp(x)\n{S}return e / e.sum(axis=-1, keepdims=True)\n", None),
+    ("softmax", "shifted by the mean",
+     f"{S}e = np.exp(x - x.mean(axis=-1, keepdims=True))\n{S}return e / e.sum(axis=-1, keepdims=True)\n", None),
+    ("softmax", "one max for the whole array", f"{S}e = np.exp(x - np.max(x))\n{S}return e / e.sum(axis=-1, keepdims=True)\n",
+     None),
+    ("softmax", "fully masked row gives NaN",
+     f"{S}e = np.exp(x - np.max(x, axis=-1, keepdims=True))\n{S}return e / e.sum(axis=-1, keepdims=True)\n", None),
+    ("softmax", "normalised over the wrong axis",
+     f"{S}e = np.exp(x - np.max(x, axis=0, keepdims=True))\n{S}return e / e.sum(axis=0, keepdims=True)\n", None),
+    ("softmax_backward", "no subtraction", f"{S}return y * dy\n", None),
+    ("softmax_backward", "sum not weighted by y", f"{S}return y * (dy - np.sum(dy, axis=-1, keepdims=True))\n", None),
+    ("softmax_backward", "leading y missing", f"{S}return dy - np.sum(dy * y, axis=-1, keepdims=True)\n", None),
+    ("softmax_backward", "diagonal of the Jacobian only", f"{S}return y * (1 - y) * dy\n", None),
+    ("log_softmax", "log of softmax", f"{S}return np.log(softmax(x))\n", None),
+    ("log_softmax", "no max shift", f"{S}return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))\n", None),
+    ("log_softmax", "max dropped from the result",
+     f"{S}return x - np.log(np.exp(x - _row_max(x)).sum(axis=-1, keepdims=True))\n", None),
+    ("log_softmax", "fully masked row gives NaN",
+     f"{S}m = np.max(x, axis=-1, keepdims=True)\n{S}return (x - m) - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))\n",
+     None),
+    ("layer_norm_backward", "mean terms missing",
+     f"{S}return rstd * grad * weight, (grad * xhat).sum(axis=0), grad.sum(axis=0)\n", None),
+    ("layer_norm_backward", "variance term missing", sub(" - xhat * (dxhat * xhat).mean(axis=1, keepdims=True)", ""), None),
+    ("layer_norm_backward", "weight missing from dx", sub("dxhat = grad * weight", "dxhat = grad"), None),
+    ("layer_norm_backward", "dweight and dbias swapped",
+     sub("return dx, (grad * xhat).sum(axis=0), grad.sum(axis=0)", "return dx, grad.sum(axis=0), (grad * xhat).sum(axis=0)"),
+     None),
+    ("adam_step", "no bias correction", sub("(m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)",
+                                            "m / (np.sqrt(v) + eps)"), None),
+    ("adam_step", "eps inside the square root", sub("np.sqrt(v / (1 - beta2 ** step)) + eps", "np.sqrt(v / (1 - beta2 ** step) + eps)"), None),
+    ("adam_step", "v from |g|", sub("(1 - beta2) * g * g", "(1 - beta2) * np.abs(g)"), None),
+    ("adam_step", "steps counted from 0", lambda b: b.replace("** step", "** (step + 1)"), None),
+    ("adam_step", "m and v not updated in place",
+     f"{S}m = beta1 * m + (1 - beta1) * g\n{S}v = beta2 * v + (1 - beta2) * g * g\n"
+     f"{S}p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)\n", None),
+    ("linear", "W not transposed", sub("weight.T", "weight"), None),
+    ("linear", "bias left out", sub("            out += bias\n", "            pass\n"), None),
+    ("linear", "bias added along the wrong axis", sub("out += bias", "out += bias[:, None]"), None),
+    ("embedding", "a numpy array, not a Tensor", f"{S}return weight.data[ids]\n", None),
+    ("attention", "not scaled", f"{S}return q @ k.transpose(-2, -1)\n", 1),
+    ("attention", "scaled by d_k, not sqrt(d_k)", f"{S}return (q * (1.0 / q.shape[-1])) @ k.transpose(-2, -1)\n", 1),
+    ("attention", "mask ignored", f"{S}weights = scores.softmax(-1)\n", 0),
+    ("attention", "mask inverted", sub("masked_fill(~mask", "masked_fill(mask"), 0),
+    ("attention", "masked with 0", sub("-np.inf", "0.0"), 0),
+    ("attention", "masked with a finite number", sub("-np.inf", "-1e9"), 0),
+    ("attention", "softmax over the queries", sub("softmax(-1)", "softmax(-2)"), 0),
+    ("heads", "reshaped straight to (B, H, T, d_head)",
+     f"{E}batch, length, _ = x.shape\n{E}return x.reshape(batch, self.num_heads, length, self.d_head)\n", 0),
+    ("heads", "T and H not swapped", sub("return x.transpose(1, 2)", "return x"), 0),
+    ("heads", "merged without the transpose", sub("x = x.transpose(1, 2)", "pass"), 1),
+    ("sinusoidal", "sin and cos swapped", lambda b: b.replace("np.sin", "SIN").replace("np.cos", "np.sin").replace("SIN", "np.cos"),
+     None),
+    ("sinusoidal", "exponent i/d, not 2i/d", sub("np.arange(0, d_model, 2) / d_model", "np.arange((d_model + 1) // 2) / d_model"),
+     None),
+    ("sinusoidal", "multiplied by 10000^(2i/d)", sub("1.0 / 10000 **", "10000 **"), None),
+    ("causal_mask", "diagonal excluded", sub("dtype=bool))", "dtype=bool), -1)"), None),
+    ("causal_mask", "one token of the future", sub("dtype=bool))", "dtype=bool), 1)"), None),
+    ("causal_mask", "True means masked", sub("np.tril(np.ones((length, length), dtype=bool))",
+                                             "np.triu(np.ones((length, length), dtype=bool), 1)"), None),
+    ("causal_mask", "not boolean", sub(", dtype=bool", ""), None),
+    ("greedy_decode", "no padding after EOS", sub("next_token = np.where(done, pad, next_token)", "pass"), None),
+    ("greedy_decode", "stops when the first row ends", sub("if done.all():", "if done.any():"), None),
+    ("greedy_decode", "BOS kept in the output", sub("return ys[:, 1:]", "return ys"), None),
+    ("greedy_decode", "runs to max_len", sub("if done.all():", "if False:"), None),
+    ("greedy_decode", "the whole prefix fed into the cache", sub("model.decode(ys[:, -1:],", "model.decode(ys,"), None),
+    ("beam_search", "no length normalisation", sub(" / length_penalty(step, alpha)", ""), None),
+    ("beam_search", "alpha ignored", lambda b: b.replace(", alpha)", ", 0.6)"), None),
+    ("beam_search", "keeps k x k candidates",
+     lambda b: b.replace("[: 2 * beam_size]", "[: 2 * beam_size * beam_size]").replace("== beam_size:", "== beam_size * beam_size:"),
+     None),
+    ("beam_search", "stops at the first finished hypothesis", sub("if not new_beams:", "if not new_beams or finished:"), None),
+    ("beam_search", "length counts BOS", sub("length_penalty(step, alpha)", "length_penalty(step + 1, alpha)"), None),
+    ("kv_cache", "cache not filled", sub('kv_cache["k"], kv_cache["v"] = k, v', "pass"), None),
+    ("kv_cache", "cache overwritten", lambda b: b.replace("k = cat(", "cat(").replace("v = cat(", "cat("), None),
+    ("kv_cache", "new keys before old",
+     lambda b: b.replace('cat([kv_cache["k"], k]', 'cat([k, kv_cache["k"]]').replace('cat([kv_cache["v"], v]', 'cat([v, kv_cache["v"]]'),
+     None),
+    ("kv_cache", "position offset wrong", sub('past = kv_cache["k"].shape[2]', "pass"), None),
+]
+NAMES = {name for _, name, _, _ in PLANTED}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Every planted wrong answer, each in a submission of its own, graded at once."""
+    from tests.exercises.helpers import ROOT
+    folders, names = {}, {}
+    for index, (exercise, _, answer, which) in enumerate(PLANTED):
+        folder = tmp_path_factory.mktemp(f"wrong{index}")
+        region_files(ROOT, folder)
+        plant(folder, exercise, answer, which)
+        folders[str(index)], names[str(index)] = folder, [exercise]
+    return grade_pairs(folders, names)
+
+
+def test_at_least_35_classic_wrong_answers_are_planted():
+    assert len({(e, n) for e, n, _, _ in PLANTED}) >= 35
+
+
+@pytest.mark.parametrize("index", range(len(PLANTED)), ids=[f"{i} {e}: {n}" for i, (e, n, _, _) in enumerate(PLANTED)])
+def test_a_planted_mistake_fails_naming_it_and_no_other(graded, index):
+    exercise, name, _, _ = PLANTED[index]
+    line = graded[(str(index), exercise)]
+    assert line.startswith(f"exercise {exercise}: not yet: "), line
+    assert f"[mistake: {name}]" in line and line.count("[mistake: ") == 1, line
