@@ -17,38 +17,42 @@ from autograd import anomaly
 def graph_nodes(root_node, for_backward=False):
     """Every node reachable from `root_node`, each listed after all nodes it depends on.
 
-    Kahn's algorithm, with explicit lists (no recursion, so a chain of 100,000 ops is
-    fine): first count, for each reachable node, how many reachable nodes take its output
-    as an input; then list nodes from the root down, a node once all its consumers are
-    listed; reversed, that puts every input before the ops that use it.  (The scalar
-    engine's topological_order, an exercise, gets such an order by a depth-first walk.)
-    for_backward: a node whose saved arrays were freed by an earlier backward stops the
-    search with an error, before any gradient is written.
+    A depth-first walk with the recursion written out by hand (so a chain of 100,000 ops
+    is fine): `path` holds the nodes being visited, each with an iterator over the input
+    nodes it has yet to go into, last input first; a node is listed once its inputs are
+    all done.  The walk fixes the order in which an input used several times sums its
+    gradients, so it is the same on every run.  (The scalar engine's topological_sort, an
+    exercise, asks for such an order too.)  for_backward: a node whose saved arrays were
+    freed by an earlier backward stops the walk with an error, before any gradient is
+    written.
     """
-    consumers, stack = {root_node: 0}, [root_node]
-    while stack:
-        node = stack.pop()
-        if for_backward and node.freed:
-            raise RuntimeError(
-                f"Trying to backward through the graph a second time: the {node.name} node "
-                f"(output shape {node.out_shape}) already freed its saved arrays. "
-                "Call backward(retain_graph=True) the first time if you need to backward twice.")
-        for t in node.inputs:
-            if t._node is not None:
-                if t._node not in consumers:
-                    consumers[t._node] = 0
-                    stack.append(t._node)
-                consumers[t._node] += 1
-    outputs_first, ready = [], [root_node]
-    while ready:
-        node = ready.pop()
-        outputs_first.append(node)
-        for t in node.inputs:
-            if t._node is not None:
-                consumers[t._node] -= 1
-                if consumers[t._node] == 0:
-                    ready.append(t._node)
-    return outputs_first[::-1]
+    order, seen = [], {root_node}
+    path = [(_entered(root_node, for_backward), _input_nodes(root_node))]
+    while path:
+        node, inputs = path[-1]
+        following = next((n for n in inputs if n not in seen), None)
+        if following is None:                    # every input of node is listed: list node
+            order.append(node)
+            path.pop()
+        else:
+            seen.add(following)
+            path.append((_entered(following, for_backward), _input_nodes(following)))
+    return order
+
+
+def _input_nodes(node):
+    """The nodes that made node's inputs, last input first (leaves have none)."""
+    return iter([t._node for t in reversed(node.inputs) if t._node is not None])
+
+
+def _entered(node, for_backward):
+    """node, once checked that a backward can still go through it."""
+    if for_backward and node.freed:
+        raise RuntimeError(
+            f"Trying to backward through the graph a second time: the {node.name} node "
+            f"(output shape {node.out_shape}) already freed its saved arrays. "
+            "Call backward(retain_graph=True) the first time if you need to backward twice.")
+    return node
 
 
 def run_backward(root, grad, retain_graph=False):
