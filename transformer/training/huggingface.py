@@ -27,7 +27,7 @@ import numpy as np
 
 from transformer.data.bpe import END_OF_TEXT
 from transformer.families.decoder_only import DecoderOnlyConfig
-from transformer.training.hf_tokenizer import read_json, read_tokenizer_json, to_tokenizer_json
+from transformer.training.hf_tokenizer import read_json, read_tokenizer_json, special_ids, to_tokenizer_json
 from transformer.training.nanogpt import (decoder_holding, nanogpt_parameter_order, rename_from_nanogpt,
                                           rename_to_nanogpt)
 from transformer.training.safetensors import read_safetensors, write_safetensors
@@ -149,6 +149,7 @@ def architecture_for(config):
 def architecture_of(spec, path):
     """The entry of ARCHITECTURES that config.json (spec, read from path) names."""
     names = spec.get("architectures") or [a.name for a in ARCHITECTURES.values() if a.model_type == spec.get("model_type")]
+    names = names if isinstance(names, list) else [names]               # a malformed file's 5 or "GPT2LMHeadModel"
     known = [ARCHITECTURES[name] for name in names if isinstance(name, str) and name in ARCHITECTURES]
     if not known:
         raise ValueError(f"from_hf: {path!r} describes {names or spec.get('model_type')!r}; this reads "
@@ -161,7 +162,7 @@ def hf_files(model, tokenizer):
     of model and tokenizer; ValueError, before anything is written, for what the
     architecture or tokenizer.json cannot hold."""
     architecture = architecture_for(model.config)
-    special = getattr(tokenizer, "special", {})
+    special = special_ids(tokenizer)
     end = special.get(END_OF_TEXT)
     config = architecture.write_config(model.config, special)
     tokens = to_tokenizer_json(tokenizer)
