@@ -263,14 +263,21 @@ def test_fuzzed_tokenizer_json_reads_or_is_one_valueerror(tmp_path, changes):
                                            "activation_function", "layer_norm_epsilon", "tie_word_embeddings",
                                            "resid_pdrop", "architectures", "model_type"]), JSON_VALUES), max_size=3))
 def test_fuzzed_config_json_loads_or_is_one_valueerror_naming_a_file(tmp_path, changes):
-    if not (tmp_path / "model.safetensors").exists():
-        save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
-        (tmp_path / "good.json").write_text((tmp_path / "config.json").read_text())
-    config = json.loads((tmp_path / "good.json").read_text()) | dict(changes)
-    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = read_with_changed_config(tmp_path, lambda: tiny_gpt(len(CHARS)), changes)
+    assert model is None or (model.config.vocab == len(CHARS) and model.config.d_model == 16)
+
+
+def read_with_changed_config(folder, make_model, changes):
+    """from_hf of make_model()'s folder (written on the first call) with config.json's
+    entries changed: the model it reads, or None after checking that it refused in one
+    ValueError naming the folder's file."""
+    if not (folder / "model.safetensors").exists():
+        save_hf(make_model(), CHARS, folder)
+        (folder / "good.json").write_text((folder / "config.json").read_text())
+    config = json.loads((folder / "good.json").read_text()) | dict(changes)
+    (folder / "config.json").write_text(json.dumps(config))
     try:
-        model, _ = from_hf(tmp_path)
+        return from_hf(folder)[0]
     except ValueError as err:
-        assert str(err).startswith("from_hf: ") and str(tmp_path) in str(err) and "\n" not in str(err), str(err)
-    else:
-        assert model.config.vocab == len(CHARS) and model.config.d_model == 16
+        assert str(err).startswith("from_hf: ") and str(folder) in str(err) and "\n" not in str(err), str(err)
+        return None
