@@ -164,6 +164,20 @@ def test_a_llama_saved_by_transformers_imports_with_equal_logits_and_trains_here
                                rtol=1e-5, atol=1e-5)
 
 
+def test_rms_norm_eps_agrees_where_it_matters(tmp_path):
+    """Embeddings so small that RMSNorm's eps outweighs mean(x^2): an eps other than
+    transformers' would move the logits far beyond 1e-5."""
+    theirs = llama_built_in_transformers(tmp_path, seed=3)
+    with torch.no_grad():
+        theirs.model.embed_tokens.weight.mul_(1e-3)
+    theirs.save_pretrained(tmp_path)
+    ours, _ = from_hf(tmp_path)
+    tokens = np.random.default_rng(3).integers(0, 320, (2, 20))
+    x = ours.embed.weight.data[tokens]
+    assert (x ** 2).mean(-1).max() < 1e-6                                  # eps is 1e-5: it dominates
+    np.testing.assert_allclose(ours(tokens).data, their_logits(theirs, tokens), rtol=1e-5, atol=1e-5)
+
+
 def train_here(model, tokens, steps=20):
     """Losses of `steps` AdamW steps of our engine on one batch of next-token prediction."""
     model.train()
