@@ -170,7 +170,10 @@ BAD_TOKENIZERS = {
                          "ids must number the 307 tokens 0..306"),
     "two ids for a special": (edit(GOOD, ("added_tokens", 0, "id"), 999),
                               "the added token '<|endoftext|>' has id 999 but 306 in the vocabulary"),
-    "a token nothing makes": (edit(GOOD, ("model", "vocab", "zz"), 307), "no merge makes and no added token names"),
+    "a token nothing makes": (edit(GOOD, ("model", "vocab", "zz"), 307),
+                              "neither bytes nor merges, ['<|endoftext|>', 'zz'], are not its added tokens"),
+    "a special that is a byte": (edit(GOOD, ("added_tokens", 0, "content"), "a"),
+                                 "the added token 'a' has id 306 but 97 in the vocabulary"),
     "characters with specials": (edit(to_tokenizer_json(CHARS), ("added_tokens",), [{"id": 0, "content": "x"}]),
                                  "a character tokenizer (no pre-tokenizer, no merges) with added tokens"),
 }

@@ -185,8 +185,6 @@ def _pattern(pre):
     raise ValueError(f"its pre-tokenizer {json.dumps(pre)[:160]} is neither GPT-2's byte-level split nor ours")
 
 
-
-
 def _byte_level_bpe(model, specials, pattern):
     """bpe_files.byte_level_bpe on the file's vocabulary (its added tokens included) and
     merges ("a b" or ["a", "b"]), numbered as the file numbers it (our own numbering: no ids)."""
@@ -197,8 +195,8 @@ def _byte_level_bpe(model, specials, pattern):
     merges = [merge.split(" ") if isinstance(merge, str) else merge for merge in model["merges"]]
     tokenizer = byte_level_bpe(vocab | specials, merges, pattern, "its model")
     if list(tokenizer.special) != sorted(specials, key=specials.get):
-        raise ValueError(f"its vocabulary holds tokens no merge makes and no added token names: "
-                         f"{sorted(tokenizer.special.keys() - specials.keys())[:5]}")
+        raise ValueError(f"the tokens of its vocabulary that are neither bytes nor merges, "
+                         f"{list(tokenizer.special)[:5]}, are not its added tokens, {list(specials)[:5]}")
     if np.array_equal(tokenizer.ids, np.arange(len(tokenizer))):
         return BPETokenizer(tokenizer.merges, list(tokenizer.special), pattern)
     return tokenizer
