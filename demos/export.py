@@ -3,12 +3,14 @@
     python -m demos.export --checkpoint runs/gpt --hf out/gpt-hf
     python -m demos.export --checkpoint runs/gpt --nanogpt out/ckpt.pt
 
---hf writes a folder that `transformers` loads as GPT2LMHeadModel with its fast tokenizer
-(AutoModelForCausalLM / AutoTokenizer.from_pretrained): model.safetensors, config.json,
-generation_config.json, tokenizer.json (byte-level BPE or characters, as trained) and
-tokenizer_config.json.  It needs no PyTorch; a model GPT-2 cannot express (rotary
-positions, a biased output layer, a padding mask) is refused in one line, nothing written.
-The mapping lives in transformer/training/huggingface.py.
+--hf writes a folder that `transformers` loads with its fast tokenizer (AutoModelForCausalLM
+/ AutoTokenizer.from_pretrained): as GPT2LMHeadModel (demos.gpt --arch gpt2) or as
+LlamaForCausalLM (--arch llama; interleaved RoPE pairs reordered to Hugging Face's
+half-split ones), in model.safetensors, config.json, generation_config.json, tokenizer.json
+(byte-level BPE or characters, as trained) and tokenizer_config.json.  It needs no PyTorch;
+a model neither can express (say learned positions with RMSNorm, a biased output layer, a
+padding mask) is refused in one line, nothing written.  The mapping lives in
+transformer/training/huggingface.py.
 
 --nanogpt writes ckpt.pt as nanoGPT's train.py writes it: `model` (the weights under nanoGPT's names,
 q, k and v stacked into c_attn), `model_args`, `iter_num`, `best_val_loss`, `config` (our

@@ -1,5 +1,5 @@
 """Generate text from a trained GPT: ours (demos.gpt, characters or BPE tokens), a Hugging Face
-GPT-2 folder (with its tokenizer.json), or one nanoGPT trained.
+GPT-2 or Llama folder (with its tokenizer.json), or one nanoGPT trained.
 
     python -m demos.sample --checkpoint runs/gpt --prompt "Return the" --tokens 300
     python -m demos.sample --hf out/gpt-hf --prompt "Return the" --top-k 1
@@ -30,7 +30,7 @@ def parse_args(argv=None):
     p = command_line(PROG, __doc__)
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--checkpoint", help="a folder (or checkpoint.npz) written by demos.gpt")
-    source.add_argument("--hf", metavar="DIR", help="a Hugging Face GPT-2 folder: config.json, model.safetensors, "
+    source.add_argument("--hf", metavar="DIR", help="a Hugging Face GPT-2 or Llama folder: config.json, model.safetensors, "
                         "tokenizer.json (demos.export --hf writes one)")
     source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
     p.add_argument("--meta", help="nanoGPT's meta.pkl with the character vocabulary")

@@ -132,13 +132,17 @@ def saved_model(folder, model, vocab):
     return folder
 
 
-@pytest.mark.parametrize("extra", [[], ["--tokenizer", "bpe", "--vocab-size", "300"]], ids=["char", "bpe"])
-def test_export_hf_writes_a_folder_that_reads_back_as_the_same_model(tmp_path, capsys, extra):
+@pytest.mark.parametrize("extra, architecture", [
+    ([], "GPT2LMHeadModel"), (["--tokenizer", "bpe", "--vocab-size", "300"], "GPT2LMHeadModel"),
+    (["--arch", "llama"], "LlamaForCausalLM"),
+    (["--arch", "llama", "--rope-pairing", "interleaved", "--tokenizer", "bpe", "--vocab-size", "300"], "LlamaForCausalLM")],
+    ids=["char", "bpe", "llama-char", "llama-interleaved-bpe"])
+def test_export_hf_writes_a_folder_that_reads_back_as_the_same_model(tmp_path, capsys, extra, architecture):
     run = trained_run(tmp_path / "run", *extra)
     capsys.readouterr()
     export.main(["--checkpoint", str(run), "--hf", str(tmp_path / "hf")])
     out = capsys.readouterr().out
-    assert "GPT2LMHeadModel" in out and f"AutoModelForCausalLM.from_pretrained({str(tmp_path / 'hf')!r})" in out
+    assert architecture in out and f"AutoModelForCausalLM.from_pretrained({str(tmp_path / 'hf')!r})" in out
     assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "generation_config.json", "model.safetensors",
                                                    "tokenizer.json", "tokenizer_config.json"]
     ours, vocab = load_lm(str(run))
@@ -157,6 +161,9 @@ def test_export_hf_writes_a_folder_that_reads_back_as_the_same_model(tmp_path, c
     (lambda tmp: saved_model(tmp / "rope", DecoderOnly(DecoderOnlyConfig(vocab=2, positional="rope", pad_id=None)),
                              CharVocab("ab")),
      "--checkpoint", "this model cannot be written as GPT-2: positions must be learned (GPT-2's wpe), not 'rope'"),
+    (lambda tmp: saved_model(tmp / "rope", DecoderOnly(DecoderOnlyConfig(vocab=2, positional="rope", pad_id=None)),
+                             CharVocab("ab")),
+     "--checkpoint", "nor as Llama: its norms are RMSNorm, not 'layer_norm'; its feed-forward is SwiGLU, not 'mlp'"),
     (lambda tmp: saved_model(tmp / "padded", DecoderOnly(DecoderOnlyConfig(vocab=2)), CharVocab("ab")),
      "--checkpoint", "it masks no padding token (the model has pad_id=0)")])
 def test_export_hf_mistakes_are_one_line_and_write_nothing(tmp_path, capsys, make, blamed, says):

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt
 from transformer.data.bpe import END_OF_TEXT, BPETokenizer
-from transformer.training.hf_tokenizer import BYTE_CHAR, RenumberedBPE, read_tokenizer_json, to_tokenizer_json
+from transformer.data.bpe_files import bytes_to_unicode
+from transformer.training.hf_tokenizer import read_tokenizer_json, to_tokenizer_json
 from transformer.training.huggingface import from_hf, gpt2_from_theirs, save_hf
 from transformer.training.safetensors import read_safetensors
 
@@ -97,11 +98,11 @@ def test_a_tokenizer_numbered_otherwise_encodes_to_its_ids(tmp_path, seed):
     spec, permutation = renumbered(BPE, seed)
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
     tokenizer = read_tokenizer_json(tmp_path / "tokenizer.json")
-    assert isinstance(tokenizer, RenumberedBPE) and len(tokenizer) == len(BPE)
+    assert tokenizer.ids is not None and len(tokenizer) == len(BPE)
     text = random_text(seed)
     np.testing.assert_array_equal(tokenizer.encode(text), permutation[BPE.encode(text)])
     assert tokenizer.decode(tokenizer.encode(text)) == BPE.decode(BPE.encode(text))
-    with pytest.raises(ValueError, match="token ids must be in 0-306"):
+    with pytest.raises(ValueError, match="token id 307 is outside the vocabulary"):
         tokenizer.decode([len(BPE)])
 
 
@@ -119,8 +120,8 @@ def test_a_tokenizer_numbered_otherwise_is_written_back_in_its_numbering(tmp_pat
 
 def test_tokenizer_json_holds_our_merges_as_byte_strings():
     spec = to_tokenizer_json(BPE)
-    first = BPE.merges[0]
-    assert spec["model"]["merges"][0] == [BYTE_CHAR[first[0]], BYTE_CHAR[first[1]]]
+    first, alphabet = BPE.merges[0], bytes_to_unicode()
+    assert spec["model"]["merges"][0] == [alphabet[first[0]], alphabet[first[1]]]
     assert spec["model"]["vocab"]["Ġ"] == ord(" ") and spec["added_tokens"][0]["content"] == END_OF_TEXT
     assert sorted(spec["model"]["vocab"].values()) == list(range(len(BPE)))
     assert spec["model"]["vocab"][END_OF_TEXT] == spec["added_tokens"][0]["id"] == len(BPE) - 1
@@ -161,11 +162,18 @@ BAD_TOKENIZERS = {
                          "is neither GPT-2's byte-level split nor ours"),
     "a prefix space": (edit(GOOD, ("pre_tokenizer", "pretokenizers", 1, "add_prefix_space"), True),
                        "does not end in a byte-level step without add_prefix_space"),
-    "a missing byte": (edit(GOOD, ("model", "vocab", "Ġ"), None), "must hold all 256 bytes; it lacks ['Ġ']"),
+    "a missing byte": (edit(GOOD, ("model", "vocab", "Ġ"), None), "the vocabulary lacks the token 'Ġ' of the byte alphabet"),
     "a merge out of order": (edit(GOOD, ("model", "merges"), GOOD["model"]["merges"][::-1]),
-                             "joins tokens not made yet"),
+                             "uses a token no earlier merge made"),
     "merges not pairs": (edit(GOOD, ("model", "merges"), [["a", "b", "c"]]), "too many values to unpack"),
-    "a gap in the ids": (edit(GOOD, ("added_tokens", 0, "id"), 999), "its ids are not 0..306"),
+    "a gap in the ids": (edit(edit(GOOD, ("added_tokens", 0, "id"), 999), ("model", "vocab", END_OF_TEXT), 999),
+                         "ids must number the 307 tokens 0..306"),
+    "two ids for a special": (edit(GOOD, ("added_tokens", 0, "id"), 999),
+                              "the added token '<|endoftext|>' has id 999 but 306 in the vocabulary"),
+    "a token nothing makes": (edit(GOOD, ("model", "vocab", "zz"), 307),
+                              "neither bytes nor merges, ['<|endoftext|>', 'zz'], are not its added tokens"),
+    "a special that is a byte": (edit(GOOD, ("added_tokens", 0, "content"), "a"),
+                                 "the added token 'a' has id 306 but 97 in the vocabulary"),
     "characters with specials": (edit(to_tokenizer_json(CHARS), ("added_tokens",), [{"id": 0, "content": "x"}]),
                                  "a character tokenizer (no pre-tokenizer, no merges) with added tokens"),
 }
@@ -184,6 +192,7 @@ def test_a_malformed_tokenizer_json_is_one_error_naming_it(tmp_path, case):
 @pytest.mark.parametrize("change, says", [
     (lambda c: "[1]", "holds a JSON list, expected an object"),
     (lambda c: {**c, "architectures": ["BertModel"], "model_type": "bert"}, "describes ['BertModel']; this reads GPT2LMHeadModel"),
+    (lambda c: {**c, "architectures": 5}, "describes [5]; this reads GPT2LMHeadModel"),
     (lambda c: {k: v for k, v in c.items() if k != "n_embd"}, "missing 'n_embd'"),
     (lambda c: {**c, "n_head": 3}, "d_model=16 is not divisible by num_heads=3"),
     (lambda c: {**c, "n_layer": "two"}, "num_layers must be an integer >= 1, got 'two'"),
@@ -257,14 +266,21 @@ def test_fuzzed_tokenizer_json_reads_or_is_one_valueerror(tmp_path, changes):
                                            "activation_function", "layer_norm_epsilon", "tie_word_embeddings",
                                            "resid_pdrop", "architectures", "model_type"]), JSON_VALUES), max_size=3))
 def test_fuzzed_config_json_loads_or_is_one_valueerror_naming_a_file(tmp_path, changes):
-    if not (tmp_path / "model.safetensors").exists():
-        save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
-        (tmp_path / "good.json").write_text((tmp_path / "config.json").read_text())
-    config = json.loads((tmp_path / "good.json").read_text()) | dict(changes)
-    (tmp_path / "config.json").write_text(json.dumps(config))
+    model = read_with_changed_config(tmp_path, lambda: tiny_gpt(len(CHARS)), changes)
+    assert model is None or (model.config.vocab == len(CHARS) and model.config.d_model == 16)
+
+
+def read_with_changed_config(folder, make_model, changes):
+    """from_hf of make_model()'s folder (written on the first call) with config.json's
+    entries changed: the model it reads, or None after checking that it refused in one
+    ValueError naming the folder's file."""
+    if not (folder / "model.safetensors").exists():
+        save_hf(make_model(), CHARS, folder)
+        (folder / "good.json").write_text((folder / "config.json").read_text())
+    config = json.loads((folder / "good.json").read_text()) | dict(changes)
+    (folder / "config.json").write_text(json.dumps(config))
     try:
-        model, _ = from_hf(tmp_path)
+        return from_hf(folder)[0]
     except ValueError as err:
-        assert str(err).startswith("from_hf: ") and str(tmp_path) in str(err) and "\n" not in str(err), str(err)
-    else:
-        assert model.config.vocab == len(CHARS) and model.config.d_model == 16
+        assert str(err).startswith("from_hf: ") and str(folder) in str(err) and "\n" not in str(err), str(err)
+        return None

@@ -9,7 +9,8 @@ written and read:
   character (GPT-2's `bytes_to_unicode`: a space is "Ġ"), a token as the string of its bytes'
   characters, and a merge as the pair of strings.  Our ids stay: bytes 0-255, merge i is
   256 + i, the specials last.  A tokenizer.json numbered otherwise (GPT-2's own, or one
-  trained by `tokenizers`) reads as a `RenumberedBPE`: our BPE on its merges, ids mapped.
+  trained by `tokenizers`) reads as a BPETokenizer with its `ids` (bpe_files.byte_level_bpe,
+  which reads GPT-2's vocab.json and merges.txt the same way).
 - **characters** (CharVocab): a BPE with no merges whose vocabulary is the characters,
   no pre-tokenizer, and the Fuse decoder (tokens joined without spaces).  A character
   outside the vocabulary is dropped by `tokenizers` (a BPE with no unknown token), and
@@ -31,21 +32,9 @@ import unicodedata
 
 import numpy as np
 
-from transformer.data.bpe import BYTES, PATTERN, BPETokenizer
+from transformer.data.bpe import PATTERN, BPETokenizer
+from transformer.data.bpe_files import as_text, byte_level_bpe, bytes_to_unicode
 from transformer.data.text import CharVocab
-
-
-def bytes_to_unicode():
-    """GPT-2's printable character for each byte value: printable Latin-1 bytes stand for
-    themselves, the others (controls, space) for 256, 257, ... in byte order."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    others = [b for b in range(BYTES) if b not in printable]
-    table = dict(zip(printable, printable)) | {b: BYTES + i for i, b in enumerate(others)}
-    return {b: chr(table[b]) for b in range(BYTES)}
-
-
-BYTE_CHAR = bytes_to_unicode()
-CHAR_BYTE = {c: b for b, c in BYTE_CHAR.items()}
 
 
 def _ranges(category_initial):
@@ -92,69 +81,50 @@ def _bpe_model(vocab, merges):
             "vocab": vocab, "merges": merges}
 
 
-def _string(token):
-    """A token's bytes as tokenizer.json writes them: one printable character a byte."""
-    return "".join(BYTE_CHAR[b] for b in token)
+def numbering(tokenizer):
+    """ids[our id] = the id a BPETokenizer encodes that token to (ours, unless it has its own)."""
+    return np.arange(len(tokenizer)) if tokenizer.ids is None else tokenizer.ids
+
+
+def special_ids(tokenizer):
+    """{special token: the id the tokenizer encodes it to}; a CharVocab has none."""
+    if isinstance(tokenizer, CharVocab):
+        return {}
+    ids = numbering(tokenizer)
+    return {token: int(ids[i]) for token, i in tokenizer.special.items()}
 
 
 def to_tokenizer_json(tokenizer):
-    """tokenizer.json's object for a CharVocab, a BPETokenizer or a RenumberedBPE (in its
-    own numbering); ValueError for what it cannot hold (two ids for the same bytes, a
-    pre-split with no Oniguruma form)."""
+    """tokenizer.json's object for a CharVocab or a BPETokenizer (in its own numbering, if it
+    has one); ValueError for what it cannot hold (two ids for the same bytes, a pre-split
+    with no Oniguruma form)."""
     if isinstance(tokenizer, CharVocab):
         return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
                 "pre_tokenizer": None, "post_processor": None, "decoder": {"type": "Fuse"},
                 "model": _bpe_model({c: i for i, c in enumerate(tokenizer.chars)}, [])}
-    inner = getattr(tokenizer, "inner", tokenizer)                  # a RenumberedBPE's merges are its inner BPE's
-    onig = next((theirs for theirs, ours in PATTERNS.items() if ours() == inner.pattern), None)
+    onig = next((theirs for theirs, ours in PATTERNS.items() if ours() == tokenizer.pattern), None)
     if onig is None:
         raise ValueError("tokenizer.json: this BPE tokenizer's pre-split pattern is neither bpe.PATTERN nor GPT-2's, "
                          "the ones known in the Oniguruma dialect tokenizers needs")
-    special_ids = set(tokenizer.special.values())
-    strings = {i: _string(token) for i, token in enumerate(tokenizer.token_bytes) if i not in special_ids}
-    vocab = {s: i for i, s in strings.items()}
-    if len(vocab) != len(strings):
-        first, other = next((i, vocab[s]) for i, s in strings.items() if vocab[s] != i)
-        raise ValueError(f"tokenizer.json: tokens {first} and {other} are the same bytes "
-                         f"{tokenizer.token_bytes[first]!r}; a tokenizer.json holds one id per string")
-    merges = [[_string(inner.token_bytes[a]), _string(inner.token_bytes[b])] for a, b in inner.merges]
+    alphabet, ids, specials = bytes_to_unicode(), numbering(tokenizer), special_ids(tokenizer)
+    vocab = {}
+    for i, token in enumerate(tokenizer.token_bytes):
+        text = as_text(token, alphabet)
+        if text in vocab:
+            raise ValueError(f"tokenizer.json: tokens {vocab[text]} and {ids[i]} are the same bytes {token!r}; "
+                             "a tokenizer.json holds one id per string")
+        vocab[text] = int(ids[i])
+    merges = [[as_text(tokenizer.token_bytes[a], alphabet), as_text(tokenizer.token_bytes[b], alphabet)]
+              for a, b in tokenizer.merges]
     split = {"type": "Split", "pattern": {"Regex": onig}, "behavior": "Isolated", "invert": False}
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
-    if vocab.keys() & tokenizer.special.keys():
-        raise ValueError(f"tokenizer.json: special tokens {sorted(vocab.keys() & tokenizer.special.keys())} are also "
+    if vocab.keys() & specials.keys():
+        raise ValueError(f"tokenizer.json: special tokens {sorted(vocab.keys() & specials.keys())} are also "
                          "ordinary tokens' strings")
-    vocab |= tokenizer.special            # tokenizers numbers an added token absent from the vocabulary anew
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": _added(tokenizer.special),
+    vocab |= specials                     # tokenizers numbers an added token absent from the vocabulary anew
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": _added(specials),
             "normalizer": None, "pre_tokenizer": {"type": "Sequence", "pretokenizers": [split, byte_level]},
             "post_processor": None, "decoder": byte_level, "model": _bpe_model(vocab, merges)}
-
-
-class RenumberedBPE:
-    """A byte-level BPE whose ids are not ours (a tokenizer.json from elsewhere): our
-    BPETokenizer on its merges encodes, then each id is mapped to theirs; decoding reads
-    their tokens' bytes.  Same interface as BPETokenizer's encode / decode / len."""
-
-    kind = "bpe"
-
-    def __init__(self, inner, to_theirs, token_bytes):
-        self.inner, self.to_theirs, self.token_bytes = inner, np.asarray(to_theirs, np.int64), token_bytes
-
-    @property
-    def special(self):
-        """{special token: its id in this numbering}."""
-        return {token: int(self.to_theirs[i]) for token, i in self.inner.special.items()}
-
-    def __len__(self):
-        return len(self.token_bytes)
-
-    def encode(self, text):
-        return self.to_theirs[self.inner.encode(text)]
-
-    def decode(self, ids):
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        if ids.size and not (0 <= ids.min() and ids.max() < len(self)):
-            raise ValueError(f"RenumberedBPE.decode: token ids must be in 0-{len(self) - 1}, got {ids.min()}..{ids.max()}")
-        return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", "replace")
 
 
 def read_json(path, reader):
@@ -170,8 +140,8 @@ def read_json(path, reader):
 
 
 def read_tokenizer_json(path):
-    """Our tokenizer for the tokenizer.json at path: a CharVocab, a BPETokenizer (ours,
-    numbered our way), or a RenumberedBPE.  What this reader does not know, or a file
+    """Our tokenizer for the tokenizer.json at path: a CharVocab, or a BPETokenizer (with
+    the file's `ids` when it numbers its tokens otherwise than we do).  What this reader does not know, or a file
     that contradicts itself, is one ValueError naming the file."""
     spec = read_json(path, "read_tokenizer_json")
     try:
@@ -196,7 +166,7 @@ def _tokenizer_of(spec):
         if [model["vocab"][c] for c in chars] != list(range(len(chars))) or any(len(c) != 1 for c in chars):
             raise ValueError("a tokenizer with no merges and no pre-tokenizer must number single characters 0..n-1")
         return CharVocab(chars)
-    return _byte_level_bpe(model["vocab"], model["merges"], specials, _pattern(spec["pre_tokenizer"]))
+    return _byte_level_bpe(model, specials, _pattern(spec["pre_tokenizer"]))
 
 
 def _pattern(pre):
@@ -215,26 +185,18 @@ def _pattern(pre):
     raise ValueError(f"its pre-tokenizer {json.dumps(pre)[:160]} is neither GPT-2's byte-level split nor ours")
 
 
-def _byte_level_bpe(vocab, merges, specials, pattern):
-    """Our BPETokenizer on the file's merges, renumbered to the file's ids if they differ."""
-    ours = {BYTE_CHAR[b]: b for b in range(BYTES)}                     # their token string -> our id
-    missing = [s for s in ours if s not in vocab]
-    if missing:
-        raise ValueError(f"a byte-level vocabulary must hold all 256 bytes; it lacks {missing[:5]}")
-    pairs = []
-    for i, merge in enumerate(merges):
-        a, b = merge.split(" ") if isinstance(merge, str) else merge
-        if a not in ours or b not in ours or a + b in ours or a + b not in vocab:
-            raise ValueError(f"merge {i} ({a!r}, {b!r}) joins tokens not made yet, or makes one made already "
-                             "or missing from the vocabulary")
-        pairs.append((ours[a], ours[b]))
-        ours[a + b] = BYTES + i
-    inner = BPETokenizer(pairs, list(specials), pattern)
-    to_theirs = [vocab[s] for s in ours] + list(specials.values())
-    if to_theirs == list(range(len(to_theirs))) and len(vocab.keys() | specials.keys()) == len(to_theirs):
-        return inner
-    token_bytes = {i: bytes(CHAR_BYTE[c] for c in s) for s, i in vocab.items() if s not in specials} | {
-        i: s.encode("utf-8") for s, i in specials.items()}
-    if sorted(token_bytes) != list(range(len(token_bytes))):
-        raise ValueError(f"its ids are not 0..{len(token_bytes) - 1}")
-    return RenumberedBPE(inner, to_theirs, [token_bytes[i] for i in range(len(token_bytes))])
+def _byte_level_bpe(model, specials, pattern):
+    """bpe_files.byte_level_bpe on the file's vocabulary (its added tokens included) and
+    merges ("a b" or ["a", "b"]), numbered as the file numbers it (our own numbering: no ids)."""
+    vocab = model["vocab"]
+    clash = next((token for token, i in specials.items() if vocab.get(token, i) != i), None)
+    if clash is not None:
+        raise ValueError(f"the added token {clash!r} has id {specials[clash]} but {vocab[clash]} in the vocabulary")
+    merges = [merge.split(" ") if isinstance(merge, str) else merge for merge in model["merges"]]
+    tokenizer = byte_level_bpe(vocab | specials, merges, pattern, "its model")
+    if list(tokenizer.special) != sorted(specials, key=specials.get):
+        raise ValueError(f"the tokens of its vocabulary that are neither bytes nor merges, "
+                         f"{list(tokenizer.special)[:5]}, are not its added tokens, {list(specials)[:5]}")
+    if np.array_equal(tokenizer.ids, np.arange(len(tokenizer))):
+        return BPETokenizer(tokenizer.merges, list(tokenizer.special), pattern)
+    return tokenizer
