@@ -7,7 +7,6 @@ at once. Prints the submissions, checks passed, seconds and checks a second. On 
 shared with other work the time includes waiting for the cores.
 """
 
-import argparse
 import csv
 import os
 import shutil
@@ -15,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from demos._flags import command_line, integer_at_least
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = ("autograd", "nn", "transformer")
@@ -45,10 +46,10 @@ def write_class(folder, students):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m demos.bench.grading", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=200)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks at once (default: cores)")
+    parser = command_line("demos.bench.grading", __doc__)
+    parser.add_argument("--students", type=integer_at_least(1), default=200)
+    parser.add_argument("--jobs", type=integer_at_least(1), default=os.cpu_count() or 1,
+                        help="checks at once (default: cores)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
         write_class(os.path.join(folder, "submissions"), args.students)

@@ -45,7 +45,7 @@ PLANTED = [
     ("matmul_backward", "B not transposed", sub("np.swapaxes(b2, -1, -2)", "b2"), None),
     ("matmul_backward", "A not transposed", sub("np.swapaxes(a2, -1, -2), grad", "a2, grad"), None),
     ("matmul_backward", "dB transposed",
-     sub("kernels.matmul(np.swapaxes(a2, -1, -2), grad, like=b2)", "kernels.matmul(np.swapaxes(grad, -1, -2), a2)"),
+     sub("kernels.matmul_grad(np.swapaxes(a2, -1, -2), grad, b2)", "kernels.matmul(np.swapaxes(grad, -1, -2), a2)"),
      None),
     ("matmul_loops", "= instead of +=", sub("+=", "="), None),
     ("matmul_loops", "b's indices swapped", sub("b[t, k, j]", "b[t, j, k]"), None),
