@@ -4,7 +4,7 @@ pieces of arithmetic LLVM can vectorize where the obvious code does not.
 - `bits_to_float` reinterprets an integer's bits as a float (one LLVM bitcast);
 - `make_row_max` finds a row's maximum through its integer bits, which vectorizes;
 - `make_exp_nonpositive` builds exp(d) for d <= 0 as a polynomial and a power of two, so a
-  loop of exps vectorizes (libm's exp is a scalar call, ~20x slower per number here).
+  loop of exps vectorizes (libm's exp is a scalar call, one number at a time).
 
 Fast-math: the flags allow reassociation (vectorized sums) and fused multiply-add, but
 NOT 'nnan'/'ninf': masked attention scores are -inf and must stay -inf.

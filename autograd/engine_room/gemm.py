@@ -93,10 +93,11 @@ def row_block_strips(l2_bytes, mr, vector_bytes):
     the size of one core's L2 cache (target.cache_bytes(2), read at run time): the packed
     block (MC x KC, float32) takes at most a quarter of L2, which also holds the B panel
     going past it and C's rows.  Each B panel streams from L3 once per row block, so the
-    longer the block the fewer times, up to a longest that was no faster beyond: 16 strips
-    with AVX-512 (64 KiB), 48 with AVX2's smaller tile (144 KiB; the large weight gradients
-    ran faster than with 16, no shape of the benchmarked training steps slower).  A CPU with
-    a small L2 gets shorter blocks, at least four strips."""
+    longer the block the fewer times, up to a longest beyond which nothing is gained: 16
+    strips with AVX-512 (64 KiB), 48 with AVX2's smaller tile (144 KiB), whose panels are
+    read more often (`python -m demos.bench.kernels --sizes L` measures the large weight
+    gradients, which gain most).  A CPU with a small L2 gets shorter blocks, at least four
+    strips."""
     longest = 16 if vector_bytes == 64 else 48
     return max(4, min(longest, l2_bytes // 4 // (KC * 4 * mr)))
 
@@ -134,7 +135,7 @@ def compile_micro_kernel(mr, nr, dtype, inline=True, accumulate=False):
 def aligned_empty(shape, dtype):
     """np.empty(shape, dtype) starting on a 64-byte (cache-line) boundary.  numpy only
     promises 16 bytes; a packed panel that starts mid-line makes half of the micro-kernel's
-    vector loads straddle two cache lines, and the matmul runs up to 2x slower in a process
+    vector loads straddle two cache lines, and the matmul would slow down in a process
     whose heap happens to hand out such addresses."""
     size = 1
     for extent in shape:
@@ -159,8 +160,8 @@ def element_pointer(typingctx, array, offset):
 def _item_size_jit(typingctx, array):
     """array.itemsize as a constant of the compiled code.  Numba reads `x.itemsize` from the
     array at run time, so `x.strides[0] // x.itemsize` became an integer division (`idiv`,
-    tens of cycles) in every view built below, per register tile and per row of a block:
-    in the fused attention's masking loop (rows of 32 numbers) a third of its time.
+    tens of cycles) in every view built below, per register tile and per row of a block,
+    which in a loop over short rows (the fused attention's masking) dominates.
     Divided by this constant (a power of two), it is a shift."""
     if not isinstance(array, types.Array):
         return None
@@ -181,8 +182,8 @@ item_size = _item_size_python if numba.config.DISABLE_JIT else _item_size_jit
 def _matrix_at_jit(typingctx, array, i, j):
     """array[i, j] of a 4-D array: the 2-D view of one matrix of a batch, with the array's
     own strides, but holding no reference to the array's memory (a numpy view, taken per
-    matrix, costs two atomic reference-count updates: 18% of attention's (64, 4, 10, 10) @
-    (64, 4, 10, 16) at the smallest size)."""
+    matrix, costs two atomic reference-count updates, a large share of a product as small
+    as attention's per-head ones)."""
     if not (isinstance(array, types.Array) and array.ndim == 4):
         return None
     result = types.Array(array.dtype, 2, "A", readonly=not array.mutable)
@@ -319,8 +320,7 @@ def _rows_from_python(x, i, j, rows):
 
 # a[row:row+rows, col:col+cols] and a[row:row+rows, col:] of an a whose rows are contiguous,
 # built from a pointer (as row_run): a view of `a` itself costs two atomic reference-count
-# updates (`lock inc`, `lock dec`), and taken per register tile they were 12% of a
-# (768, 128) @ (128, 512).  rows_from's view is typed C-contiguous, so that the micro-kernel
+# updates (`lock inc`, `lock dec`), which taken per register tile add up.  rows_from's view is typed C-contiguous, so that the micro-kernel
 # knows its rows are (a view typed with runtime strides, it loads B's rows by gathers).
 submatrix = _submatrix_python if numba.config.DISABLE_JIT else _submatrix_jit
 rows_from = _rows_from_python if numba.config.DISABLE_JIT else _rows_from_jit
@@ -346,7 +346,7 @@ k_major_strip = _k_major_strip_python if numba.config.DISABLE_JIT else _k_major_
 
 # x[i, j:j+n] and x[i:i+n, j] of a 2-D x whose rows (columns) are contiguous, typed as
 # contiguous 1-D arrays: Numba compiles any view for runtime strides, so a copy out of one
-# runs element by element; out of these it is a vectorized copy (packing got several times faster).
+# runs element by element; out of these it is a vectorized copy.
 row_run = _row_run_python if numba.config.DISABLE_JIT else _row_run_jit
 col_run = _col_run_python if numba.config.DISABLE_JIT else _col_run_jit
 

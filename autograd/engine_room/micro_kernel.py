@@ -15,9 +15,9 @@ writes that code out as Python for a given (MR, NR): it is what runs with NUMBA_
 
 The compiled kernel emits the very same loop as LLVM IR itself (`_define_micro_kernel`): the
 same scalar multiply-adds in the same order (so the same bits), the same loads.  Written as
-Python, Numba's front end (SSA, type inference, lowering of a few hundred statements) took
-seconds per tile shape, a large part of the kernels' compile time; the IR is built in
-milliseconds, and LLVM optimizes it as it did Numba's.
+Python, it would pass through Numba's front end (SSA, type inference, lowering of a few
+hundred statements) for every tile shape, a large part of the kernels' compile time; the IR
+is built directly, and LLVM optimizes it as it did Numba's.
 """
 
 import linecache

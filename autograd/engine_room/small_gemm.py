@@ -11,8 +11,8 @@ the micro-kernel reads the operands where they are:
   1 KiB apart (the micro-kernel loads NR consecutive numbers of a row of B at a time);
   else B is first copied into a row-major buffer (k x n numbers, 1/m of the work).  A
   transposed B, such as the keys k^T of q @ k^T, is copied a square of vector registers
-  at a time (transpose.py: a number at a time, it took a quarter of q @ k^T's time at
-  (32, 8, 64, 32) @ (32, 8, 32, 64));
+  at a time (transpose.py: a number at a time, the copy would cost a large share of the
+  product);
 - the MR x NR tile is stored straight into C.
 
 Edges cost no extra code: when m is not a multiple of MR, the last strip starts at row
