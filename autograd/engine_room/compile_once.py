@@ -50,15 +50,16 @@ CHILDREN = 2
 
 @functools.cache
 def _digest():
-    """What the cached kernels depend on: their source, Numba, Python and the CPU."""
-    import llvmlite.binding
+    """What the cached kernels depend on: their source, Numba, Python, and the CPU they are
+    compiled for (its name and features: NUMBA_CPU_NAME and NUMBA_CPU_FEATURES, else the host's)."""
+    from autograd.engine_room import target
     folder = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
     for name in sorted(os.listdir(folder)):
         if name.endswith(".py"):
             with open(os.path.join(folder, name), "rb") as source:
                 digest.update(name.encode() + source.read())
-    digest.update(f"{numba.__version__} {sys.version} {llvmlite.binding.get_host_cpu_name()}".encode())
+    digest.update(f"{numba.__version__} {sys.version} {target.compile_cpu_name()} {sorted(target.compile_features())}".encode())
     return digest.hexdigest()[:20]
 
 
