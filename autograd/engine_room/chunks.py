@@ -11,9 +11,8 @@ Why not simply compile each kernel twice, with `parallel=True` and without?  Num
 the body of a prange loop as a function of its own, and a function that calls another
 compiled function carries a copy of the callee, which LLVM optimizes and turns into machine
 code again for every library it is linked into (the parallel loop's body, its wrapper, the
-kernel).  For the matmul drivers, whose bodies are the micro-kernels unrolled, the threaded
-build cost as long again to compile as the serial one: half of a first run's minute of
-compiling.  Here the launcher calls the chunk function through its address, as C calls a
+kernel).  For the matmul drivers, whose bodies are the micro-kernels unrolled, a threaded
+build takes as long again to compile as the serial one.  Here the launcher calls the chunk function through its address, as C calls a
 function pointer, so the chunk function is compiled once, and the threaded run executes
 the very same machine code as the serial one, so the two give the same bits.
 

@@ -4,13 +4,11 @@ from Numba's cache and the same seed gives the same bits in the first run as in 
 Why: Numba compiles some pieces of a kernel as libraries of their own (a helper it does
 not inline, the body of a prange loop) and links them in, and the process that compiles a
 kernel does not run the same machine code for those pieces as a process that loads the
-kernel from the cache.  Seen in softmax's serial build: the compiling process called the
-helper's separately compiled copy (exp_row, a vectorized sum), the loading process the copy
-inside the cached object, compiled as part of the kernel.  The two grouped the sum
-differently, so rows came out different in their last bits (a few rows in ten, in the
-serial and the parallel builds the kernels then had), and a training run right after the
-cache was emptied (a fresh clone, an edited kernel) drifted away from every later run with
-the same seed.
+kernel from the cache: the compiling process may call a helper's separately compiled copy
+(say a vectorized sum), the loading process the copy inside the cached object, compiled as
+part of the kernel.  The two can group the sum differently, so rows come out different in
+their last bits, and a training run right after the cache was emptied (a fresh clone, an
+edited kernel) would drift away from every later run with the same seed.
 
 So the first process that finds the float32 kernels missing from the cache starts child
 processes that compile them (`warmup.warmup`, a share each, side by side) and write them to
@@ -52,15 +50,16 @@ CHILDREN = 2
 
 @functools.cache
 def _digest():
-    """What the cached kernels depend on: their source, Numba, Python and the CPU."""
-    import llvmlite.binding
+    """What the cached kernels depend on: their source, Numba, Python, and the CPU they are
+    compiled for (its name and features: NUMBA_CPU_NAME and NUMBA_CPU_FEATURES, else the host's)."""
+    from autograd.engine_room import target
     folder = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
     for name in sorted(os.listdir(folder)):
         if name.endswith(".py"):
             with open(os.path.join(folder, name), "rb") as source:
                 digest.update(name.encode() + source.read())
-    digest.update(f"{numba.__version__} {sys.version} {llvmlite.binding.get_host_cpu_name()}".encode())
+    digest.update(f"{numba.__version__} {sys.version} {target.compile_cpu_name()} {sorted(target.compile_features())}".encode())
     return digest.hexdigest()[:20]
 
 

@@ -4,7 +4,7 @@ pieces of arithmetic LLVM can vectorize where the obvious code does not.
 - `bits_to_float` reinterprets an integer's bits as a float (one LLVM bitcast);
 - `make_row_max` finds a row's maximum through its integer bits, which vectorizes;
 - `make_exp_nonpositive` builds exp(d) for d <= 0 as a polynomial and a power of two, so a
-  loop of exps vectorizes (libm's exp is a scalar call, ~20x slower per number here).
+  loop of exps vectorizes (libm's exp is a scalar call, one number at a time).
 
 Fast-math: the flags allow reassociation (vectorized sums) and fused multiply-add, but
 NOT 'nnan'/'ninf': masked attention scores are -inf and must stay -inf.
@@ -15,6 +15,7 @@ import sys
 
 import numba
 import numpy as np
+from numba import types
 from numba.extending import intrinsic, register_jitable
 
 FASTMATH = {"nsz", "reassoc", "contract", "arcp", "afn"}
@@ -53,6 +54,31 @@ bits_to_float = _bits_to_float_python if numba.config.DISABLE_JIT else _bits_to_
 fast_math = sys.modules[__name__]
 
 
+@intrinsic
+def _ln2_remainder_jit(typingctx, t, k, high, low):
+    """(t - k high) - k low, computed in that order whatever fast-math flags the kernel
+    around it has: with 'reassoc' LLVM may fold it into t - k (high + low), whose rounded
+    constant leaves an error of k ulps of ln 2 in the remainder, and exp near its lowest
+    argument loses most of float32's digits on a CPU without fused multiply-add.  Flagged
+    'contract' only, so that a CPU with FMA still fuses each product into its difference."""
+    if not all(isinstance(x, types.Float) and x == t for x in (t, k, high, low)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        t_value, k_value, high_value, low_value = args
+        flags = ("contract",)
+        rest = builder.fsub(t_value, builder.fmul(k_value, high_value, flags=flags), flags=flags)
+        return builder.fsub(rest, builder.fmul(k_value, low_value, flags=flags), flags=flags)
+    return t(t, k, high, low), codegen
+
+
+def _ln2_remainder_python(t, k, high, low):
+    return (t - k * high) - k * low
+
+
+ln2_remainder = _ln2_remainder_python if numba.config.DISABLE_JIT else _ln2_remainder_jit
+
+
 def make_exp_nonpositive(dtype, keep_nan=True):
     """exp(d) for d <= 0 in `dtype`, as straight arithmetic that LLVM vectorizes (libm's
     exp is a scalar call).  exp(d) = 2^k * e^r with k = round(d / ln 2) and
@@ -81,7 +107,7 @@ def make_exp_nonpositive(dtype, keep_nan=True):
         k_int = it(t * LOG2E - HALF)               # round to nearest (t <= 0): truncate t/ln2 - 1/2
         two_to_k = fast_math.bits_to_float(it((k_int + BIAS) << MANTISSA))
         k = f(k_int)
-        r = (t - k * LN2_HI) - k * LN2_LO
+        r = fast_math.ln2_remainder(t, k, LN2_HI, LN2_LO)
         p = TAYLOR[0]
         for c in TAYLOR[1:]:
             p = p * r + c

@@ -16,7 +16,7 @@ multiply-adds run.  The work is cut three times:
    A block, the micro-kernel computes one MR x NR tile of C.  It keeps MR x NR
    accumulators in registers the whole time (with AVX-512, 4 x 64 float32 = 16 of its 32
    registers of 16 numbers; with AVX2, 3 x 32 = 12 of its 16 registers of 8 numbers, the
-   rest holding a row of B); for each kk it loads NR numbers of B,
+   rest holding a row of B; `tile_rows`); for each kk it loads NR numbers of B,
    broadcasts MR numbers of A and does MR x NR multiply-adds.  That register block is what runs at the CPU's peak.  It then
    stores the tile straight into C; only a tile on C's edge, or one of a later K block
    (added to C), goes through a buffer.
@@ -27,14 +27,18 @@ registers.  Numba leaves that vectorizer off by default; these kernels are compi
 it on (`slp_vectorizer`), and with only the 'contract' fast-math flag (fused multiply-add): with
 'reassoc' LLVM would instead vectorize the kk loop as a reduction and spill.
 
-LLVM tunes Skylake-server and Ice Lake CPUs to *prefer* 256-bit vectors although they have
-512-bit ones (early AVX-512 chips slowed their clock for 512-bit code).  The BLAS our matmul
-is measured against uses the 512-bit registers, and with 256-bit ones this matmul falls well
-behind it on such a CPU.  So the
-functions of this file that vectorize call `prefer_wide_vectors()`, which marks the function
-being compiled with LLVM's "prefer-vector-width"="512" attribute (on CPUs without AVX-512
-LLVM ignores it).  Only these functions: a process-wide setting would change how every
-other kernel's sums are grouped, and with it every trained model's last bits.
+LLVM tunes Intel's AVX-512 cores (Skylake-server to Sapphire Rapids) to *prefer* 256-bit
+vectors although they have 512-bit ones (early AVX-512 chips slowed their clock for 512-bit
+code), and AMD's Zen 4 and 5 to prefer 512-bit ones.  On 256-bit vectors the micro-kernel
+does half the multiply-adds per instruction it could, and the matmul falls to half the
+speed of the BLAS it is measured against.  So the functions of this file that vectorize
+call `prefer_wide_vectors()`, which marks the function being compiled with LLVM's
+"prefer-vector-width"="512" attribute (target.WIDE_VECTORS; on CPUs without AVX-512 LLVM
+ignores it), and so does every function the micro-kernel is inlined into (micro_kernel.py:
+LLVM vectorizes it as part of the function it lands in).  Only these functions: a
+process-wide setting would change how every other kernel's sums are grouped, and with it
+every trained model's last bits.  The register tiles are sized from the vector registers of
+the CPU compiled for, and the row blocks from its L2 cache read at run time (target.py).
 
 The micro-kernel is in micro_kernel.py: its Python source is generated for each (MR, NR)
 (`micro_kernel_source` shows it); with NUMBA_DISABLE_JIT=1 it runs as Python and a debugger
@@ -44,7 +48,6 @@ steps through it.
 import contextlib
 import sys
 
-import llvmlite.binding
 import llvmlite.ir
 import numba
 import numpy as np
@@ -53,38 +56,53 @@ from numba.core import cgutils
 from numba.np.arrayobj import populate_array
 from numba.extending import intrinsic, register_jitable
 
-from autograd.engine_room import chunks, micro_kernel
+from autograd.engine_room import chunks, micro_kernel, target
 
-def host_vector_bytes():
-    """The width of the vector registers Numba compiles for: 64 bytes on a CPU with AVX-512,
-    else 32 (AVX2).  The register tiles below are sized from it: a tile sized for AVX-512's
-    32 registers, compiled for AVX2's 16, spills its accumulators to memory and runs at a
-    fraction of numpy's speed."""
-    features = numba.config.CPU_FEATURES or llvmlite.binding.get_host_cpu_features().flatten()
-    return 64 if "+avx512f" in features.split(",") else 32
+VECTOR_BYTES = target.vector_bytes()
+VECTOR_REGISTERS = target.vector_registers()
 
 
-VECTOR_BYTES = host_vector_bytes()
-# The register tile: MR rows x NR columns, four vector registers per row: with AVX-512 four
-# rows (16 of its 32 registers), with AVX2 three (12 of 16; the other four hold a row of B).
-# With AVX2, tiles of 6 x 16 and 4 x 24 (12 accumulators too) spill accumulators to the
-# stack, LLVM loading all of a kk's numbers of A before its first FMA; 3 x 32 does not
-# (`python -m demos.bench.kernels` measures the driver against numpy).
-# Products at most 96 columns wide with k <= KC go to small_gemm.py instead.
-MR = 4 if VECTOR_BYTES == 64 else 3
+def tile_rows(registers, vector_bytes):
+    """MR, the rows of the register tile, whose rows are four vector registers wide: with
+    32 registers of 64 bytes (AVX-512) four rows, 16 accumulators; with 32 narrower ones
+    (NEON's 128 bits) six, 24 accumulators and four registers for a row of B; with 16 (AVX2)
+    three, 12 accumulators and four for B.  With AVX2, tiles of 6 x 16 and 4 x 24 (12
+    accumulators too) spill accumulators to the stack, LLVM loading all of a kk's numbers of
+    A before its first FMA; 3 x 32 does not (`python -m demos.bench.kernels` measures the
+    driver against numpy).  A tile sized for 32 registers, compiled for 16, spills its
+    accumulators and runs at a fraction of numpy's speed."""
+    if registers < 32:
+        return 3
+    return 4 if vector_bytes == 64 else 6
+
+
+MR = tile_rows(VECTOR_REGISTERS, VECTOR_BYTES)
 NR = {dtype: 4 * VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
-KC = 256                                # K block: a B panel is KC x NR (64 KiB; 32 with AVX2)
+# Products at most 96 columns wide with k <= KC go to small_gemm.py instead.
+KC = 256                                # K block: a B panel is KC x NR (64 KiB with AVX-512, 32 with AVX2)
 # Rows of the packing buffer between one A strip (kc x MR) and the next: four more than KC
 # (one cache line or more).  At exactly KC the strips would start a multiple of 2 KiB apart
 # (4 KiB for 4 x 256 float32), and packing a transposed A, which writes MR numbers into each
 # strip in turn, would send its writes to a few sets of L1 (and pay 4K-aliasing stalls).
 A_STRIP_ROWS = KC + 4
 PREFETCH_COLUMNS = 8                    # packing a transposed A asks for its columns this far ahead
-# A is packed MC = ROW_BLOCK_STRIPS x MR rows at a time (in L2; 64 KiB wide with AVX-512,
-# 144 KiB with AVX2).  Each B panel streams from L3 once per row block, so the longer the
-# block the fewer times: with AVX2's smaller tile, 48 strips rather than 16 ran the large
-# weight gradients faster and no shape of the benchmarked training steps slower.
-ROW_BLOCK_STRIPS = 16 if VECTOR_BYTES == 64 else 48
+
+
+def row_block_strips(l2_bytes, mr, vector_bytes):
+    """How many strips of MR rows of A are packed together (MC = strips x MR rows), from
+    the size of one core's L2 cache (target.cache_bytes(2), read at run time): the packed
+    block (MC x KC, float32) takes at most a quarter of L2, which also holds the B panel
+    going past it and C's rows.  Each B panel streams from L3 once per row block, so the
+    longer the block the fewer times, up to a longest beyond which nothing is gained: 16
+    strips with AVX-512 (64 KiB), 48 with AVX2's smaller tile (144 KiB), whose panels are
+    read more often (`python -m demos.bench.kernels --sizes L` measures the large weight
+    gradients, which gain most).  A CPU with a small L2 gets shorter blocks, at least four
+    strips."""
+    longest = 16 if vector_bytes == 64 else 48
+    return max(4, min(longest, l2_bytes // 4 // (KC * 4 * mr)))
+
+
+ROW_BLOCK_STRIPS = row_block_strips(target.cache_bytes(2), MR, VECTOR_BYTES)
 # ... but when that leaves fewer blocks than the threads have tasks (one 128-row matrix: one
 # block), blocks as short as 16 strips, so that both threads get work
 THREAD_BLOCK_STRIPS = 16
@@ -117,7 +135,7 @@ def compile_micro_kernel(mr, nr, dtype, inline=True, accumulate=False):
 def aligned_empty(shape, dtype):
     """np.empty(shape, dtype) starting on a 64-byte (cache-line) boundary.  numpy only
     promises 16 bytes; a packed panel that starts mid-line makes half of the micro-kernel's
-    vector loads straddle two cache lines, and the matmul runs up to 2x slower in a process
+    vector loads straddle two cache lines, and the matmul would slow down in a process
     whose heap happens to hand out such addresses."""
     size = 1
     for extent in shape:
@@ -142,8 +160,8 @@ def element_pointer(typingctx, array, offset):
 def _item_size_jit(typingctx, array):
     """array.itemsize as a constant of the compiled code.  Numba reads `x.itemsize` from the
     array at run time, so `x.strides[0] // x.itemsize` became an integer division (`idiv`,
-    tens of cycles) in every view built below, per register tile and per row of a block:
-    in the fused attention's masking loop (rows of 32 numbers) a third of its time.
+    tens of cycles) in every view built below, per register tile and per row of a block,
+    which in a loop over short rows (the fused attention's masking) dominates.
     Divided by this constant (a power of two), it is a shift."""
     if not isinstance(array, types.Array):
         return None
@@ -164,8 +182,8 @@ item_size = _item_size_python if numba.config.DISABLE_JIT else _item_size_jit
 def _matrix_at_jit(typingctx, array, i, j):
     """array[i, j] of a 4-D array: the 2-D view of one matrix of a batch, with the array's
     own strides, but holding no reference to the array's memory (a numpy view, taken per
-    matrix, costs two atomic reference-count updates: 18% of attention's (64, 4, 10, 10) @
-    (64, 4, 10, 16) at the smallest size)."""
+    matrix, costs two atomic reference-count updates, a large share of a product as small
+    as attention's per-head ones)."""
     if not (isinstance(array, types.Array) and array.ndim == 4):
         return None
     result = types.Array(array.dtype, 2, "A", readonly=not array.mutable)
@@ -224,8 +242,8 @@ def _prefer_wide_vectors(typingctx):
     """Mark the function being compiled with LLVM's "prefer-vector-width"="512" (see the
     module docstring); it emits no instruction."""
     def codegen(context, builder, signature, args):
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')   # a string attribute:
-        return context.get_dummy_value()                                      # llvmlite knows no such name
+        set.add(builder.function.attributes, target.WIDE_VECTORS)
+        return context.get_dummy_value()
     return types.none(), codegen
 
 
@@ -302,8 +320,7 @@ def _rows_from_python(x, i, j, rows):
 
 # a[row:row+rows, col:col+cols] and a[row:row+rows, col:] of an a whose rows are contiguous,
 # built from a pointer (as row_run): a view of `a` itself costs two atomic reference-count
-# updates (`lock inc`, `lock dec`), and taken per register tile they were 12% of a
-# (768, 128) @ (128, 512).  rows_from's view is typed C-contiguous, so that the micro-kernel
+# updates (`lock inc`, `lock dec`), which taken per register tile add up.  rows_from's view is typed C-contiguous, so that the micro-kernel
 # knows its rows are (a view typed with runtime strides, it loads B's rows by gathers).
 submatrix = _submatrix_python if numba.config.DISABLE_JIT else _submatrix_jit
 rows_from = _rows_from_python if numba.config.DISABLE_JIT else _rows_from_jit
@@ -329,7 +346,7 @@ k_major_strip = _k_major_strip_python if numba.config.DISABLE_JIT else _k_major_
 
 # x[i, j:j+n] and x[i:i+n, j] of a 2-D x whose rows (columns) are contiguous, typed as
 # contiguous 1-D arrays: Numba compiles any view for runtime strides, so a copy out of one
-# runs element by element; out of these it is a vectorized copy (packing got several times faster).
+# runs element by element; out of these it is a vectorized copy.
 row_run = _row_run_python if numba.config.DISABLE_JIT else _row_run_jit
 col_run = _col_run_python if numba.config.DISABLE_JIT else _col_run_jit
 

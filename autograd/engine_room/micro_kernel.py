@@ -15,9 +15,9 @@ writes that code out as Python for a given (MR, NR): it is what runs with NUMBA_
 
 The compiled kernel emits the very same loop as LLVM IR itself (`_define_micro_kernel`): the
 same scalar multiply-adds in the same order (so the same bits), the same loads.  Written as
-Python, Numba's front end (SSA, type inference, lowering of a few hundred statements) took
-seconds per tile shape, a large part of the kernels' compile time; the IR is built in
-milliseconds, and LLVM optimizes it as it did Numba's.
+Python, it would pass through Numba's front end (SSA, type inference, lowering of a few
+hundred statements) for every tile shape, a large part of the kernels' compile time; the IR
+is built directly, and LLVM optimizes it as it did Numba's.
 """
 
 import linecache
@@ -29,6 +29,8 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
+
+from autograd.engine_room import target
 
 _ELEMENTS = {"float32": llvmlite.ir.FloatType(), "float64": llvmlite.ir.DoubleType()}
 
@@ -76,7 +78,7 @@ def _define_micro_kernel(module, name, mr, nr, dtype, accumulate, separate):
                                                                        i64, bytes_pointer, i64])
     function = llvmlite.ir.Function(module, function_type, name)
     function.linkage = "internal"
-    set.add(function.attributes, '"prefer-vector-width"="512"')           # see gemm.prefer_wide_vectors
+    set.add(function.attributes, target.WIDE_VECTORS)                    # see gemm.prefer_wide_vectors
     if separate:
         function.attributes.add("noinline")                              # see gemm.never_inline
     a, a_row_step, a_column_step, b, b_row_step, k, tile, tile_row_step = function.args
@@ -116,11 +118,11 @@ def _define_micro_kernel(module, name, mr, nr, dtype, accumulate, separate):
     for r in range(mr):
         tile_row = builder.gep(tile, [builder.mul(tile_row_step, i64(r))])
         for j in range(nr):
-            target = element_at(tile_row, i64(size * j))
+            cell = element_at(tile_row, i64(size * j))
             total = builder.load(accumulators[r][j])
             if accumulate:
-                total = builder.fadd(builder.load(target), total, flags=("contract",))
-            builder.store(total, target)
+                total = builder.fadd(builder.load(cell), total, flags=("contract",))
+            builder.store(total, cell)
     builder.ret_void()
     return function
 
@@ -128,7 +130,12 @@ def _define_micro_kernel(module, name, mr, nr, dtype, accumulate, separate):
 def _emitter(name, mr, nr, dtype, accumulate, separate):
     """An intrinsic micro_kernel(a_panel, b_panel, k, tile) that calls the LLVM micro-kernel
     (defining it in the caller's module).  b_panel's and tile's rows must be contiguous
-    (typed C-contiguous: gemm.rows_from); a_panel may have any strides."""
+    (typed C-contiguous: gemm.rows_from); a_panel may have any strides.
+    Unless separate, the caller is marked to prefer 512-bit vectors too: LLVM inlines the
+    micro-kernel into its caller (the one-line Python function `micro_kernel` makes, which
+    Numba compiles and optimizes as a library of its own) before the SLP vectorizer runs,
+    and then vectorizes it at the caller's preferred width: with LLVM's Intel tuning 256
+    bits, half of what an AVX-512 core multiplies and adds per instruction."""
     numba_dtype = numba.from_dtype(np.dtype(dtype))
 
     @intrinsic
@@ -142,6 +149,8 @@ def _emitter(name, mr, nr, dtype, accumulate, separate):
             a, b, c = (context.make_array(signature.args[i])(context, builder, args[i]) for i in (0, 1, 3))
             a_steps = cgutils.unpack_tuple(builder, a.strides)
             function = _define_micro_kernel(builder.module, name, mr, nr, dtype, accumulate, separate)
+            if not separate:                    # inlined here: vectorized as part of this function
+                set.add(builder.function.attributes, target.WIDE_VECTORS)
             raw = llvmlite.ir.IntType(8).as_pointer()
             builder.call(function, [builder.bitcast(a.data, raw), a_steps[0], a_steps[1],
                                     builder.bitcast(b.data, raw), cgutils.unpack_tuple(builder, b.strides)[0],

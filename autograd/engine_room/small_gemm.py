@@ -11,8 +11,8 @@ the micro-kernel reads the operands where they are:
   1 KiB apart (the micro-kernel loads NR consecutive numbers of a row of B at a time);
   else B is first copied into a row-major buffer (k x n numbers, 1/m of the work).  A
   transposed B, such as the keys k^T of q @ k^T, is copied a square of vector registers
-  at a time (transpose.py: a number at a time, it took a quarter of q @ k^T's time at
-  (32, 8, 64, 32) @ (32, 8, 32, 64));
+  at a time (transpose.py: a number at a time, the copy would cost a large share of the
+  product);
 - the MR x NR tile is stored straight into C.
 
 Edges cost no extra code: when m is not a multiple of MR, the last strip starts at row
@@ -36,18 +36,19 @@ import numpy as np
 
 from autograd.engine_room import chunks, gemm, transpose
 
-# The register tile: MR rows (8 with AVX-512; 4 with AVX2, whose 16 registers 8 rows of two
-# would overflow) by two vector registers ("wide"); a product at most one register wide, and
+# The register tile: MR rows (8 with 32 vector registers, AVX-512's or NEON's; 4 with 16,
+# AVX2's or SSE's, which 8 rows of two would overflow) by two vector registers ("wide"); a
+# product at most one register wide, and
 # a wide product's last panel if it has at most that many columns left, run on a tile one
 # register wide ("narrow": a two-register tile would be half padding).  With A read in place
 # (rows apart in memory), AVX2's 4 x 16 float32 tile outruns 8 x 8, and 8 x 16 spills.
-MR = 8 if gemm.VECTOR_BYTES == 64 else 4
+MR = 8 if gemm.VECTOR_REGISTERS == 32 else 4
 _ONE_REGISTER = {dtype: gemm.VECTOR_BYTES // np.dtype(dtype).itemsize for dtype in (np.float32, np.float64)}
 TILES = {"wide": {dtype: 2 * cols for dtype, cols in _ONE_REGISTER.items()}, "narrow": _ONE_REGISTER}
 MAX_COLS = 96                                # products with n <= MAX_COLS and k <= KC take this path,
 FEW_ROWS = 16                                # and those with at most FEW_ROWS rows whatever k
 BLOCK_ROWS = 64                              # what threads share: (matrix, block of rows)
-GOTO_FROM_ROWS = None if gemm.VECTOR_BYTES == 64 else 256   # see small_enough
+GOTO_FROM_ROWS = None if gemm.VECTOR_REGISTERS == 32 else 256   # see small_enough
 
 
 def small_enough(m, k, n):

@@ -2,9 +2,9 @@
 
 A transposing copy written as two loops moves one number per instruction: its loads run
 along x's rows, its stores down target's columns (or the other way round), and no vector
-instruction reads or writes a column.  The fused attention copies q^T and dout^T this way
-once per matrix, and at (64, 32) matrices that was 11-14% of its time; the small GEMM
-copies a transposed B (the keys k^T of q @ k^T), and that was a quarter of its time.
+instruction reads or writes a column.  The fused attention copies q^T and dout^T once per
+matrix, and the small GEMM a transposed B (the keys k^T of q @ k^T): at attention's sizes
+such copies are a large share of the work, so they are done in vector registers instead.
 
 `transpose_square` instead loads L rows of L numbers (one vector register each: with
 AVX-512, L = 16 float32 or 8 float64; with AVX2, 8 or 4), transposes the L x L square inside the registers and stores L

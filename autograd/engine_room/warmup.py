@@ -42,8 +42,7 @@ def _attention_piece(dtype):
 
 def _warmup_pieces(dtype):
     """(seconds, function) for each kernel (both directions of one op together), with the
-    seconds it took to compile float32 in a child process beside another (measured once),
-    to share them out evenly."""
+    rough time it takes to compile relative to the others, to share them out evenly."""
     rows, flat = np.zeros((2, 3), dtype), np.zeros(3, dtype)
     return [(10.2, functools.partial(gemm.gemm_kernel, dtype)),                # compiled when made
             (5.5, functools.partial(small_gemm.small_gemm_kernel, dtype)),

@@ -1,6 +1,6 @@
 """Benchmark the Numba kernels against numpy (and PyTorch CPU, when installed) in one process.
 
-    python -m demos.bench.kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L]
+    python -m demos.bench.kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L] [--cpu NAME]
 
 Prints matmul GFLOP/s against numpy's BLAS (and PyTorch); every matmul shape one training
 step of the benchmark Transformer makes at each size of demos.bench.train (operand
@@ -11,7 +11,11 @@ empty cache, and start-up with the cache warm.  Ours and each baseline alternate
 rounds (medians; each ratio the median of the rounds' ratios), so that a change in the
 shared machine's load falls on both.
 Thread counts are fixed before numpy is imported, so BLAS, Numba and PyTorch all use
-`--threads` threads.
+`--threads` threads.  --cpu NAME compiles the kernels for another CPU's tuning and
+features (demos/bench/cpu.py: sapphirerapids, icelake-server, znver4, znver3, haswell,
+x86-64-v2), in a Numba cache of its own; every run records the CPU model, its features,
+what the kernels were compiled for, and how many of the GEMM drivers' vector
+multiply-adds use each register width.
 """
 
 import json
@@ -24,6 +28,9 @@ import time
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
 from demos.bench._threads import use_threads
+from demos.bench.cpu import TARGETS, machine_record, rerun_as
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the project
 
 
 def parse_args(argv=None):
@@ -32,6 +39,7 @@ def parse_args(argv=None):
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")
     parser.add_argument("--sizes", nargs="*", default=["S", "M", "L"], help="training-step sizes for the GEMM-shape table")
+    parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     return parser.parse_args(argv)
 
 
@@ -188,10 +196,9 @@ def bench_compile():
     (compilation, in that process: AUTOGRAD_COMPILE_IN_PROCESS), once with the cache that
     run left (loading); and what a first run waits for, with an empty cache: the float32
     kernels compiled in compile_once's child processes, side by side."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, NUMBA_NUM_THREADS="1", AUTOGRAD_COMPILE_IN_PROCESS="1")
-        runs = [json.loads(subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], env=env, cwd=root, check=True,
+        runs = [json.loads(subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], env=env, cwd=ROOT, check=True,
                                           capture_output=True, text=True).stdout) for _ in range(2)]
     cold, warm = runs
     for name in cold:
@@ -199,25 +206,50 @@ def bench_compile():
     with tempfile.TemporaryDirectory() as cache:
         env = {name: value for name, value in os.environ.items() if name != "AUTOGRAD_COMPILE_IN_PROCESS"}
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", FIRST_RUN_SCRIPT], env=dict(env, NUMBA_CACHE_DIR=cache), cwd=root,
+        subprocess.run([sys.executable, "-c", FIRST_RUN_SCRIPT], env=dict(env, NUMBA_CACHE_DIR=cache), cwd=ROOT,
                        check=True, capture_output=True)
         first_run = time.perf_counter() - start
     print(f"  a first run's wait for the float32 kernels (child processes): {first_run:.1f} s")
     return {"cold_s": cold, "warm_s": warm, "first_run_s": first_run}
 
 
+HOT_LOOP_SCRIPT = """
+import json, numpy as np
+from autograd.engine_room import gemm, small_gemm, target
+drivers = {"goto": gemm.gemm_kernel(np.float32).compiled, "small": small_gemm.small_gemm_kernel(np.float32).compiled}
+print(json.dumps({name: target.fma_registers(d.inspect_asm(d.signatures[0])) for name, d in drivers.items()}))
+"""
+
+
+def hot_loop_registers():
+    """How many vector multiply-adds of the float32 GEMM drivers' machine code use each
+    register width (zmm 512 bits, ymm 256, xmm 128): where the CPU compiled for has AVX-512,
+    the micro-kernel's belong on zmm.  Compiled afresh in a child process (Numba shows no
+    assembly for kernels loaded from its cache)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, AUTOGRAD_COMPILE_IN_PROCESS="1")
+        run = subprocess.run([sys.executable, "-c", HOT_LOOP_SCRIPT], env=env, cwd=ROOT, check=True,
+                             capture_output=True, text=True)
+    return json.loads(run.stdout)
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.cpu and (code := rerun_as(args.cpu, "demos.bench.kernels", sys.argv[1:] if argv is None else argv)) is not None:
+        if code:
+            raise SystemExit(code)
+        return None
     torch = use_threads(args.threads)
     import numpy as np
     from autograd import engine_room, kernels
     from autograd.engine_room.warmup import warmup
     from autograd.kernels import reference
     rounds = 11 if args.quick else 31
-    import platform
-    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "threads": args.threads,
-               "numpy": np.__version__, "torch": getattr(torch, "__version__", None)}
+    machine = dict(machine_record(), cores=os.cpu_count(), threads=args.threads, numpy=np.__version__,
+                   torch=getattr(torch, "__version__", None))
     print(f"machine: {machine}")
+    machine["gemm_multiply_adds"] = hot_loop_registers()
+    print(f"vector multiply-adds in the GEMM drivers' code, by register width: {machine['gemm_multiply_adds']}")
     kernels.prepare()
     warmup()
     print("matmul (GFLOP/s, higher is better):")

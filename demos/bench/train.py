@@ -2,6 +2,7 @@
 
     python -m demos.bench.train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
     python -m demos.bench.train --model gpt [--threads 1] [--attention fused [composed]] [--recipe]
+    either with --cpu NAME: the kernels compiled for another CPU's tuning and features (demos/bench/cpu.py)
 
 --model transformer (the default): the encoder-decoder on the reverse task, post-norm,
 dropout 0, Adam, at one of three sizes (d_model, heads, d_ff, layers per side, batch, length):
@@ -21,11 +22,13 @@ in the same run, rounds of ours and theirs interleaved.  --profile prints where 
 spends its time.
 """
 
+import sys
 import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
 from demos.bench._threads import use_threads
+from demos.bench.cpu import TARGETS, machine_record, rerun_as
 
 
 def parse_args(argv=None):
@@ -41,6 +44,7 @@ def parse_args(argv=None):
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     return parser.parse_args(argv)
 
 
@@ -170,6 +174,10 @@ def profile(step):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.cpu and (code := rerun_as(args.cpu, "demos.bench.train", sys.argv[1:] if argv is None else argv)) is not None:
+        if code:
+            raise SystemExit(code)
+        return None
     torch = use_threads(args.threads)
     from autograd import kernels
     from autograd.engine_room.warmup import warmup
@@ -190,9 +198,10 @@ def main(argv=None):
     gflop = sum(call["flops"] * call["count"] for call in calls) / 1e9
     rate = blas_rate()
     config, batch_size, length = SIZES[args.size]
-    result = {"size": args.size, "threads": args.threads, "ours_ms": medians["ours"] * 1e3,
+    result = {"machine": machine_record(), "size": args.size, "threads": args.threads, "ours_ms": medians["ours"] * 1e3,
               "ours_rounds_ms": [t * 1e3 for t in rounds["ours"]], "matmul_gflop": gflop,
               "blas_gflops": rate, "blas_limit_ms": gflop / rate * 1e3}
+    print(f"machine: {result['machine']}")
     print(f"size {args.size} ({', '.join(f'{k} {v}' for k, v in config.items())}, batch {batch_size}, length "
           f"{length}), {args.threads} thread(s), median of {args.steps} steps in 3 interleaved rounds")
     print(f"  matmul work: {gflop:.2f} GFLOP per step; at numpy's large-matrix rate ({rate:.0f} GFLOP/s) "
@@ -214,7 +223,8 @@ def main(argv=None):
 def gpt(args):
     from demos.bench import gpt as bench_gpt
     result = bench_gpt.step_times(args.steps, profile=args.profile, attention=tuple(dict.fromkeys(args.attention)))
-    result["threads"] = args.threads
+    result["threads"], result["machine"] = args.threads, machine_record()
+    print(f"machine: {result['machine']}")
     print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
           f"{args.threads} thread(s), 9 interleaved rounds of {max(args.steps // 3, 1)} steps (medians); PyTorch's "
           f"attention is its fused scaled_dot_product_attention")

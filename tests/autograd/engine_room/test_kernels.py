@@ -217,19 +217,6 @@ def test_goto_driver_gives_the_same_bits_in_any_number_of_chunks(dtype, b_count)
         np.testing.assert_array_equal(out, outputs[0])
 
 
-@pytest.mark.parametrize("features,width", [("+avx2,+fma,+avx512f,+avx512bw", 64), ("+avx2,+fma,-avx512f", 32),
-                                            ("+sse4.2,+avx,+avx2,+fma", 32)])
-def test_register_tiles_follow_the_cpu_features_numba_compiles_for(monkeypatch, features, width):
-    """The tiles are sized from the features Numba compiles for (NUMBA_CPU_FEATURES when set):
-    an AVX-512 tile compiled for AVX2's 16 registers spills and ran at a third of the speed."""
-    from autograd.engine_room import gemm
-    monkeypatch.setattr(numba.config, "CPU_FEATURES", features)
-    assert gemm.host_vector_bytes() == width
-    # the host's own tile: its accumulators plus a row of B fit the register file (16 or 32)
-    registers = gemm.NR[np.float32] * 4 // gemm.VECTOR_BYTES
-    assert gemm.MR * registers + registers <= (32 if gemm.VECTOR_BYTES == 64 else 16)
-
-
 @pytest.mark.parametrize("shape_a,shape_b", [((0, 3), (3, 4)), ((2, 0), (0, 4)), ((2, 3), (3, 0)), ((0, 2, 3), (3, 4))])
 def test_matmul_empty_dims(shape_a, shape_b):
     a, b = np.ones(shape_a, np.float32), np.ones(shape_b, np.float32)

@@ -1,0 +1,40 @@
+"""demos/bench/cpu.py: benchmarking as another CPU sets the tuning, the features and a cache of its own."""
+
+import pytest
+
+from demos.bench import cpu
+
+X86_HOST = {"avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "amx-tile", "vaes", "gfni",
+            "sse4.2", "sse4.1", "ssse3", "sse3", "sse2", "sse", "popcnt", "cx16", "cx8", "cmov", "fxsr", "mmx",
+            "sahf", "64bit", "bmi", "bmi2", "lzcnt", "movbe", "xsave"}
+
+
+@pytest.fixture
+def avx512_host(monkeypatch):
+    monkeypatch.setattr(cpu, "host_features", lambda: set(X86_HOST))
+
+
+@pytest.mark.parametrize("name,on,off", [("haswell", {"avx2", "fma"}, {"avx512f", "avx512bw", "amx-tile", "gfni"}),
+                                         ("x86-64-v2", {"sse4.2", "popcnt"}, {"avx", "avx2", "fma", "avx512f", "f16c"}),
+                                         ("znver4", {"avx512f", "avx2", "fma"}, set())])
+def test_features_are_the_targets_and_the_hosts_wider_ones_are_off(avx512_host, name, on, off):
+    flags = cpu.feature_string(name).split(",")
+    assert {f"+{f}" for f in on} <= set(flags) and {f"-{f}" for f in off} <= set(flags)
+    assert not any(flag[1:] in on for flag in flags if flag.startswith("-"))
+
+
+def test_each_target_compiles_into_a_cache_of_its_own(avx512_host):
+    environments = {name: cpu.target_environment(name) for name in cpu.TARGETS}
+    assert len({env["NUMBA_CACHE_DIR"] for env in environments.values()}) == len(cpu.TARGETS)
+    for name, env in environments.items():
+        assert env["NUMBA_CPU_NAME"] == name and env[cpu.CHILD] == name
+    assert environments["haswell"]["OPENBLAS_CORETYPE"] == "Haswell"
+    assert "OPENBLAS_CORETYPE" not in environments["znver4"]
+
+
+def test_a_target_the_host_cannot_run_or_an_unknown_one_is_refused(monkeypatch):
+    monkeypatch.setattr(cpu, "host_features", lambda: {"sse", "sse2", "64bit"})
+    with pytest.raises(SystemExit, match="lacks .*avx2"):
+        cpu.target_environment("haswell")
+    with pytest.raises(SystemExit, match="unknown target"):
+        cpu.target_environment("pentium")
