@@ -14,7 +14,9 @@ NUMBA_DISABLE_JIT=1 on its own chooses "loops": turning the JIT off means steppi
 loops one can read.
 """
 
+import importlib.util
 import os
+import sys
 import types
 
 from autograd.kernels import reference
@@ -93,7 +95,12 @@ def prepare_in_background(dtype="float32", fused_attention=False):
 def _default_tier():
     if "AUTOGRAD_KERNELS" in os.environ:
         return os.environ["AUTOGRAD_KERNELS"]
-    return "loops" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "fast"
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return "loops"
+    if importlib.util.find_spec("autograd.engine_room") is None:     # the engine room deleted: the loops, slower
+        print("autograd/engine_room/ is absent: the kernels run on the loops tier", file=sys.stderr)
+        return "loops"
+    return "fast"
 
 
 # ----- the kernels: each forwards to the chosen tier (step in to reach its code) -----
