@@ -23,6 +23,7 @@ import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
 
 
@@ -208,6 +209,7 @@ def bench_compile():
 
 def main(argv=None):
     args = parse_args(argv)
+    need_engine_room("demos.bench.kernels")
     torch = use_threads(args.threads)
     import numpy as np
     from autograd import engine_room, kernels

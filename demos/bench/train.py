@@ -25,6 +25,7 @@ import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
 
 
@@ -170,6 +171,7 @@ def profile(step):
 
 def main(argv=None):
     args = parse_args(argv)
+    need_engine_room("demos.bench.train")
     torch = use_threads(args.threads)
     from autograd import kernels
     from autograd.engine_room.warmup import warmup
