@@ -102,6 +102,7 @@ class ToyTaskJob:
         self.heldout = data.heldout(cfg.eval_size, seed=cfg.seed + 10_000)
 
     def kernel_needs(self):
+        """The model's dtype and whether its attention is fused (an RNN's config names none)."""
         return self.model.parameters()[0].dtype, getattr(self.model.config, "attention", "composed") == "fused"
 
     def step(self, number):
