@@ -22,7 +22,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from autograd import kernels, manual_seed, no_grad
+from autograd import manual_seed, no_grad
 from transformer.data import tasks
 from transformer.data.registry import make_task
 from transformer.training.loop import train_loop
@@ -32,7 +32,6 @@ cfg = TrainConfig(task="reverse", out_dir=None)
 data = make_task(cfg)
 manual_seed(cfg.seed)
 model = build_model(cfg, data)
-kernels.prepare(model.parameters()[0].dtype)      # compiles the fast kernels the first time (says so)
 job = ToyTaskJob(model, data, cfg)
 example = data.heldout(1, seed=7)                  # one held-out sequence of length 10
 source = [data.src_label(t) for t in example.src[0] if t != tasks.PAD]

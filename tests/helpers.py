@@ -1,10 +1,17 @@
 """Small helpers shared by the tests."""
 
+import importlib.util
+
 import numpy as np
 
 from autograd import Tensor
 
 _rng = np.random.default_rng(0)
+
+# Whether autograd/engine_room/ (the fast tier) is here: the project works without it, on
+# the loops tier, and the tests of the engine room itself are skipped for this reason.
+ENGINE_ROOM = importlib.util.find_spec("autograd.engine_room") is not None
+ENGINE_ROOM_ABSENT = "the engine room (autograd/engine_room/) is absent: the kernels run on the loops tier"
 
 
 def leaf(*shape, low=None, seed=None):

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.helpers import ENGINE_ROOM, ENGINE_ROOM_ABSENT
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "*.py")))
 HAS_JUPYTER = all(importlib.util.find_spec(name) for name in ("jupytext", "nbclient", "ipykernel"))
@@ -32,7 +34,13 @@ def run_in_kernel(path):
     return notebook
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+TRAINING = ("04_transformer_on_reverse.py", "05_gpt_on_text.py")       # each trains a model for hundreds of steps
+TOO_SLOW_ON_THE_LOOPS = pytest.mark.skipif(not ENGINE_ROOM, reason=ENGINE_ROOM_ABSENT + ", where this notebook's "
+                                           "training outlasts a cell's 10 minutes")
+
+
+@pytest.mark.parametrize("path", [pytest.param(path, marks=TOO_SLOW_ON_THE_LOOPS if os.path.basename(path) in TRAINING
+                                                else ()) for path in NOTEBOOKS], ids=os.path.basename)
 def test_notebook_runs_top_to_bottom(path):
     if HAS_JUPYTER:
         notebook = run_in_kernel(path)           # raises CellExecutionError, with the cell, on any error

@@ -19,6 +19,7 @@ to build) leaves the loops tier in its place, said in one line on stderr.
 This file is the one place in the classroom that knows the engine room exists.
 """
 
+import importlib.util
 import os
 import re
 import sys
@@ -50,10 +51,15 @@ def _engine_room(step, *args):
         getattr(engine_room, step)(*args)
         return engine_room
     except Exception as err:          # deleted, or failing to build: any reason means "run without it"
-        print(f"autograd: the engine room (autograd/engine_room/) cannot be loaded ({type(err).__name__}: {err}); "
-              "running the loops tier instead", file=sys.stderr, flush=True)
+        _say_loops_instead(f"{type(err).__name__}: {err}")
         use_tier("loops")
         return None
+
+
+def _say_loops_instead(reason):
+    """The one line that says the engine room is not used, and why."""
+    print(f"autograd: the engine room (autograd/engine_room/) cannot be loaded ({reason}); "
+          "running the loops tier instead", file=sys.stderr, flush=True)
 
 
 def _load(name):
@@ -156,10 +162,16 @@ def prepare_in_background(dtype="float32", fused_attention=False):
 
 
 def _default_tier():
-    """AUTOGRAD_KERNELS if set; else "loops" with the JIT off, "fast" with it on."""
+    """AUTOGRAD_KERNELS if set; else "loops" with the JIT off or without the engine room,
+    "fast" otherwise."""
     if "AUTOGRAD_KERNELS" in os.environ:
         return os.environ["AUTOGRAD_KERNELS"]
-    return "loops" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "fast"
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return "loops"
+    if importlib.util.find_spec("autograd.engine_room") is None:     # the engine room deleted: the loops, slower
+        _say_loops_instead("the folder is absent")
+        return "loops"
+    return "fast"
 
 
 use_tier(_default_tier())

@@ -7,5 +7,18 @@
 
 Each prints its figures with a baseline measured in the same run, and writes them with
 --json; `python -m demos.figures` runs them all into docs/RESULTS.md.  PyTorch comes from
-the optional extra: pip install -e ".[bench]".
+the optional extra: pip install -e ".[bench]".  All but demos.bench.bpe measure the engine
+room (autograd/engine_room/), and say so in one line if it is absent.
 """
+
+import importlib.util
+import sys
+
+
+def need_engine_room(prog):
+    """Stop with one line if the engine room (autograd/engine_room/), which benchmark `prog`
+    measures, is absent: without it the kernels run on the loops tier, and there is nothing
+    of its speed to measure."""
+    if importlib.util.find_spec("autograd.engine_room") is None:
+        sys.exit(f"{prog} measures the engine room (autograd/engine_room/), which is absent here "
+                 "(the kernels run on the loops tier): restore that folder to run this benchmark")

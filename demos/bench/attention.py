@@ -26,6 +26,7 @@ are first checked equal to ours.
 import time
 
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
 from demos._flags import command_line, integer_at_least
 
@@ -52,6 +53,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    need_engine_room("demos.bench.attention")
     torch = use_threads(args.threads)
     import numpy as np
 

@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos._flags import command_line
 
 DEMOS = {"demos.train --task reverse": ["demos.train", "--task", "reverse"], "demos.gpt": ["demos.gpt"]}
@@ -54,6 +55,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args(argv)
+    need_engine_room("demos.bench.first_run")
     cores = len(os.sched_getaffinity(0))
     settings = [(name, one_core) for name in DEMOS for one_core in ([False, True] if cores > 1 else [False])]
     figures = {setting: {"compiled_s": [], "first_line_s": [], "warm_first_line_s": []} for setting in settings}

@@ -68,6 +68,7 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
     rounds' ratios: rounds a second apart see the same load, which can move every engine's
     median a good deal from one minute to the next.  With profile, then
     where our (first) step spends its time (bench_train.profile)."""
+    from autograd import kernels
     from demos.bench.train import _median
     from demos.bench.train import profile as print_profile
     from transformer.training.lm import step_functions
@@ -83,6 +84,7 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
             result["logits_max_abs_diff"] = float(np.abs(theirs(torch.from_numpy(x)).numpy() - ours(x).data).max())
     # the same starting weights for each kind of attention (only the time of a step is wanted here)
     steppers = {kind: step_functions(_models(VOCAB, cfg, kind)[0], cfg)[0] for kind in attention}
+    kernels.prepare(np.float32, fused_attention="fused" in attention)   # as the training loop does: steps timed here
     steppers["pytorch"] = torch_engine(theirs, cfg)[0]
     for step in steppers.values():
         for _ in range(5):               # warm-up: compilation, caches, allocator
@@ -123,7 +125,8 @@ def recipe(data_path=None, attention="fused"):
     for name, (step, evaluate) in (("ours", step_functions(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
         print(f"\n{name}: {cfg.max_iters} iterations on {source}")
         started = time.perf_counter()
-        history = train_lm(LMJob(data, step, evaluate, cfg), log=lambda line: print("  " + line, flush=True))
+        model = ours if name == "ours" else None                   # ours: the loop prepares its kernels
+        history = train_lm(LMJob(data, step, evaluate, cfg, model), log=lambda line: print("  " + line, flush=True))
         runs[name] = {"val_loss": history["evals"][-1]["val"], "train_loss": history["evals"][-1]["train"],
                       "seconds": time.perf_counter() - started,
                       "evals": history["evals"]}

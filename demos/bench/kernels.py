@@ -27,6 +27,7 @@ import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
 from demos.bench.cpu import TARGETS, machine_record, rerun_as
 
@@ -235,6 +236,7 @@ def hot_loop_registers():
 
 def main(argv=None):
     args = parse_args(argv)
+    need_engine_room("demos.bench.kernels")
     if args.cpu and (code := rerun_as(args.cpu, "demos.bench.kernels", sys.argv[1:] if argv is None else argv)) is not None:
         if code:
             raise SystemExit(code)

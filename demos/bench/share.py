@@ -18,6 +18,7 @@ import sys
 import tempfile
 
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos._flags import command_line
 
 
@@ -42,6 +43,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--json", help="write the figures to this file")
     args = p.parse_args(argv)
+    need_engine_room("demos.bench.share")
     figures = {(share, mode): [] for share in (True, False) for mode in ("alone", "side by side")}
     with tempfile.TemporaryDirectory() as scratch:
         tokens_per_second([os.path.join(scratch, "warm")], 2, True)             # compile or load the kernels once

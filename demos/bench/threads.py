@@ -17,6 +17,7 @@ its ops calls numpy's matmul.
 
 
 from demos._results import write_json
+from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
 from demos._flags import command_line, integer_at_least
 
@@ -77,6 +78,7 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    need_engine_room("demos.bench.threads")
     if args.threads < 2:
         parser.error("--threads must be at least 2 (it is compared with one thread)")
     use_threads(args.threads)

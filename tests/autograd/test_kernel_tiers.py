@@ -11,6 +11,7 @@ import pytest
 
 from autograd import kernels
 from autograd.kernels import reference
+from tests.helpers import ENGINE_ROOM, ENGINE_ROOM_ABSENT
 
 DTYPES = [np.float32, np.float64]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,9 +31,11 @@ def layouts(x):
 MATMUL_SHAPES = [((3, 5), (5, 7)), ((1, 1), (1, 1)), ((7, 33), (33, 1)), ((2, 1, 3, 5), (4, 5, 2)),
                  ((0, 4), (4, 3)), ((3, 0), (0, 2)), ((2, 3, 4), (4, 5)), ((5, 2), (2, 0))]
 ROW_SHAPES = [(5, 7), (3, 1), (1, 33), (2, 3, 13), (4, 0), (0, 6)]
+needs_engine_room = pytest.mark.skipif(not ENGINE_ROOM, reason=ENGINE_ROOM_ABSENT)
+TIERS_HERE = [name for name in kernels.TIERS if name != "fast" or ENGINE_ROOM]
 
 
-@pytest.fixture(params=["loops", "fast"])
+@pytest.fixture(params=["loops", pytest.param("fast", marks=needs_engine_room)])
 def tier(request):
     return kernels._load(request.param)
 
@@ -111,6 +114,10 @@ def test_every_tier_offers_every_kernel():
     loops = kernels._load("loops")
     written = {name for name in kernels.KERNELS if getattr(loops, name) is not getattr(reference, name)}
     assert written == {"matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward"}
+
+
+@needs_engine_room
+def test_the_fast_tier_writes_every_kernel():
     fast = kernels._load("fast")
     assert all(getattr(fast, name) is not getattr(reference, name) for name in kernels.KERNELS)
 
@@ -119,13 +126,13 @@ def test_use_tier_routes_every_call_and_refuses_an_unknown_tier():
     previous = kernels.tier()
     x = np.random.default_rng(0).standard_normal((3, 5))
     try:
-        for name in kernels.TIERS:
+        for name in TIERS_HERE:
             kernels.use_tier(name)
             assert kernels.tier() == name
             np.testing.assert_allclose(kernels.softmax(x), reference.softmax(x), atol=1e-12)
         with pytest.raises(ValueError, match="unknown kernel tier 'numba'; expected one of numpy, loops, fast"):
             kernels.use_tier("numba")
-        assert kernels.tier() == "fast"                                  # unchanged by the refused call
+        assert kernels.tier() == TIERS_HERE[-1]                          # unchanged by the refused call
     finally:
         kernels.use_tier(previous)
 
@@ -138,8 +145,8 @@ def run_python(script, **env):
     return result.stdout.strip()
 
 
-@pytest.mark.parametrize("env,expected", [({}, "fast"), ({"NUMBA_DISABLE_JIT": "1"}, "loops"),
-                                          ({"AUTOGRAD_KERNELS": "numpy"}, "numpy"),
+@pytest.mark.parametrize("env,expected", [({}, "fast" if ENGINE_ROOM else "loops"),       # absent: the loops, slower
+                                          ({"NUMBA_DISABLE_JIT": "1"}, "loops"), ({"AUTOGRAD_KERNELS": "numpy"}, "numpy"),
                                           ({"NUMBA_DISABLE_JIT": "1", "AUTOGRAD_KERNELS": "fast"}, "fast")])
 def test_the_environment_chooses_the_tier(env, expected):
     assert run_python("from autograd import kernels; print(kernels.tier())", **env) == expected
@@ -231,7 +238,8 @@ FALLBACK = """
 
 @pytest.mark.parametrize("break_it", [
     "sys.modules['autograd.engine_room'] = None                  # as if the folder were deleted",
-    "import autograd.engine_room as room; room.ready = lambda: 1 / 0    # failing to build"])
+    pytest.param("import autograd.engine_room as room; room.ready = lambda: 1 / 0    # failing to build",
+                 marks=needs_engine_room)])
 def test_an_engine_room_that_cannot_be_loaded_leaves_the_loops_tier_said_in_one_line(break_it):
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(FALLBACK).format(break_it=break_it)],
                             capture_output=True, text=True, cwd=ROOT, timeout=300,

@@ -259,29 +259,33 @@ def test_short_training_halves_the_loss_and_repeats_with_the_seed(tmp_path):
     assert vocab.chars == data.vocab.chars and os.path.exists(path)
 
 
-def test_the_model_config_chooses_the_attention_and_step_functions_prepares_its_kernels(monkeypatch):
-    """DecoderOnlyConfig.attention="fused" runs the fused op, and step_functions has its kernels
-    prepared before the first step; both kinds give the same training to float32 rounding."""
+def test_the_model_config_chooses_the_attention_and_the_loop_prepares_its_kernels_first(monkeypatch):
+    """DecoderOnlyConfig.attention="fused" runs the fused op, and the training loop prepares
+    the model's kernels (its dtype, its kind of attention) once, before the first step; both
+    kinds give the same training to float32 rounding."""
     from autograd import kernels, ops
-    fused_calls, prepared = [], []
+    fused_calls, events = [], []
     apply = ops.ScaledDotProductAttention.apply
     monkeypatch.setattr(ops.ScaledDotProductAttention, "apply", lambda *a, **k: fused_calls.append(1) or apply(*a, **k))
     prepare = kernels.prepare
-    monkeypatch.setattr(kernels, "prepare", lambda dtype, fused_attention: prepared.append(fused_attention)
+    monkeypatch.setattr(kernels, "prepare", lambda dtype, fused_attention: events.append((dtype, fused_attention))
                         or prepare(dtype, fused_attention))
     data = TextDataset(TEXT, 8)
-    x, y = data.batch("train", 4, np.random.default_rng(0))
-    losses = {}
-    cfg = LMTrainConfig(block_size=8, batch_size=4)
+    cfg = LMTrainConfig(block_size=8, batch_size=4, max_iters=3, eval_every=3, eval_iters=1, log_every=3)
+    histories = {}
     for kind in ("composed", "fused"):
         manual_seed(0)
         model = DecoderOnly(gpt_config(len(data.vocab), 8, 2, 2, 16, attention=kind))
-        step, evaluate, _ = step_functions(model, cfg)
+        step, evaluate, optimizer = step_functions(model, cfg)
+        events.clear()
         calls_before = len(fused_calls)
-        losses[kind] = [step(x, y, 1e-2) for _ in range(3)] + [evaluate(x, y)]
+        job = LMJob(data, lambda x, y, lr: events.append("step") or step(x, y, lr), evaluate, cfg, model, optimizer)
+        histories[kind] = train_lm(job, log=lambda line: None)
         assert (len(fused_calls) > calls_before) == (kind == "fused")      # 2 layers x 4 forwards
-        assert prepared[-1] == (kind == "fused")                           # its kernels ready before the first step
-    np.testing.assert_allclose(losses["fused"], losses["composed"], rtol=1e-5)
+        assert events == [(np.float32, kind == "fused"), "step", "step", "step"]    # ready before the first step
+    np.testing.assert_allclose(histories["fused"]["loss"], histories["composed"]["loss"], rtol=1e-5)
+    np.testing.assert_allclose(histories["fused"]["evals"][-1]["val"], histories["composed"]["evals"][-1]["val"],
+                               rtol=1e-5)
 
 
 def test_load_lm_refuses_a_checkpoint_without_a_vocabulary_or_of_another_model(tmp_path):

@@ -4,16 +4,22 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 import nn
+from autograd import kernels
 from transformer.training.loop import train_loop
 
 
 class CountingJob:
-    """Loss 1/step; an evaluation's score is the step; done once a step reaches `target`."""
+    """Loss 1/step; an evaluation's score is the step; done once a step reaches `target`;
+    its kernels need `needs` (None: it runs none of ours)."""
 
-    def __init__(self, target=None):
-        self.target, self.calls = target, []
+    def __init__(self, target=None, needs=None):
+        self.target, self.needs, self.calls = target, needs, []
+
+    def kernel_needs(self):
+        return self.needs
 
     def step(self, number):
         self.calls.append(("step", number))
@@ -71,3 +77,20 @@ def test_a_new_run_in_a_folder_replaces_an_earlier_runs_checkpoints(tmp_path):
     assert lines[0] == f"{tmp_path} held an earlier run's step-20.npz, best.npz: removed (this run writes its own)"
     assert sorted(os.listdir(tmp_path)) == ["best.npz", "checkpoint.npz", "step-3.npz"]     # not the earlier step-20
     assert int(nn.load(str(tmp_path / "best.npz"))["marker"]) == 3
+
+
+@pytest.mark.parametrize("needs", [(np.dtype(np.float64), True), (np.dtype(np.float32), False)])
+def test_each_run_prepares_the_jobs_kernels_once_before_its_first_step(monkeypatch, needs):
+    """kernels.prepare is called by the loop, once a run, before any step, with the
+    job's dtype and kind of attention; a job that runs no kernels of ours is not prepared."""
+    job = CountingJob(needs=needs)
+    monkeypatch.setattr(kernels, "prepare", lambda dtype, fused_attention: job.calls.append(("prepare", dtype,
+                                                                                              fused_attention)))
+    cut = train_loop(job, max_steps=5, eval_every=2, log=lambda line: None, should_stop=lambda n: n == 3)
+    assert job.calls[:2] == [("prepare", *needs), ("step", 1)]
+    train_loop(job, max_steps=5, eval_every=2, history=cut, log=lambda line: None)     # going on: a second run
+    assert [call for call in job.calls if call[0] == "prepare"] == [("prepare", *needs)] * 2
+    assert job.calls[job.calls.index(("step", 3)) + 1] == ("prepare", *needs)        # before step 4
+    none = CountingJob()
+    train_loop(none, max_steps=2, eval_every=2, log=lambda line: None)
+    assert [call[0] for call in none.calls] == ["step", "step", "evaluate"]

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 import nn
-from autograd import default_generator, kernels, no_grad
+from autograd import default_generator, no_grad
 from nn import functional as F
 from nn.optim import AdamW
 from nn.recipe import optimize
@@ -69,11 +69,9 @@ def decay_groups(model, weight_decay):
 
 
 def step_functions(model, cfg):
-    """(step, evaluate, optimizer) for our DecoderOnly, the kernels prepared for it: the
-    two functions LMJob drives (the benchmark gives it PyTorch's twins)."""
+    """(step, evaluate, optimizer) for our DecoderOnly: the two functions LMJob drives (the
+    benchmark gives it PyTorch's twins)."""
     optimizer = AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, cfg.beta2))
-    params = model.parameters()
-    kernels.prepare(params[0].dtype, fused_attention=model.config.attention == "fused")   # not on the clock
 
     def step(x, y, lr):
         for group in optimizer.param_groups:
@@ -100,13 +98,20 @@ class LMJob:
     step is a batch of random blocks of the training split at the recipe's learning rate;
     an evaluation estimates the loss on random blocks of each split.  Batches come from a
     generator seeded with cfg.seed, evaluation batches from one seeded with cfg.seed + 1,
-    so two engines given the same data see the same batches.  With model, optimizer and
-    vocab given, its checkpoints hold everything to go on."""
+    so two engines given the same data see the same batches.  With model given, the loop
+    prepares the kernels for it; with model, optimizer and vocab given, its checkpoints hold
+    everything to go on."""
 
     def __init__(self, data, step, evaluate, cfg, model=None, optimizer=None, data_path=""):
         self.data, self.train_step, self.evaluate_loss, self.cfg = data, step, evaluate, cfg
         self.model, self.optimizer, self.data_path = model, optimizer, data_path
         self.batch_rng, self.eval_rng = np.random.default_rng(cfg.seed), np.random.default_rng(cfg.seed + 1)
+
+    def kernel_needs(self):
+        """What the model's kernels need (None without a model: PyTorch's twin in the benchmark)."""
+        if self.model is None:
+            return None
+        return self.model.parameters()[0].dtype, self.model.config.attention == "fused"
 
     def step(self, number):
         lr = self.cfg.lr_at(number - 1)

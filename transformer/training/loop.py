@@ -5,9 +5,14 @@ transformer/training/lm.py's LMJob); what every run needs lives here, once: the 
 counter, evaluation every `eval_every` steps and at the end, a progress line, stopping
 early (a target reached, Ctrl-C, or the caller's should_stop), checkpoints every
 `save_every` steps and when the loop ends (checkpoint.npz, the last step-N.npz and the best
-so far: checkpoints.CheckpointRotation), and going on from an interrupted run's history.
+so far: checkpoints.CheckpointRotation), going on from an interrupted run's history, and
+the kernels made ready before the first step (kernels.prepare: a first run compiles there,
+not inside a step).
 
-A job has six methods:
+A job has seven methods:
+    kernel_needs() -> (dtype, fused)   the dtype its model computes in and whether its
+                                       attention is fused, for kernels.prepare before the
+                                       first step (None: its steps run no kernels of ours)
     step(number) -> (loss, lr)         one training step, numbered from 1
     evaluate(number) -> dict           metrics now (numbers), e.g. validation loss
     progress(number, history, since)   the progress line (since: this process's first step
@@ -22,6 +27,7 @@ import signal
 import threading
 import time
 
+from autograd import kernels
 from transformer.training.checkpoints import CheckpointRotation
 
 INTERRUPTED_EXIT_CODE = 130          # what a shell reports for a process stopped by Ctrl-C
@@ -70,40 +76,69 @@ def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_ev
     there every save_every steps (0: never) and once when the loop ends, keeping the last
     keep_last step-N.npz files.  Returns the history."""
     history = history or new_history()
-    rotation = CheckpointRotation(out_dir, keep_last) if out_dir else None
-    if rotation and not history["step"]:                                  # a new run
-        stale = rotation.clear_earlier_run()
-        if stale:
-            log(f"{out_dir} held an earlier run's {', '.join(stale)}: removed (this run writes its own)")
-
-    def save():
-        score = job.score(history["evals"][-1]) if history["evals"] else None
-        rotation.save(job.checkpoint(history), len(history["step"]), score)
-
+    prepare_kernels(job)
+    rotation = checkpoint_rotation(out_dir, keep_last, history, log)
     log_every = log_every or eval_every
     first = len(history["step"]) + 1
     since = (first, history["seconds"])
     started = time.perf_counter() - history["seconds"]
     with StopOnInterrupt() as interrupt:
         for number in range(first, max_steps + 1):
-            loss, lr = job.step(number)
-            history["step"].append(number)
-            history["loss"].append(loss)
-            history["lr"].append(lr)
             last = number == max_steps
-            reached = False
-            if number % eval_every == 0 or last:
-                metrics = job.evaluate(number)
-                history["evals"].append({"step": number, "seconds": time.perf_counter() - started, "lr": lr, **metrics})
-                reached = job.done(metrics)
-            history["seconds"] = time.perf_counter() - started
+            reached = step_and_evaluate(job, number, history, started, evaluate=number % eval_every == 0 or last)
             if number % log_every == 0 or last:
                 log(job.progress(number, history, since))
             history["interrupted"] = (interrupt.requested or bool(should_stop and should_stop(number))) and not last
             if history["interrupted"] or reached:
                 break
             if rotation and save_every and number % save_every == 0 and not last:
-                save()
+                save_checkpoint(job, rotation, history)
     if rotation:
-        save()
+        save_checkpoint(job, rotation, history)
     return history
+
+
+def prepare_kernels(job):
+    """The kernels made ready for the job's model before the clock starts (compiled the first
+    time, saying so), so that no step pays for compiling: the one place a training run calls
+    kernels.prepare.  A job whose steps run no kernels of ours (kernel_needs() None) skips it."""
+    needs = job.kernel_needs()
+    if needs is not None:
+        dtype, fused_attention = needs
+        kernels.prepare(dtype, fused_attention=fused_attention)
+
+
+def checkpoint_rotation(out_dir, keep_last, history, log):
+    """Where the run's checkpoints go (None without out_dir).  A new run first removes an
+    earlier run's checkpoints there, saying so in one line, so that the folder holds one run."""
+    if not out_dir:
+        return None
+    rotation = CheckpointRotation(out_dir, keep_last)
+    if not history["step"]:
+        stale = rotation.clear_earlier_run()
+        if stale:
+            log(f"{out_dir} held an earlier run's {', '.join(stale)}: removed (this run writes its own)")
+    return rotation
+
+
+def step_and_evaluate(job, number, history, started, evaluate):
+    """Training step `number`, recorded in history, then, if `evaluate`, an evaluation
+    (stamped with the seconds since `started`).  Returns whether the job is done: its target
+    reached at this evaluation."""
+    loss, lr = job.step(number)
+    history["step"].append(number)
+    history["loss"].append(loss)
+    history["lr"].append(lr)
+    reached = False
+    if evaluate:
+        metrics = job.evaluate(number)
+        history["evals"].append({"step": number, "seconds": time.perf_counter() - started, "lr": lr, **metrics})
+        reached = job.done(metrics)
+    history["seconds"] = time.perf_counter() - started
+    return reached
+
+
+def save_checkpoint(job, rotation, history):
+    """The job's checkpoint, numbered by the steps done and scored by its latest evaluation."""
+    score = job.score(history["evals"][-1]) if history["evals"] else None
+    rotation.save(job.checkpoint(history), len(history["step"]), score)

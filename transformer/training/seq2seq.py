@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from autograd import default_generator, kernels, manual_seed, no_grad
+from autograd import default_generator, manual_seed, no_grad
 from nn import functional as F
 from nn.recipe import make_optimizer, optimize
 from transformer.config import require, require_positive
@@ -101,6 +101,10 @@ class ToyTaskJob:
         self.stream = data.stream(cfg.batch_size, seed=cfg.seed)
         self.heldout = data.heldout(cfg.eval_size, seed=cfg.seed + 10_000)
 
+    def kernel_needs(self):
+        """The model's dtype and whether its attention is fused (an RNN's config names none)."""
+        return self.model.parameters()[0].dtype, getattr(self.model.config, "attention", "composed") == "fused"
+
     def step(self, number):
         batch = next(self.stream)
         logits = self.model(batch.src, batch.tgt_in)                       # (B, T, V)
@@ -154,8 +158,6 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
         model = model_from(saved)
     data = data or make_task(cfg)
     model = model or build_model(cfg, data, **model_overrides)
-    kernels.prepare(model.parameters()[0].dtype,                    # a first run compiles here, not on the clock
-                    fused_attention=getattr(model.config, "attention", "composed") == "fused")
     job = ToyTaskJob(model, data, cfg)
     history = None
     if saved:
