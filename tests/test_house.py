@@ -77,3 +77,24 @@ def test_the_room_checker_sees_a_wrong_import(tmp_path):
     names = imported(bad)
     assert {room(n) for n in names if n.startswith(CORE + ".")} == {"families", "core"}
     assert not {room(n) for n in names if n.startswith(CORE + ".")} <= ALLOWED["data"]
+
+
+CLASSROOM = ("autograd", "nn", "transformer", "exercises")
+
+
+def classroom_files():
+    """Every .py file a learner or teacher reads: all but the engine room (and demos, tests)."""
+    return [path for package in CLASSROOM for _, path in modules(package)
+            if "engine_room" not in path.relative_to(ROOT).parts]
+
+
+def test_no_classroom_file_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in classroom_files() if (n := p.read_text().count("\n")) > 400}
+    assert not long, long
+
+
+def test_no_classroom_function_is_over_40_lines():
+    long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path in classroom_files() for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 40]
+    assert not long, long
