@@ -20,7 +20,7 @@ import sys
 from exercises import reports
 from exercises.catalog import EXERCISES
 from exercises.grading import grade
-from exercises.handout import IS_STUDENT_COPY, check_own_copy, outstanding, student_copy
+from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, check_own_copy, outstanding, student_copy
 from exercises.regions import find_regions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,7 +65,7 @@ def names_of(parser, given):
 
 def make(parser, args):
     if IS_STUDENT_COPY:
-        parser.exit(2, "python -m exercises: error: a student copy cannot make copies; the teacher's project does\n")
+        parser.exit(2, f"python -m exercises: error: making copies {NEEDS_TEACHER}\n")
     only = names_of(parser, args.only) if args.only else list(EXERCISES)
     try:
         changed = student_copy(ROOT, args.folder, only)
@@ -100,7 +100,7 @@ def check(parser, args):
 
 def grade_class(parser, args):
     if IS_STUDENT_COPY:
-        parser.exit(2, "python -m exercises: error: grading a class needs the teacher's project\n")
+        parser.exit(2, f"python -m exercises: error: grading a class {NEEDS_TEACHER}\n")
     folders = reports.submission_folders(args.submissions)
     if not folders:
         parser.exit(2, f"python -m exercises: error: no submission folders in {args.submissions!r}\n")

@@ -40,3 +40,15 @@ EXERCISES = {
     "kv_cache": ("the key/value cache of step-by-step decoding",
                  "append the new keys and values to the cached ones; past = how many positions were cached"),
 }
+
+# The test files that give an exercise's answer away (a numpy definition they compare with):
+# a copy handing the exercise out leaves them out (exercises/handout.py).
+TESTS_THAT_REVEAL = {
+    "softmax": ("tests/transformer/test_gpt.py",),
+    "log_softmax": ("tests/nn/test_layers.py",),                  # a numpy log-softmax in its cross-entropy
+    "adam_step": ("tests/nn/test_optim.py",),                     # Adam by hand, bias correction and all
+    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py"),
+    "heads": ("tests/transformer/test_gpt.py",),                  # the numpy GPT splits and merges heads
+    "sinusoidal": ("tests/transformer/test_model.py",),           # a numpy sinusoidal table
+    "causal_mask": ("tests/transformer/test_gpt.py",),            # np.tril
+}

@@ -4,7 +4,8 @@ The copy is the whole project (demos, tests, docs, notebooks) with each exercise
 out cut from its region (`raise NotImplementedError("exercise NAME: hint")`, the BEGIN line
 carrying the exercise's version) and each one not handed out left solved, its markers
 removed. It holds no solution of an exercise handed out: not the teacher's tests of the
-exercises (tests/exercises/), not the numpy definitions the checks compare with
+exercises (tests/exercises/), not the tests that compare with a numpy answer of one
+(catalog.TESTS_THAT_REVEAL), not the numpy definitions the checks compare with
 (exercises/checks/definitions.py; the copy gets the expected results instead, recorded by
 running the checks here), not a sealed copy of the solutions. `exercises/handout.json`
 lists what was handed out, for the learner's `check` and the copy's test run.
@@ -14,17 +15,18 @@ import json
 import os
 import shutil
 
-from exercises.catalog import EXERCISES
+from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
 from exercises.regions import SKIPPED, python_files, read, regions_of, rewrite
 
 HANDOUT = os.path.join("exercises", "handout.json")
 TEACHER_ONLY = {os.path.join("tests", "exercises"), os.path.join("exercises", "checks", "definitions"),
                 os.path.join("exercises", "classroom_test.py")}
+NEEDS_TEACHER = "needs the teacher's project"       # what a command only the teacher's project runs says in a copy
 IS_STUDENT_COPY = os.path.exists(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), HANDOUT))
 OUTSTANDING_HOOKS = ('\n\n# Added by `python -m exercises make`: a test that needs an exercise not done yet is skipped,\n'
                      '# naming it, and the run ends with the exercises outstanding.\n'
-                     'from exercises.outstanding import pytest_runtest_makereport, pytest_terminal_summary  '
-                     '# noqa: E402,F401\n')
+                     'from exercises.outstanding import (pytest_configure, pytest_runtest_makereport,  # noqa: E402,F401\n'
+                     '                                  pytest_terminal_summary, pytest_unconfigure)\n')
 
 
 def _cut(handed_out, versions):
@@ -37,11 +39,23 @@ def _cut(handed_out, versions):
     return replace
 
 
-def _ignore(root):
+def tests_left_out(handed_out):
+    """{test file: [exercise]}: the files a copy handing out these exercises leaves out, as
+    each gives the answer of those exercises away (catalog.TESTS_THAT_REVEAL)."""
+    left_out = {}
+    for name in handed_out:
+        for path in TESTS_THAT_REVEAL.get(name, ()):
+            left_out.setdefault(path, []).append(name)
+    return left_out
+
+
+def _ignore(root, left_out):
+    not_copied = TEACHER_ONLY | {os.path.normpath(path) for path in left_out}
+
     def ignore(folder, names):
         relative = os.path.relpath(folder, root)
         return [n for n in names if n in SKIPPED or n.endswith(".egg-info")
-                or os.path.normpath(os.path.join(relative, n)) in TEACHER_ONLY]
+                or os.path.normpath(os.path.join(relative, n)) in not_copied]
     return ignore
 
 
@@ -55,15 +69,18 @@ def student_copy(root, destination, handed_out):
         raise FileExistsError(f"exercises make: {destination!r} is a file; expected a new or empty folder")
     if os.path.exists(destination) and os.listdir(destination):
         raise FileExistsError(f"exercises make: {destination!r} exists and is not empty")
-    shutil.copytree(root, destination, dirs_exist_ok=True, ignore=_ignore(root))
+    handed_out = [name for name in EXERCISES if name in handed_out]       # in the order of the lectures
+    left_out = tests_left_out(handed_out)
+    shutil.copytree(root, destination, dirs_exist_ok=True, ignore=_ignore(root, left_out))
     current = versions(root)
     changed = [path for path in python_files(root) if "# BEGIN EXERCISE" in read(root, path)]
     for path in changed:
         with open(os.path.join(destination, path), "w", encoding="utf-8") as f:
             f.write(rewrite(read(root, path), _cut(set(handed_out), current)))
     with open(os.path.join(destination, HANDOUT), "w") as f:
-        json.dump({"handed_out": {name: current[name] for name in EXERCISES if name in handed_out},
-                   "solved": [name for name in EXERCISES if name not in handed_out]}, f, indent=1)
+        json.dump({"handed_out": {name: current[name] for name in handed_out},
+                   "solved": [name for name in EXERCISES if name not in handed_out],
+                   "tests_left_out": left_out}, f, indent=1)
     conftest = os.path.join(destination, "tests", "conftest.py")
     with open(conftest, "a") as f:
         f.write(OUTSTANDING_HOOKS)
@@ -93,7 +110,9 @@ def check_own_copy(root, names, timeout):
         return job
 
     prepare_grader()
-    import exercises.checks  # noqa: F401  imported once, before the children fork
-    tasks = [(name, root, {}, job_of(name)) for name in names]
+    from exercises.checks import NOT_STARTED  # imported once, before the children fork
+    untouched = set(outstanding(root))    # "not started" first: not hidden behind another exercise it needs
+    tasks = [(name, root, {}, job_of(name)) for name in names if name not in untouched]
     verdicts = dict(run_jobs(tasks, timeout, os.cpu_count() or 1))
+    verdicts.update({name: NOT_STARTED for name in untouched})
     return [Result("", name, *verdicts[name]) for name in names]

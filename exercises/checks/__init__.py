@@ -17,6 +17,7 @@ from exercises.checks.feedback import Wrong
 CHECKS = {name[len("check_"):]: function for module in (scalar, tensors, kernels, layers, attention, decoding, cache)
           for name, function in vars(module).items() if name.startswith("check_")}
 NEEDS = re.compile(r"^exercise (\w+): ")
+NOT_STARTED = ("not yet", "not started: the region still raises NotImplementedError")
 
 
 def _where(err):
@@ -38,7 +39,7 @@ def run(name):
             return "not yet", (f"needs exercise {needed.group(1)}, which this copy has not done yet: do it first "
                                "(the teacher's grade uses its solution)")
         if needed:
-            return "not yet", "not started: the region still raises NotImplementedError"
+            return NOT_STARTED
         return "not yet", f"raised NotImplementedError: {err}{_where(err)}"
     except BaseException as err:                         # noqa: BLE001  the learner's code may raise anything
         return "not yet", f"raised {type(err).__name__}: {err}{_where(err)}"

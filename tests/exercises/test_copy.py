@@ -16,7 +16,7 @@ import zipfile
 import zlib
 
 
-from exercises.catalog import EXERCISES
+from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
 from exercises.regions import regions_of
 from tests.exercises.helpers import SOLUTIONS, exercises, plant, solve
 
@@ -95,6 +95,11 @@ def test_a_fresh_copy_holds_no_solution_in_any_form(fresh):
     assert solutions_found(fresh, list(EXERCISES)) == []
     for teacher_only in ("tests/exercises", "exercises/checks/definitions", "exercises/solutions.sealed"):
         assert not (fresh / teacher_only).exists()
+    revealing = {path for paths in TESTS_THAT_REVEAL.values() for path in paths}
+    assert revealing >= {"tests/nn/test_optim.py", "tests/transformer/test_gpt.py", "tests/nn/test_layers.py"}
+    assert [path for path in revealing if (fresh / path).exists()] == []
+    helpers = ("def numpy_attention", "def _numpy_cross_entropy", "(m / (1 - b1 ** t))", "pos / 10000 ** (2 * i")
+    assert [(path, h) for path in (fresh / "tests").rglob("*.py") for h in helpers if h in path.read_text()] == []
     assert (fresh / "exercises" / "checks" / "expected.npz").exists()
 
 
@@ -106,13 +111,16 @@ def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     handout = json.loads((copy / "exercises" / "handout.json").read_text())
     assert list(handout["handed_out"]) == ["softmax", "causal_mask"] and len(handout["solved"]) == 17
     assert solutions_found(copy, ["softmax", "causal_mask"]) == []
+    assert handout["tests_left_out"] == {"tests/transformer/test_gpt.py": ["softmax", "causal_mask"]}
+    assert not (copy / "tests" / "transformer" / "test_gpt.py").exists()       # its numpy GPT: np.tril, softmax
+    assert (copy / "tests" / "nn" / "test_optim.py").exists()                  # Adam's answer: not handed out
     status, out = exercises("check", "all", "--project", str(copy))
     lines = out.splitlines()
     assert status == 1 and len(lines) == 19
     assert [line.split(":")[0] for line in lines if ": not in that copy: " in line] == \
         [f"exercise {n}" for n in EXERCISES if n not in ("softmax", "causal_mask")]
     status, out = exercises("make", str(tmp_path / "again"), cwd=copy)
-    assert status == 2 and "a student copy cannot make copies" in out
+    assert status == 2 and "making copies needs the teacher's project" in out
     status, out = exercises("list", cwd=copy)
     assert "(solved in this copy)" in out.splitlines()[0] and "transformer/masks.py" in out
 
@@ -123,7 +131,7 @@ def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
     solve(copy, "attention")
     plant(copy, "softmax_backward", "    return y * dy\n")
     solve(copy, "causal_mask")
-    status, out = exercises("check", "attention", "softmax_backward", "causal_mask", "heads", cwd=copy)
+    status, out = exercises("check", "attention", "softmax_backward", "causal_mask", "heads", "value_mul", cwd=copy)
     lines = out.splitlines()
     assert status == 1 and lines[0].startswith("checked in this copy against the results recorded"), out
     assert lines[1] == ("exercise attention: not yet: needs exercise softmax, which this copy has not done yet: do it "
@@ -131,8 +139,9 @@ def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
     assert lines[2].startswith("exercise softmax_backward: not yet: ") and "[mistake: no subtraction]" in lines[2]
     assert lines[3].startswith("exercise causal_mask: passed (")
     assert lines[4] == "exercise heads: not yet: not started: the region still raises NotImplementedError"
-    assert lines[5].startswith("outstanding in this copy: value_mul, topological_sort, ")
-    assert "causal_mask" not in lines[5] and "attention" not in lines[5]
+    assert lines[5] == "exercise value_mul: not yet: not started: the region still raises NotImplementedError"
+    assert lines[6].startswith("outstanding in this copy: value_mul, topological_sort, ")   # not: needs topological_sort
+    assert "causal_mask" not in lines[6] and "attention" not in lines[6]
     status, out = exercises("check", "attention", "causal_mask", "--project", str(copy))
     assert out.splitlines()[0].startswith("exercise attention: passed (")   # the teacher's grade: softmax solved
 
@@ -146,3 +155,18 @@ def test_the_copy_test_suite_skips_what_needs_an_exercise_naming_it(fresh):
     assert "needs exercise value_mul (not done yet)" in run.stdout or "needs exercise topological_sort" in run.stdout
     assert "needs exercise greedy_decode (not done yet)" in run.stdout          # a debugger walk into a cut region
     assert "exercises outstanding: " in run.stdout and " failed" not in run.stdout
+
+
+def test_the_copy_test_suite_skips_what_needs_the_teacher_a_left_out_file_or_a_child_s_exercise(fresh):
+    env = {**os.environ, "PYTHONPATH": str(fresh), "AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "tests/demos/bench/test_grading.py", "-p", "no:cacheprovider",
+                          "tests/transformer/test_resume_and_inputs.py::test_ctrl_c_writes_everything_and_exits_130",
+                          "-rs"], cwd=fresh, capture_output=True, text=True, env=env)
+    assert run.returncode == 0 and " failed" not in run.stdout, run.stdout[-3000:]
+    assert "test_grading.py:8: needs the teacher's project: not a student copy's" in run.stdout
+    assert "test_resume_and_inputs.py:49: needs exercise sinusoidal (not done yet)" in run.stdout   # the child's
+    assert f"exercises outstanding: {', '.join(EXERCISES)} (the tests" in run.stdout     # all, in the lectures' order
+    reason = subprocess.run([sys.executable, "-c", "from exercises.outstanding import skip_reason; "
+                             "print(skip_reason('ERROR: file or directory not found: tests/nn/test_optim.py'))"],
+                            cwd=fresh, capture_output=True, text=True, env=env)
+    assert reason.stdout == "needs tests/nn/test_optim.py, left out of this copy: it gives exercise adam_step away\n"
