@@ -106,7 +106,8 @@ def test_the_copy_has_no_engine_room_and_the_registry_chooses_the_loops_in_one_l
 
 
 def test_the_suite_passes_without_the_engine_room(copy):
-    result = run(copy, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *SUITE, timeout=1200)
+    present = [test for test in SUITE if os.path.exists(os.path.join(ROOT, test.split("::")[0]))]   # a copy leaves some out
+    result = run(copy, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider", *present, timeout=1200)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     summary = re.findall(r"^(\d+) passed(.*) in [\d.]+s", result.stdout, re.M)     # "312 passed, 150 skipped in 9.1s"
     assert summary, result.stdout[-3000:]

@@ -15,6 +15,7 @@ room (autograd/engine_room/) computes the same things much faster, and much less
 
 import math
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -147,7 +148,10 @@ def log_softmax_backward(y, dy):
 def warmup(dtype):
     """Compile (or load from Numba's cache) every loop kernel for dtype now, so that no
     debugger step waits on it later (a kernel compiled is announced on stderr: see
-    autograd/kernels/__init__.py).  With the JIT off there is nothing to compile."""
+    autograd/kernels/__init__.py).  With the JIT off there is nothing to compile, so
+    nothing runs (a breakpoint in a loop then first stops on the model's own arrays)."""
+    if numba.config.DISABLE_JIT:
+        return
     x = np.zeros((1, 1), dtype)
     matmul(x, x)
     softmax_backward(x, softmax(x))
