@@ -49,7 +49,7 @@ RMS_NORM_EPS = make_norm("rms_norm", 1).eps            # our Llama's RMSNorm's
 GPT2_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
 ACTIVATIONS_FROM_GPT2 = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
-GPT2_BUFFERS = (".attn.bias", ".attn.masked_bias")    # causal masks some older files hold
+GPT2_BUFFERS = {".attn.bias": 4, ".attn.masked_bias": 0}   # older files' causal mask (1, 1, T, T), fill value (0-d)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,13 +124,20 @@ def gpt2_to_theirs(state, config):
     return {name: np.asarray(a.T if _conv1d(name) else a, np.float32) for name, a in theirs.items()}
 
 
+def _gpt2_buffer(name, array):
+    """Whether (name, array) is one of GPT2_BUFFERS, which older transformers wrote beside
+    the weights: a buffer's name with its shape (a weight so named but shaped otherwise is
+    not skipped, and is refused as a key the mapping does not know)."""
+    return any(name.endswith(suffix) and np.ndim(array) == ndim for suffix, ndim in GPT2_BUFFERS.items())
+
+
 def gpt2_from_theirs(tensors, config):
     """GPT2LMHeadModel's tensors (with or without the `transformer.` prefix that a bare
     GPT2Model's file lacks) -> our state dict."""
     theirs = {}
     for name, array in tensors.items():
-        if name.endswith(GPT2_BUFFERS) and array.ndim == 4:
-            continue                                                    # an old file's causal mask
+        if _gpt2_buffer(name, array):
+            continue
         name = name if name.startswith(("transformer.", "lm_head.")) else "transformer." + name
         theirs[name] = array.T if _conv1d(name) else array
     if config.tie_weights:
