@@ -221,7 +221,8 @@ def test_a_malformed_tokenizer_json_is_one_error_naming_it(tmp_path, case):
                                      "transformer.h.0.mlp.c_fc.weight (64, 16), config.json: (48, 16)"),
     (lambda c: {**c, "n_positions": 10**9}, "transformer.wpe.weight (16, 16), config.json: (1000000000, 16)"),
     (lambda c: {**c, "n_layer": 10**7}, "config.json gives 10000000 layers, the weights hold blocks [0, 1]"),
-    (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'")])
+    (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'"),
+    (lambda c: {**c, "tie_word_embeddings": "yes"}, "config.json': tie_word_embeddings must be true or false, got 'yes'")])
 def test_a_malformed_or_unsupported_config_json_is_one_error_naming_the_file(tmp_path, change, says):
     save_hf(tiny_gpt(len(BPE)), BPE, tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
