@@ -44,6 +44,14 @@ def integer_at_least(low):
     return integer
 
 
+def a_path(text):
+    """An argparse type: a path that is not empty (an empty --hf "" would read as a flag not
+    given and fail later in a traceback)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path")
+    return text
+
+
 def number(ok, expected):
     """An argparse type: a float for which ok(value) holds, e.g. number(lambda x: x > 0, "> 0")."""
     def parse(text):

@@ -36,7 +36,7 @@ import pickle
 
 import numpy as np
 
-from demos._flags import command_line, fail
+from demos._flags import a_path, command_line, fail
 from demos.gpt import load_corpus
 from transformer.data.text import split_text
 from transformer.training.checkpoints import load_checkpoint, model_from
@@ -151,12 +151,12 @@ def export_hf(checkpoint, folder):
 
 def main(argv=None):
     p = command_line(PROG, __doc__)
-    p.add_argument("--checkpoint", required=True, help="a folder (or checkpoint.npz) written by demos.gpt")
+    p.add_argument("--checkpoint", required=True, type=a_path, help="a folder (or checkpoint.npz) written by demos.gpt")
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--hf", metavar="DIR", help="the folder to write Hugging Face's files into (made if missing)")
-    target.add_argument("--nanogpt", metavar="CKPT_PT", help="the ckpt.pt to write (meta.pkl goes beside it)")
+    target.add_argument("--hf", metavar="DIR", type=a_path, help="the folder to write Hugging Face's files into (made if missing)")
+    target.add_argument("--nanogpt", metavar="CKPT_PT", type=a_path, help="the ckpt.pt to write (meta.pkl goes beside it)")
     args = p.parse_args(argv)
-    if args.hf:
+    if args.hf is not None:
         return export_hf(args.checkpoint, args.hf)
     try:
         state, model, vocab = read_checkpoint(args.checkpoint)

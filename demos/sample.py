@@ -17,7 +17,7 @@ import zipfile
 
 import numpy as np
 
-from demos._flags import command_line, fail, integer_at_least, number
+from demos._flags import a_path, command_line, fail, integer_at_least, number
 from transformer.data.text import CharVocab
 from transformer.training.huggingface import from_hf
 from transformer.training.lm import load_lm
@@ -29,11 +29,11 @@ PROG = "demos.sample"
 def parse_args(argv=None):
     p = command_line(PROG, __doc__)
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--checkpoint", help="a folder (or checkpoint.npz) written by demos.gpt")
-    source.add_argument("--hf", metavar="DIR", help="a Hugging Face GPT-2 or Llama folder: config.json, model.safetensors, "
+    source.add_argument("--checkpoint", type=a_path, help="a folder (or checkpoint.npz) written by demos.gpt")
+    source.add_argument("--hf", metavar="DIR", type=a_path, help="a Hugging Face GPT-2 or Llama folder: config.json, model.safetensors, "
                         "tokenizer.json (demos.export --hf writes one)")
-    source.add_argument("--nanogpt", help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
-    p.add_argument("--meta", help="nanoGPT's meta.pkl with the character vocabulary")
+    source.add_argument("--nanogpt", type=a_path, help="a ckpt.pt written by nanoGPT's train.py (needs --meta)")
+    p.add_argument("--meta", type=a_path, help="nanoGPT's meta.pkl with the character vocabulary")
     p.add_argument("--prompt", default="\n")
     p.add_argument("--tokens", type=integer_at_least(1), default=500,
                    help="tokens to generate (characters, for a character model)")
@@ -42,16 +42,16 @@ def parse_args(argv=None):
     p.add_argument("--top-k", type=integer_at_least(1), default=200, help="sample among the k most likely (1: greedy)")
     p.add_argument("--seed", type=integer_at_least(0), default=1337)
     args = p.parse_args(argv)
-    if args.nanogpt and not args.meta:
+    if args.nanogpt is not None and args.meta is None:
         fail(PROG, "--nanogpt needs --meta (nanoGPT's meta.pkl) for the character vocabulary")
     return args
 
 
 def load(args):
     """(model, vocab) from either kind of checkpoint."""
-    if args.checkpoint:
+    if args.checkpoint is not None:
         return read("checkpoint", load_lm, args.checkpoint)
-    if args.hf:
+    if args.hf is not None:
         return read("hf", from_hf, args.hf)
     itos = read("meta", read_meta, args.meta)["itos"]
     vocab = CharVocab(itos[i] for i in range(len(itos)))

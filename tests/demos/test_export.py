@@ -194,3 +194,22 @@ def test_sample_hf_mistakes_are_one_line(tmp_path, capsys, damage, says):
         damage(hf)
     err = refused(sample.main, ["--hf", str(hf)], capsys, "demos.sample: error: --hf: ")
     assert says in err
+
+
+@pytest.mark.parametrize("main, argv, flag", [
+    (export.main, ["--checkpoint", "RUN", "--hf", ""], "--hf"),
+    (export.main, ["--checkpoint", "RUN", "--nanogpt", ""], "--nanogpt"),
+    (export.main, ["--checkpoint", "", "--hf", "OUT"], "--checkpoint"),
+    (sample.main, ["--hf", ""], "--hf"),
+    (sample.main, ["--checkpoint", ""], "--checkpoint"),
+    (sample.main, ["--nanogpt", "", "--meta", "meta.pkl"], "--nanogpt"),
+    (sample.main, ["--nanogpt", "ckpt.pt", "--meta", ""], "--meta")])
+def test_an_empty_path_is_one_line_naming_its_flag_and_nothing_is_written(tmp_path, capsys, main, argv, flag):
+    """An empty path is a mistake, not a flag left out (it was read as "not given" and ended
+    in a traceback)."""
+    run = saved_model(tmp_path / "run", DecoderOnly(gpt_config(2, 8, 1, 2, 8)), CharVocab("ab"))
+    argv = [{"RUN": str(run), "OUT": str(tmp_path / "out")}.get(word, word) for word in argv]
+    before = sorted(os.listdir(tmp_path))
+    prog = "demos.export" if main is export.main else "demos.sample"
+    err = refused(main, argv, capsys, f"{prog}: error: argument {flag}: an empty path")
+    assert sorted(os.listdir(tmp_path)) == before

@@ -173,7 +173,7 @@ def test_nanogpt_mapping_errors():
     state = to_nanogpt(tiny_gpt())
     with pytest.raises(ValueError, match="width 8 is not divisible by num_heads=3"):
         from_nanogpt(state, 3)
-    with pytest.raises(KeyError, match="keys this mapping does not know"):
+    with pytest.raises(ValueError, match=r"unexpected keys, which this mapping does not know: \['transformer.h.0.attn.rotary'\]"):
         from_nanogpt({**state, "transformer.h.0.attn.rotary": np.zeros(3)}, 2)
     with pytest.raises(KeyError, match="missing 'transformer.wpe.weight'"):
         from_nanogpt({k: v for k, v in state.items() if k != "transformer.wpe.weight"}, 2)

@@ -15,7 +15,7 @@ from transformer.data.bpe import END_OF_TEXT, BPETokenizer
 from transformer.data.bpe_files import bytes_to_unicode
 from transformer.training.hf_tokenizer import read_tokenizer_json, to_tokenizer_json
 from transformer.training.huggingface import from_hf, gpt2_from_theirs, save_hf
-from transformer.training.safetensors import read_safetensors
+from transformer.training.safetensors import read_safetensors, write_safetensors
 
 TOKENS = np.random.default_rng(5).integers(0, len(CHARS), (2, 12))
 
@@ -51,17 +51,36 @@ def test_gpt2_names_and_conv1d_layout(tmp_path):
     assert config["bos_token_id"] == config["eos_token_id"] == BPE.special[END_OF_TEXT]
 
 
-def test_a_bare_gpt2models_file_with_mask_buffers_reads(tmp_path):
-    """Older GPT-2 files drop the `transformer.` prefix and keep attention's causal mask."""
+@pytest.mark.parametrize("prefix", ["transformer.", ""], ids=["GPT2LMHeadModel", "bare GPT2Model"])
+def test_a_gpt2_file_with_older_transformers_mask_buffers_reads(tmp_path, prefix):
+    """Older GPT-2 files keep attention's causal mask (attn.bias, 1 x 1 x T x T) and its fill
+    value (attn.masked_bias, 0-d) in every block; a bare GPT2Model's drop the `transformer.` prefix."""
     model = tiny_gpt(len(BPE))
     save_hf(model, BPE, tmp_path)
     tensors, _ = read_safetensors(tmp_path / "model.safetensors")
-    bare = {name.removeprefix("transformer."): array for name, array in tensors.items()}
-    bare["h.0.attn.bias"] = np.tril(np.ones((1, 1, 16, 16), np.float32))
-    weights = gpt2_from_theirs(bare, model.config)
-    for name, p in model.state_dict().items():
-        if name != "out_proj.weight":
-            np.testing.assert_array_equal(weights[name], p, err_msg=name)
+    theirs = {prefix + name.removeprefix("transformer."): array for name, array in tensors.items()}
+    for i in range(model.config.num_layers):
+        theirs[f"{prefix}h.{i}.attn.bias"] = np.tril(np.ones((1, 1, 16, 16), np.float32))
+        theirs[f"{prefix}h.{i}.attn.masked_bias"] = np.array(-1e4, np.float32)
+    weights = gpt2_from_theirs(theirs, model.config)
+    assert sorted(weights) == sorted(name for name in model.state_dict() if name != "out_proj.weight")
+    for name, array in weights.items():
+        np.testing.assert_array_equal(array, model.state_dict()[name], err_msg=name)
+
+
+@pytest.mark.parametrize("name, array", [("transformer.h.1.attn.masked_bias", np.zeros(3, np.float32)),
+                                         ("transformer.h.0.attn.bias", np.zeros(16, np.float32)),
+                                         ("transformer.h.0.attn.rotary", np.zeros(3, np.float32))])
+def test_a_tensor_gpt2_does_not_have_is_named_unexpected_not_missing(tmp_path, name, array):
+    """A buffer's name with another shape is not skipped: it is a key the mapping does not know."""
+    save_hf(tiny_gpt(len(BPE)), BPE, tmp_path)
+    tensors, _ = read_safetensors(tmp_path / "model.safetensors")
+    write_safetensors(tmp_path / "model.safetensors", {**tensors, name: array})
+    with pytest.raises(ValueError) as err:
+        from_hf(tmp_path)
+    message = str(err.value)
+    assert message == (f"from_hf: {str(tmp_path / 'model.safetensors')!r}: model.safetensors: unexpected keys, "
+                       f"which this mapping does not know: [{name!r}]"), message
 
 
 @pytest.mark.parametrize("changes, says", [
@@ -202,7 +221,8 @@ def test_a_malformed_tokenizer_json_is_one_error_naming_it(tmp_path, case):
                                      "transformer.h.0.mlp.c_fc.weight (64, 16), config.json: (48, 16)"),
     (lambda c: {**c, "n_positions": 10**9}, "transformer.wpe.weight (16, 16), config.json: (1000000000, 16)"),
     (lambda c: {**c, "n_layer": 10**7}, "config.json gives 10000000 layers, the weights hold blocks [0, 1]"),
-    (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'")])
+    (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'"),
+    (lambda c: {**c, "tie_word_embeddings": "yes"}, "config.json': tie_word_embeddings must be true or false, got 'yes'")])
 def test_a_malformed_or_unsupported_config_json_is_one_error_naming_the_file(tmp_path, change, says):
     save_hf(tiny_gpt(len(BPE)), BPE, tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())

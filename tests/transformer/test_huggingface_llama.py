@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.transformer.hf_helpers import BPE, CHARS, CORPUS
+from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, tiny_gpt
 from tests.transformer.test_huggingface import JSON_VALUES, read_with_changed_config
 from transformer.data.bpe import END_OF_TEXT
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, llama_config
@@ -114,7 +114,8 @@ BAD_CONFIGS = [
     (lambda c: {**c, "vocab_size": 10**9}, "model.embed_tokens.weight (307, 16), config.json: (1000000000, 16)"),
     (lambda c: {**c, "num_hidden_layers": 10**7}, "config.json gives 10000000 layers, the weights hold blocks [0, 1]"),
     (lambda c: {**c, "num_hidden_layers": 1}, "config.json gives 1 layers, the weights hold blocks [0, 1]"),
-    (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'")]
+    (lambda c: {**c, "tie_word_embeddings": False}, "missing 'lm_head.weight (tie_word_embeddings is false)'"),
+    (lambda c: {**c, "tie_word_embeddings": "yes"}, "config.json': tie_word_embeddings must be true or false, got 'yes'")]
 
 
 @pytest.mark.parametrize("change, says", BAD_CONFIGS, ids=[says[:40] for _, says in BAD_CONFIGS])
@@ -139,6 +140,32 @@ def test_a_weight_llama_does_not_have_is_named(tmp_path):
                                          r".bias'\]") as err:
         from_hf(tmp_path)
     assert str(tmp_path / "model.safetensors") in str(err.value)
+
+
+EMBEDDINGS = {"GPT-2": (tiny_gpt, "transformer.wte.weight"), "Llama": (tiny_llama, "model.embed_tokens.weight")}
+
+
+@pytest.mark.parametrize("family", EMBEDDINGS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_tied_config_reads_an_lm_head_equal_to_the_embedding_and_refuses_one_that_differs(tmp_path, family, seed):
+    """tie_word_embeddings true beside a file's own lm_head.weight: tied when they are equal,
+    refused (not the file's lm_head dropped silently) when they differ."""
+    make, embedding = EMBEDDINGS[family]
+    model = make(len(CHARS), seed=seed, tie_weights=False)
+    save_hf(model, CHARS, tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": True}))
+    with pytest.raises(ValueError) as err:
+        from_hf(tmp_path)
+    assert str(err.value) == (f"from_hf: {str(tmp_path / 'model.safetensors')!r}: config.json ties lm_head to "
+                              f"{embedding} (tie_word_embeddings is true), but the file's lm_head.weight differs from "
+                              "it; set tie_word_embeddings to false to read it untied"), err.value
+    tensors, _ = read_safetensors(tmp_path / "model.safetensors")
+    write_safetensors(tmp_path / "model.safetensors", {**tensors, "lm_head.weight": tensors[embedding]})
+    back, _ = from_hf(tmp_path)
+    model.out_proj.weight.data = model.embed.weight.data.copy()
+    assert back.config.tie_weights
+    np.testing.assert_allclose(back(TOKENS).data, model(TOKENS).data, rtol=1e-6, atol=1e-6)
 
 
 LLAMA_KEYS = ["vocab_size", "hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",

@@ -49,7 +49,7 @@ RMS_NORM_EPS = make_norm("rms_norm", 1).eps            # our Llama's RMSNorm's
 GPT2_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
 ACTIVATIONS_FROM_GPT2 = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
-GPT2_BUFFERS = (".attn.bias", ".attn.masked_bias")    # causal masks some older files hold
+GPT2_BUFFERS = {".attn.bias": 4, ".attn.masked_bias": 0}   # older files' causal mask (1, 1, T, T), fill value (0-d)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +105,31 @@ def gpt2_our_config(spec):
                              d_ff=spec.get("n_inner") or 4 * width, num_layers=spec["n_layer"],
                              max_len=spec["n_positions"], dropout=spec.get("resid_pdrop", 0.1), pad_id=None,
                              activation=ACTIVATIONS_FROM_GPT2[activation], bias=True, head_bias=False,
-                             tie_weights=spec.get("tie_word_embeddings", True), init="gpt2", attention="fused")
+                             tie_weights=tie_word_embeddings(spec, True), init="gpt2", attention="fused")
+
+
+def tie_word_embeddings(spec, default):
+    """config.json's tie_word_embeddings (default when absent): a bool, or a ValueError (a
+    string such as "yes" or "false" would read as true)."""
+    tied = spec.get("tie_word_embeddings", default)
+    if not isinstance(tied, bool):
+        raise ValueError(f"tie_word_embeddings must be true or false, got {tied!r}")
+    return tied
+
+
+def _drop_tied_head(theirs, config, embedding):
+    """Leave lm_head.weight out of `theirs` when config.json ties it to `embedding` (our
+    tied model reads the embedding).  A file whose lm_head.weight differs from the embedding
+    contradicts its config.json and is refused (tying would drop trained weights silently);
+    an untied config needs an lm_head.weight."""
+    if not config.tie_weights:
+        if "lm_head.weight" not in theirs:
+            raise KeyError("lm_head.weight (tie_word_embeddings is false)")
+        return
+    head = theirs.pop("lm_head.weight", None)
+    if head is not None and embedding in theirs and not np.array_equal(head, theirs[embedding]):
+        raise ValueError(f"config.json ties lm_head to {embedding} (tie_word_embeddings is true), but the file's "
+                         "lm_head.weight differs from it; set tie_word_embeddings to false to read it untied")
 
 
 def _conv1d(name):
@@ -124,19 +148,23 @@ def gpt2_to_theirs(state, config):
     return {name: np.asarray(a.T if _conv1d(name) else a, np.float32) for name, a in theirs.items()}
 
 
+def _gpt2_buffer(name, array):
+    """Whether (name, array) is one of GPT2_BUFFERS, which older transformers wrote beside
+    the weights: a buffer's name with its shape (a weight so named but shaped otherwise is
+    not skipped, and is refused as a key the mapping does not know)."""
+    return any(name.endswith(suffix) and np.ndim(array) == ndim for suffix, ndim in GPT2_BUFFERS.items())
+
+
 def gpt2_from_theirs(tensors, config):
     """GPT2LMHeadModel's tensors (with or without the `transformer.` prefix that a bare
     GPT2Model's file lacks) -> our state dict."""
     theirs = {}
     for name, array in tensors.items():
-        if name.endswith(GPT2_BUFFERS) and array.ndim == 4:
-            continue                                                    # an old file's causal mask
+        if _gpt2_buffer(name, array):
+            continue
         name = name if name.startswith(("transformer.", "lm_head.")) else "transformer." + name
         theirs[name] = array.T if _conv1d(name) else array
-    if config.tie_weights:
-        theirs.pop("lm_head.weight", None)                              # the same array as wte
-    elif "lm_head.weight" not in theirs:
-        raise KeyError("lm_head.weight (tie_word_embeddings is false)")
+    _drop_tied_head(theirs, config, "transformer.wte.weight")
     _check_sizes(theirs, config, "transformer.h.", {
         "transformer.wte.weight": (config.vocab, config.d_model), "transformer.wpe.weight": (config.max_len, config.d_model),
         "transformer.h.{i}.mlp.c_fc.weight": (config.d_ff, config.d_model)})
@@ -219,7 +247,7 @@ def llama_our_config(spec):
         raise ValueError(f"Llama settings this model cannot follow: {', '.join(unsupported)} (ours: SiLU, RMSNorm eps "
                          f"{RMS_NORM_EPS}, a key/value head per head, no biases, RoPE unscaled)")
     config = llama_config(spec["vocab_size"], block_size=spec["max_position_embeddings"], n_layer=spec["num_hidden_layers"],
-                          n_head=heads, n_embd=spec["hidden_size"], tie_weights=spec.get("tie_word_embeddings", False),
+                          n_head=heads, n_embd=spec["hidden_size"], tie_weights=tie_word_embeddings(spec, False),
                           rope_base=theta, d_ff=spec["intermediate_size"])
     if spec.get("head_dim") not in (None, config.d_model // config.num_heads):
         raise ValueError(f"head_dim={spec['head_dim']!r}: ours is hidden_size / num_attention_heads")
@@ -251,10 +279,7 @@ def llama_to_theirs(state, config):
 def llama_from_theirs(tensors, config):
     """LlamaForCausalLM's tensors -> our state dict (for the half-split pairing)."""
     theirs = {name: array for name, array in tensors.items() if not name.endswith(LLAMA_BUFFERS)}
-    if config.tie_weights:
-        theirs.pop("lm_head.weight", None)                              # the same array as embed_tokens
-    elif "lm_head.weight" not in theirs:
-        raise KeyError("lm_head.weight (tie_word_embeddings is false)")
+    _drop_tied_head(theirs, config, "model.embed_tokens.weight")
     width = config.d_model
     _check_sizes(theirs, config, "model.layers.", {
         "model.embed_tokens.weight": (config.vocab, width), "model.layers.{i}.mlp.gate_proj.weight": (config.d_ff, width),

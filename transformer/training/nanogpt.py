@@ -102,8 +102,8 @@ def decoder_holding(config, weights):
 
 def rename_from_nanogpt(state, num_layers, d_model, source):
     """Arrays under nanoGPT's names (its layout: Linear weights (out, in)) -> the same arrays
-    under ours, c_attn cut into q, k and v.  A key the mapping does not know, or a c_attn
-    of the wrong size, is a KeyError or ValueError naming `source`."""
+    under ours, c_attn cut into q, k and v.  A key the mapping does not know (unexpected, not
+    missing), or a c_attn of the wrong size, is a ValueError naming `source`."""
     ours = {}
     renames = _top_names()
     for i in range(num_layers):
@@ -119,7 +119,7 @@ def rename_from_nanogpt(state, num_layers, d_model, source):
                 ours[f"blocks.layers.{i}.self_attn.{name}.{kind}"] = part
     unknown = [k for k in state if k not in renames and ".attn.c_attn." not in k]
     if unknown:
-        raise KeyError(f"{source}: keys this mapping does not know: {unknown}")
+        raise ValueError(f"{source}: unexpected keys, which this mapping does not know: {unknown[:3]}")
     ours.update({renames[k]: v for k, v in state.items() if k in renames})
     return ours
 
