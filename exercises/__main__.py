@@ -5,32 +5,39 @@
     check   grade exercises (NAME... or all) of a copy (--project; default: this project);
             exit status 0 only when all pass. In a student copy, it checks the copy itself
             against the expected results recorded when the copy was made.
-    grade   grade every submission folder in SUBMISSIONS (one per student), in parallel:
+    grade   grade every submission in SUBMISSIONS (one per student: a folder holding the project,
+            or holding it one or two folders down, or a .zip of it), in parallel:
             --out grades.csv, --gradescope DIR (a results.json per student)
 
 Grading runs the teacher's code only: the submission's regions are spliced into a pristine
-copy of this project and each check runs in a child process with a time limit. See
-docs/TEACHING.md.
+copy of this project and each check runs in a child process with a time and memory limit.
+See docs/TEACHING.md.
 """
 
 import argparse
 import os
 import sys
+import tempfile
 
 from exercises import reports
 from exercises.catalog import EXERCISES
-from exercises.grading import grade
-from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, check_own_copy, outstanding, student_copy
+from exercises.grading import NO_PROJECT, Result, grade
+from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, outstanding, student_copy
+from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
+from exercises.sandbox import MEMORY_MB
+from exercises.submissions import find_project, find_projects
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def list_exercises():
+def list_exercises(parser, args):
+    """One exercise a line, in the order of the lectures: name, its files, what to write."""
     regions = find_regions(ROOT)
     for name, (description, _) in EXERCISES.items():
         files = ", ".join(sorted({path for path, _, _ in regions.get(name, [])})) or "(solved in this copy)"
         print(f"{name:20s} {files:34s} {description}")
+    return 0
 
 
 def parser_of_commands():
@@ -52,6 +59,8 @@ def parser_of_commands():
     klass.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks run at once (default: cores)")
     for command in (check, klass):
         command.add_argument("--timeout", type=float, default=20.0, help="seconds a check may run (default 20)")
+        command.add_argument("--memory", type=float, default=MEMORY_MB, metavar="MB",
+                             help=f"memory a check may use, in MB (default {MEMORY_MB})")
     return parser
 
 
@@ -72,8 +81,22 @@ def make(parser, args):
     except FileExistsError as err:
         parser.exit(2, f"python -m exercises: error: {err}\n")
     print(f"wrote a student copy to {args.folder}: {len(only)} of {len(EXERCISES)} exercises cut out of "
-          f"{len(changed)} files; grade it with: python -m exercises check all --project {args.folder}")
+          f"{reports.plural(len(changed), 'file')}; grade it with: python -m exercises check all --project {args.folder}")
     return 0
+
+
+def grade_one(parser, args, names):
+    """[Result] of the teacher grading the copy of --project (a folder or a .zip); no project
+    found there is one line, written to --gradescope too."""
+    given = args.project or ROOT
+    student = os.path.basename(os.path.abspath(given))
+    with tempfile.TemporaryDirectory(prefix="exercises-submission-") as scratch:
+        project, why = find_project(given, scratch)
+        if why:
+            if args.gradescope:
+                reports.write_gradescope([Result(student, "", NO_PROJECT, why)], args.gradescope)
+            parser.exit(2, f"python -m exercises: error: --project {given!r}: {NO_PROJECT}: {why}\n")
+        return grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory)
 
 
 def check(parser, args):
@@ -81,14 +104,12 @@ def check(parser, args):
     if IS_STUDENT_COPY:
         if args.project and os.path.realpath(args.project) != os.path.realpath(ROOT):
             parser.exit(2, "python -m exercises: error: a student copy checks itself only; your teacher grades\n")
-        results = check_own_copy(ROOT, names, args.timeout)
+        results, notes = check_own_copy(ROOT, names, args.timeout, args.memory)
         print("checked in this copy against the results recorded when it was made; your teacher's grade "
               "runs the teacher's checks")
+        print("\n".join(notes), end="\n" if notes else "")
     else:
-        project = args.project or ROOT
-        if not os.path.isdir(os.path.join(project, "autograd")):
-            parser.exit(2, f"python -m exercises: error: --project {project!r} is not a copy of this project\n")
-        results = grade(ROOT, {os.path.basename(os.path.abspath(project)): project}, names, args.timeout)
+        results = grade_one(parser, args, names)
     for result in results:
         print(result.line())
     if args.gradescope:
@@ -101,10 +122,17 @@ def check(parser, args):
 def grade_class(parser, args):
     if IS_STUDENT_COPY:
         parser.exit(2, f"python -m exercises: error: grading a class {NEEDS_TEACHER}\n")
-    folders = reports.submission_folders(args.submissions)
-    if not folders:
-        parser.exit(2, f"python -m exercises: error: no submission folders in {args.submissions!r}\n")
-    results = grade(ROOT, folders, list(EXERCISES), args.timeout, args.jobs)
+    if not os.path.isdir(args.submissions) or not [n for n in os.listdir(args.submissions) if n[0] != "."]:
+        parser.exit(2, f"python -m exercises: error: no submissions in {args.submissions!r}\n")
+    with tempfile.TemporaryDirectory(prefix="exercises-submissions-") as scratch:
+        found = find_projects(args.submissions, scratch)
+        unread = [Result(student, "", NO_PROJECT, why) for student, (_, why) in found.items() if why]
+        for result in unread:
+            print(f"{result.student}: {result.line()}")
+        projects = {student: project for student, (project, why) in found.items() if not why}
+        graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory) if projects else []
+    order = list(found)
+    results = sorted(graded + unread, key=lambda r: order.index(r.student))
     reports.write_csv(results, args.out)
     if args.gradescope:
         reports.write_gradescope_class(results, args.gradescope)
@@ -115,10 +143,15 @@ def grade_class(parser, args):
 def main(argv=None):
     parser = parser_of_commands()
     args = parser.parse_args(argv)
-    if args.command == "list":
-        list_exercises()
-        return 0
-    return {"make": make, "check": check, "grade": grade_class}[args.command](parser, args)
+    if getattr(args, "memory", 1) <= 0 or getattr(args, "timeout", 1) <= 0:
+        parser.exit(2, "python -m exercises: error: --memory and --timeout must be positive\n")
+    try:
+        status = {"list": list_exercises, "make": make, "check": check, "grade": grade_class}[args.command](parser, args)
+        sys.stdout.flush()                # inside the try: a pipe closed early fails here, not at exit
+        return status
+    except BrokenPipeError:             # the reader stopped early (| head): no traceback, no more output
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

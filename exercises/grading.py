@@ -20,12 +20,13 @@ import tempfile
 from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
-from exercises.regions import SKIPPED, SOURCES, read, regions_of, splice
+from exercises.regions import SKIPPED, SOURCES, find_regions, line_in_submission, read, regions_of, splice
 from exercises.hotpatch import patch
-from exercises.sandbox import prepare_grader, run_jobs
+from exercises.sandbox import MEMORY_MB, prepare_grader, run_jobs
 from exercises.versions import versions
 
 NOT_IN_COPY = "not in that copy"
+NO_PROJECT = "no project found"           # a submission with nothing to grade: one Result, exercise ""
 PRELOADED = ("autograd", "nn", "nn.functional", "transformer", "transformer.attention", "transformer.decoding",
              "transformer.families.decoder_only", "transformer.masks", "transformer.positional",
              "autograd.kernels.loops", "autograd.kernels.reference")
@@ -33,13 +34,16 @@ PRELOADED = ("autograd", "nn", "nn.functional", "transformer", "transformer.atte
 
 @dataclass(frozen=True)
 class Result:
-    """One exercise of one submission: status is passed, not yet, timed out or not in that copy."""
+    """One exercise of one submission: status is passed, not yet, timed out or not in that copy;
+    or, exercise "", no project found in the submission."""
     student: str
     exercise: str
     status: str
     message: str
 
     def line(self):
+        if self.status == NO_PROJECT:
+            return f"{self.status}: {self.message}"
         if self.status == "passed":
             return f"exercise {self.exercise}: passed ({self.message})"
         return f"exercise {self.exercise}: {self.status}: {self.message}"
@@ -78,13 +82,26 @@ class Teacher:
         return out
 
 
-def _syntax_error(overrides):
+def syntax_error(overrides, origins):
+    """The first syntax error of the spliced files {file: text}, at its line in the submission
+    (origins {file: {name: [(submission's file, first, last)]}}: where the bodies spliced in
+    came from), or None."""
     for path, text in overrides.items():
         try:
             compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as err:
-            return f"syntax error in {path} line {err.lineno}: {err.msg}"
+            file, line = line_in_submission(text, err.lineno or 0, origins.get(path, {})) or (path, err.lineno)
+            return f"syntax error in {file} line {line}: {err.msg}"
     return None
+
+
+def origins_of(own, places):
+    """{file: [(submission's file, first, last)]}: where the bodies spliced into each of the
+    teacher's files `own` ([(file, version, body)]) came from, `places` the submission's regions."""
+    origins = {}
+    for (path, _, _), place in zip(own, places):
+        origins.setdefault(path, []).append(place)
+    return origins
 
 
 def _module_name(path):
@@ -127,11 +144,13 @@ def _import_pristine(folder):
 
 def tasks_for(teacher, student, folder, names):
     """(tasks for run_jobs, results known without running anything) of one submission."""
-    submitted = regions_of(folder)
+    submitted, places = regions_of(folder), find_regions(folder)
     tasks, known = [], []
     for name in names:
         overrides = teacher.overrides(name, submitted.get(name, []))
-        problem = overrides if isinstance(overrides, str) else _syntax_error(overrides)
+        origins = origins_of(teacher.regions[name], places.get(name, []))
+        problem = overrides if isinstance(overrides, str) else \
+            syntax_error(overrides, {path: {name: spots} for path, spots in origins.items()})
         if isinstance(overrides, str):
             known.append(Result(student, name, NOT_IN_COPY, problem))
         elif problem:
@@ -141,10 +160,10 @@ def tasks_for(teacher, student, folder, names):
     return tasks, known
 
 
-def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None):
+def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB):
     """[Result] of the exercises `names` (default: all; or {student: names}) of every
     submission ({student: folder}), checked in parallel over `jobs` processes (default:
-    every core)."""
+    every core), each in at most `memory_mb` of memory."""
     if any(m == p or m.startswith(p + ".") for m in sys.modules for p in SOURCES):
         raise RuntimeError("exercises: the grader must not have imported the project before grading")
     wanted = names if isinstance(names, dict) else {student: list(names or EXERCISES) for student in submissions}
@@ -158,7 +177,7 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None):
             tasks += more
             results += known
         try:
-            for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1):
+            for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1, memory_mb):
                 results.append(Result(student, name, status, message))
         finally:
             _forget_project()

@@ -8,7 +8,10 @@ exercises (tests/exercises/), not the tests that compare with a numpy answer of 
 (catalog.TESTS_THAT_REVEAL), not the numpy definitions the checks compare with
 (exercises/checks/definitions.py; the copy gets the expected results instead, recorded by
 running the checks here), not a sealed copy of the solutions. `exercises/handout.json`
-lists what was handed out, for the learner's `check` and the copy's test run.
+lists what was handed out, for the learner's `check` and the copy's test run;
+`exercises/as_made.json` holds the source files as made (stubs, no solution), so that the
+learner's `check` splices the regions into them as the teacher's grade does
+(exercises/own_check.py).
 """
 
 import json
@@ -61,8 +64,9 @@ def _ignore(root, left_out):
 
 def student_copy(root, destination, handed_out):
     """Write the copy of the project at root to destination, the exercises `handed_out` cut
-    out and the others solved; returns the source files changed."""
+    out and the others solved; returns the source files an exercise was cut out of."""
     from exercises.checks.expected import record_expectations
+    from exercises.own_check import record_as_made
     from exercises.sandbox import prepare_grader
     from exercises.versions import versions
     if os.path.exists(destination) and not os.path.isdir(destination):
@@ -77,6 +81,7 @@ def student_copy(root, destination, handed_out):
     for path in changed:
         with open(os.path.join(destination, path), "w", encoding="utf-8") as f:
             f.write(rewrite(read(root, path), _cut(set(handed_out), current)))
+    record_as_made(destination)
     with open(os.path.join(destination, HANDOUT), "w") as f:
         json.dump({"handed_out": {name: current[name] for name in handed_out},
                    "solved": [name for name in EXERCISES if name not in handed_out],
@@ -86,7 +91,7 @@ def student_copy(root, destination, handed_out):
         f.write(OUTSTANDING_HOOKS)
     prepare_grader()                      # the checks run here as they do when grading: numpy kernels
     record_expectations(os.path.join(destination, "exercises", "checks", "expected.npz"))
-    return changed
+    return [path for path in changed if "# BEGIN EXERCISE" in read(destination, path)]
 
 
 def outstanding(root):
@@ -97,22 +102,3 @@ def outstanding(root):
     return [name for name in handed_out
             if any(f'raise NotImplementedError("exercise {name}:' in body for _, _, body in regions.get(name, []))]
 
-
-def check_own_copy(root, names, timeout):
-    """[Result] of checking the copy at root as it is (its own code for every exercise)."""
-    from exercises.grading import Result
-    from exercises.sandbox import prepare_grader, run_jobs
-
-    def job_of(name):
-        def job():
-            from exercises.checks import run
-            return run(name)
-        return job
-
-    prepare_grader()
-    from exercises.checks import NOT_STARTED  # imported once, before the children fork
-    untouched = set(outstanding(root))    # "not started" first: not hidden behind another exercise it needs
-    tasks = [(name, root, {}, job_of(name)) for name in names if name not in untouched]
-    verdicts = dict(run_jobs(tasks, timeout, os.cpu_count() or 1))
-    verdicts.update({name: NOT_STARTED for name in untouched})
-    return [Result("", name, *verdicts[name]) for name in names]

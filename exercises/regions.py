@@ -93,3 +93,20 @@ def splice(text, name, bodies):
         return [lines[0], remaining.pop(0), lines[-1]]
 
     return rewrite(text, replace)
+
+
+def line_in_submission(spliced, lineno, origins):
+    """(file, line) in the submission of line `lineno` of a spliced text, or None. origins
+    {name: [(file, first, last)]}: where the bodies spliced into the text's regions of each
+    name, in order, sit in the submission (find_regions). A line after a spliced body and
+    outside any other (a region that left a bracket open) is put on that region's END line."""
+    seen, after = {}, None
+    for name, _, first, last, _ in parse(spliced):
+        index = seen[name] = seen.get(name, -1) + 1
+        if name not in origins or index >= len(origins[name]) or first >= lineno:
+            continue
+        file, origin_first, origin_last = origins[name][index]
+        if lineno < last:
+            return file, origin_first + lineno - first
+        after = (file, origin_last)
+    return after

@@ -4,24 +4,24 @@ import csv
 import json
 import os
 
-from exercises.grading import NOT_IN_COPY
+from exercises.grading import NO_PROJECT, NOT_IN_COPY
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this in its image: the teacher's project is /autograder/source (set up by
 # setup.sh: pip install -e /autograder/source), the student's copy /autograder/submission.
-set -euo pipefail
-cd /autograder/source
-python -m exercises check all --project /autograder/submission \\
-    --gradescope /autograder/results/results.json || true
+# check writes results.json whatever the submission holds (an exercise not passed, no project
+# found: exit 1 or 2, and the results say so); only a grader that failed before writing it
+# leaves none, and then the results say that. Gradescope reads results.json: exit 0.
+autograder=${AUTOGRADER:-/autograder}
+results="$autograder/results/results.json"
+mkdir -p "$autograder/results" && rm -f "$results"
+(cd "$autograder/source" && python -m exercises check all --project "$autograder/submission" --gradescope "$results")
+if [ ! -s "$results" ]; then
+    failed="The grader failed before grading this submission (the autograder output says why): tell your teacher."
+    echo "{\\"score\\": 0.0, \\"tests\\": [], \\"output\\": \\"$failed\\"}" > "$results"
+fi
+exit 0
 """
-
-
-def submission_folders(folder):
-    """{student: folder} of the sub-folders of folder, in name order."""
-    if not os.path.isdir(folder):
-        return {}
-    return {name: os.path.join(folder, name) for name in sorted(os.listdir(folder))
-            if os.path.isdir(os.path.join(folder, name)) and not name.startswith(".")}
 
 
 def write_csv(results, path):
@@ -33,11 +33,18 @@ def write_csv(results, path):
 
 
 def gradescope(results):
-    """Gradescope's results.json for one student's results: one test per exercise, 1 point
-    each (0 for one not in that copy: not handed out, or added since)."""
-    tests = [{"name": r.exercise, "score": float(r.status == "passed"), "max_score": float(r.status != NOT_IN_COPY),
-              "status": "passed" if r.status == "passed" else "failed", "output": r.line()} for r in results]
-    return {"score": sum(t["score"] for t in tests), "tests": tests}
+    """Gradescope's results.json for one student's results: one test per exercise graded, 1
+    point each. An exercise not in that copy (not handed out, or changed since) is no test and
+    no point: the submission's output names it. No project found: no test, the output says why."""
+    if any(r.status == NO_PROJECT for r in results):
+        return {"score": 0.0, "tests": [], "output": "\n".join(r.line() for r in results)}
+    tests = [{"name": r.exercise, "score": float(r.status == "passed"), "max_score": 1.0,
+              "status": "passed" if r.status == "passed" else "failed", "output": r.line()}
+             for r in results if r.status != NOT_IN_COPY]
+    report = {"score": sum(t["score"] for t in tests), "tests": tests}
+    if (absent := [r for r in results if r.status == NOT_IN_COPY]):
+        report["output"] = "not graded here, " + "; ".join(f"{r.exercise}: {r.message}" for r in absent)
+    return report
 
 
 def write_gradescope(results, path):
@@ -56,7 +63,17 @@ def write_gradescope_class(results, folder):
     os.chmod(script, 0o755)
 
 
+def plural(count, noun):
+    """'1 submission', '2 submissions'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def summary(results, out):
+    """The closing line of grading a class: submissions, checks passed, where the CSV is."""
     students = dict.fromkeys(r.student for r in results)
-    passed = sum(r.status == "passed" for r in results)
-    return f"graded {len(students)} submissions: {passed} of {len(results)} checks passed; wrote {out}"
+    checks = [r for r in results if r.status != NO_PROJECT]
+    passed = sum(r.status == "passed" for r in checks)
+    unread = len(results) - len(checks)
+    missing = f" ({unread} with no project found)" if unread else ""
+    return (f"graded {plural(len(students), 'submission')}{missing}: {passed} of {plural(len(checks), 'check')} "
+            f"passed; wrote {out}")

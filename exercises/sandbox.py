@@ -7,6 +7,8 @@ from `root`, some files' text replaced in memory (the learner's regions spliced 
 `overrides`). The child runs one job, the check, and writes its verdict to a pipe. The grader kills a child that outlives the time
 limit, and turns a child that dies without a verdict (a signal, os._exit, a crash in C) into
 one line naming the exercise: nothing the learner's code does can stop the other checks.
+Each child also has a memory limit (its address space, RLIMIT_AS): an answer that allocates
+past it fails with one line naming the limit, not a machine out of memory.
 """
 
 import importlib.abc
@@ -14,6 +16,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import resource
 import select
 import signal
 import sys
@@ -21,6 +24,7 @@ import time
 
 ENVIRONMENT = {"AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1", "MPLBACKEND": "Agg",
                "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+MEMORY_MB = 2048       # a check's child, numpy and the project imported, peaks near 300 MB of address space
 
 
 def prepare_grader():
@@ -33,7 +37,8 @@ def prepare_grader():
 
 class OverrideFinder(importlib.abc.MetaPathFinder):
     """Imports the files named in `overrides` ({absolute path: source text}) from that text
-    instead of from disk; every other module as usual."""
+    instead of from disk, and none of those whose text is None (not in the project as made);
+    every other module as usual."""
 
     def __init__(self, overrides):
         self.overrides = overrides
@@ -42,6 +47,8 @@ class OverrideFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.origin not in self.overrides:
             return spec
+        if self.overrides[spec.origin] is None:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         loader = TextLoader(fullname, spec.origin, self.overrides[spec.origin])
         return importlib.util.spec_from_file_location(fullname, spec.origin, loader=loader,
                                                       submodule_search_locations=spec.submodule_search_locations)
@@ -58,9 +65,19 @@ class TextLoader(importlib.machinery.SourceFileLoader):
         return compile(self.text, self.path, "exec", dont_inherit=True)
 
 
-def _child(root, overrides, job, write_end):
-    """In the forked child: import from root with the overrides, run job(), report, exit."""
+def _over_memory(verdict, memory_mb):
+    """The verdict, or one line naming the memory limit if the check ran out of it."""
+    if verdict[0] != "passed" and "MemoryError" in verdict[1]:
+        return "not yet", f"used more than {memory_mb:g} MB of memory (the limit is --memory)"
+    return verdict
+
+
+def _child(root, overrides, job, write_end, memory_mb):
+    """In the forked child: limit its memory, import from root with the overrides, run job(),
+    report, exit."""
     try:
+        limit = int(memory_mb * 2 ** 20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
@@ -68,9 +85,9 @@ def _child(root, overrides, job, write_end):
         sys.path.insert(0, root)
         os.chdir(root)
         sys.meta_path.insert(0, OverrideFinder({os.path.join(root, f): t for f, t in overrides.items()}))
-        verdict = job()
+        verdict = _over_memory(job(), memory_mb)
     except BaseException as err:                          # noqa: BLE001  anything at all, reported
-        verdict = ("not yet", f"crashed: {type(err).__name__} escaped the check: {err}")
+        verdict = _over_memory(("not yet", f"crashed: {type(err).__name__} escaped the check: {err}"), memory_mb)
     os.write(write_end, json.dumps(verdict).encode())
     os._exit(0)
 
@@ -90,10 +107,11 @@ def _verdict_of_dead_child(status, output):
     return "not yet", f"crashed: the process exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def run_jobs(tasks, timeout, jobs):
+def run_jobs(tasks, timeout, jobs, memory_mb=MEMORY_MB):
     """Run each task (key, root, overrides, job) in a forked child, at most `jobs` at a time;
-    yields (key, (status, message)) as each ends. job() runs in the child and returns the
-    verdict (status, message); a child still running after `timeout` seconds is killed."""
+    yields (key, (status, message)) as each ends. job() runs in the child, in at most
+    `memory_mb` of address space, and returns the verdict (status, message); a child still
+    running after `timeout` seconds is killed."""
     pending, running = list(tasks)[::-1], {}
     while pending or running:
         while pending and len(running) < max(1, jobs):
@@ -102,7 +120,7 @@ def run_jobs(tasks, timeout, jobs):
             pid = os.fork()
             if pid == 0:
                 os.close(read_end)
-                _child(root, overrides, job, write_end)
+                _child(root, overrides, job, write_end, memory_mb)
             os.close(write_end)
             running[read_end] = (key, pid, time.monotonic() + timeout, [])
         wait = max(0.0, min(deadline for _, _, deadline, _ in running.values()) - time.monotonic())

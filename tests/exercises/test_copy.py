@@ -10,11 +10,13 @@ import json
 import lzma
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
 import zlib
 
+import pytest
 
 from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
 from exercises.regions import regions_of
@@ -106,7 +108,7 @@ def test_a_fresh_copy_holds_no_solution_in_any_form(fresh):
 def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     copy = tmp_path / "some"
     status, out = exercises("make", str(copy), "--only", "softmax", "causal_mask")
-    assert status == 0 and "2 of 19 exercises cut out" in out, out
+    assert status == 0 and "2 of 19 exercises cut out of 2 files;" in out, out      # reference.py, masks.py
     assert sorted(regions_of(str(copy))) == ["causal_mask", "softmax"]
     handout = json.loads((copy / "exercises" / "handout.json").read_text())
     assert list(handout["handed_out"]) == ["softmax", "causal_mask"] and len(handout["solved"]) == 17
@@ -170,3 +172,38 @@ def test_the_copy_test_suite_skips_what_needs_the_teacher_a_left_out_file_or_a_c
                              "print(skip_reason('ERROR: file or directory not found: tests/nn/test_optim.py'))"],
                             cwd=fresh, capture_output=True, text=True, env=env)
     assert reason.stdout == "needs tests/nn/test_optim.py, left out of this copy: it gives exercise adam_step away\n"
+
+
+LOWER = "np.tril(np.ones((length, length), dtype=bool))"
+OUTSIDE = {   # how an answer leans on code outside its region: (file, its text -> the new text, the region's body)
+    "a helper above the region": ("transformer/masks.py", lambda text: text.replace(
+        "def causal_mask(", f"def _lower(length):\n    return {LOWER}\n\n\ndef causal_mask("), "    return _lower(length)\n"),
+    "an edited import": ("transformer/masks.py", lambda text: text.replace(
+        "import numpy as np\n", "import numpy as np\nfrom numpy import tril\n"),
+        "    return tril(np.ones((length, length), dtype=bool))\n"),
+    "a module added": ("transformer/lower.py", lambda text: f"import numpy as np\n\n\ndef lower(length):\n"
+                       f"    return {LOWER}\n", "    from transformer.lower import lower\n    return lower(length)\n"),
+    "a comment, the answer in the region": ("transformer/masks.py", lambda text: "# mine\n" + text,
+                                           f"    return {LOWER}\n"),
+}
+
+
+@pytest.mark.parametrize("how", list(OUTSIDE))
+def test_check_in_a_copy_judges_as_the_teacher_s_grade_will(fresh, tmp_path, how):
+    copy = tmp_path / "copy"
+    shutil.copytree(fresh, copy)
+    path, edit, body = OUTSIDE[how]
+    plant(copy, "causal_mask", body)
+    (copy / path).write_text(edit((copy / path).read_text() if (copy / path).exists() else ""))
+    _, teacher = exercises("check", "causal_mask", "--project", str(copy))
+    status, own = exercises("check", "causal_mask", cwd=copy)
+    lines = own.splitlines()
+    assert lines[1] == f"changes outside the exercise regions are not graded: {path}", own
+    assert lines[2] == teacher.strip(), (own, teacher)                    # the same line, word for word
+    passed = how.startswith("a comment")
+    assert teacher.startswith("exercise causal_mask: passed (" if passed else "exercise causal_mask: not yet: raised ")
+
+
+def test_check_in_a_copy_says_nothing_of_files_as_made(fresh):
+    status, out = exercises("check", "causal_mask", cwd=fresh)
+    assert "changes outside" not in out and "not started" in out.splitlines()[1]

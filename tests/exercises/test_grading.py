@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from exercises.catalog import EXERCISES
-from tests.exercises.helpers import exercises, plant, solve
+from tests.exercises.helpers import ROOT, exercises, plant, solve
 
 ENDLESS = "    while True:\n        pass\n"
 SOME = ["value_mul", "topological_sort", "softmax", "softmax_backward", "causal_mask", "sinusoidal", "embedding",
@@ -110,7 +110,7 @@ def test_a_copy_of_an_older_exercise_set_is_graded_on_what_it_has(student):
 def test_check_refuses_an_unknown_exercise_or_project(tmp_path):
     assert exercises("check", "softmax_forward")[1].strip().endswith("python -m exercises list shows them")
     status, out = exercises("check", "softmax", "--project", str(tmp_path))
-    assert status == 2 and "is not a copy of this project" in out
+    assert status == 2 and f"--project {str(tmp_path)!r}: no project found: expected a copy of the project" in out
 
 
 def test_make_refuses_a_folder_in_use(fresh):
@@ -118,3 +118,57 @@ def test_make_refuses_a_folder_in_use(fresh):
     assert status == 2 and "exists and is not empty" in out
     status, out = exercises("make", str(fresh / "README.md"))
     assert status == 2 and "is a file; expected a new or empty folder" in out
+
+
+SYNTAX_ERRORS = {    # exercise: (body, the text of its bad line), a region of a file with other regions before it
+    "log_softmax": ("    a = 1\n    b = 2\n    c = (a\n    return b\n", "c = (a"),
+    "kv_cache": ("            y = 1\n            y = y +\n            z = 3\n", "y = y +"),
+    "sinusoidal": ("    return )\n    x = 2\n", "return )"),
+}
+
+
+def _planted_syntax_errors(copy):
+    """Plant SYNTAX_ERRORS in the copy, a line added above each file's regions (its line
+    numbers are not the teacher's); {exercise: (file, line of the error in the copy's file)}."""
+    where = {}
+    for name, (body, bad) in SYNTAX_ERRORS.items():
+        plant(copy, name, body)
+        path = copy / {"log_softmax": "autograd/kernels/reference.py", "kv_cache": "transformer/attention.py",
+                       "sinusoidal": "transformer/positional.py"}[name]
+        path.write_text("# my notes\n" + path.read_text())
+        lines = path.read_text().splitlines()
+        where[name] = (str(path.relative_to(copy)), next(i for i, line in enumerate(lines, 1) if bad in line))
+    return where
+
+
+def test_a_syntax_error_is_at_its_line_in_the_student_s_file(fresh, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(fresh, copy)
+    where = _planted_syntax_errors(copy)
+    status, teacher = exercises("check", *SYNTAX_ERRORS, "--project", str(copy))
+    status, own = exercises("check", *SYNTAX_ERRORS, cwd=copy)
+    for name, (path, line) in where.items():
+        expected = f"exercise {name}: not yet: syntax error in {path} line {line}: "
+        assert [x for x in teacher.splitlines() if x.startswith(expected)] != [], (expected, teacher)
+        assert [x for x in own.splitlines() if x.startswith(expected)] != [], (expected, own)
+
+
+BALLAST = "    _ballast = np.ones(600 * 2 ** 20, dtype=np.uint8)  # 600 MB\n"
+
+
+def test_a_check_that_needs_more_memory_than_the_limit_is_one_line(fresh, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(fresh, copy)
+    plant(copy, "softmax", lambda solution: BALLAST + solution)
+    plant(copy, "log_softmax", lambda solution: BALLAST + solution)
+    plant(copy, "causal_mask", lambda solution: solution)
+    for where, cwd in ((("--project", str(copy)), ROOT), ((), copy)):           # the teacher's grade, the copy's
+        status, out = exercises("check", "softmax", "log_softmax", "causal_mask", "--memory", "500", *where, cwd=cwd)
+        lines = [line for line in out.splitlines() if line.startswith("exercise ")]
+        assert status == 1 and lines[:2] == [f"exercise {n}: not yet: used more than 500 MB of memory (the limit is "
+                                             "--memory)" for n in ("softmax", "log_softmax")], out
+        assert lines[2].startswith("exercise causal_mask: passed (")
+    status, out = exercises("check", "softmax", "log_softmax", "--project", str(copy))      # the default leaves room
+    assert status == 0 and "--memory" not in out, out
+    status, out = exercises("check", "softmax", "--memory", "0")
+    assert status == 2 and "--memory and --timeout must be positive" in out

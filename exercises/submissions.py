@@ -1,0 +1,112 @@
+"""Finding each student's project in what was handed in: a folder, a folder holding the
+project one or two folders down (`alice/class-copy/...`), or a .zip of either.
+
+A .zip is untrusted: it is extracted into a temporary folder only, and refused whole if any
+member's path is absolute or climbs out (`..`), if it holds a symlink, or if it is larger or
+has more members than a class copy could (MAX_BYTES, MAX_MEMBERS). Nothing found is read
+here but folder names: the grader reads the regions' text later (exercises/grading.py).
+"""
+
+import os
+import shutil
+import stat
+import zipfile
+
+from exercises.regions import SKIPPED, SOURCES
+
+MAX_BYTES = 200 * 2 ** 20          # the whole project with its notebooks is a few MB
+MAX_MEMBERS = 20_000
+DEPTH = 2                          # how many folders down a project may sit
+EXPECTED = (f"expected a copy of the project (its {', '.join(p + '/' for p in SOURCES)} folders) in the folder, "
+            f"one or two folders down, or in a .zip of it")
+
+
+def _is_project(folder):
+    return any(os.path.isdir(os.path.join(folder, package)) for package in SOURCES)
+
+
+def _subfolders(folder):
+    return [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if not n.startswith((".", "__MACOSX"))
+            and n not in SKIPPED and os.path.isdir(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))]
+
+
+def project_in(folder):
+    """(the project folder in folder or up to DEPTH folders down, the shallowest, None), or
+    (None, why there is none)."""
+    level = [folder]
+    for _ in range(DEPTH + 1):
+        found = [f for f in level if _is_project(f)]
+        if len(found) > 1:
+            names = ", ".join(os.path.relpath(f, folder) + "/" for f in found)
+            return None, f"{len(found)} copies of the project ({names}), expected one"
+        if found:
+            return found[0], None
+        level = [sub for f in level for sub in _subfolders(f)]
+    return None, EXPECTED
+
+
+def _refusal(archive):
+    """Why the members of a zip may not be extracted, or None."""
+    members = archive.infolist()
+    if len(members) > MAX_MEMBERS:
+        return f"it has {len(members)} members, more than {MAX_MEMBERS}"
+    if sum(m.file_size for m in members) > MAX_BYTES:
+        return f"it holds more than {MAX_BYTES // 2 ** 20} MB"
+    for member in members:
+        name = member.filename.replace("\\", "/")
+        if name.startswith("/") or (len(name) > 1 and name[1] == ":") or ".." in name.split("/"):
+            return f"the member {member.filename!r} would be written outside the folder"
+        if stat.S_ISLNK(member.external_attr >> 16):
+            return f"the member {member.filename!r} is a symlink"
+    return None
+
+
+def _extract(archive, destination):
+    """Extract every member, refusing (ValueError) one that writes more than it declared."""
+    for member in archive.infolist():
+        target = os.path.join(destination, *member.filename.replace("\\", "/").split("/"))
+        if member.is_dir():
+            os.makedirs(target, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with archive.open(member) as source, open(target, "wb") as out:
+            shutil.copyfileobj(source, out)
+            if out.tell() > member.file_size:
+                raise ValueError(f"the member {member.filename!r} is larger than it says")
+
+
+def unzip(path, destination):
+    """Extract the .zip at path into destination (a new folder); a str saying why not."""
+    name = os.path.basename(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            if (refused := _refusal(archive)):
+                return f"{name} refused: {refused}"
+            os.makedirs(destination)
+            _extract(archive, destination)
+    except (zipfile.BadZipFile, ValueError, OSError, RuntimeError) as err:
+        return f"{name} is not a .zip that can be read: {err}"
+    return None
+
+
+def find_project(path, scratch):
+    """(the project folder, None) in path, a folder or a .zip (extracted into a new folder in
+    scratch); or (None, why there is none)."""
+    if os.path.isfile(path) and path.lower().endswith(".zip"):
+        destination = os.path.join(scratch, f"{len(os.listdir(scratch))}-{os.path.basename(path)[:-4]}")
+        refused = unzip(path, destination)
+        return (None, refused) if refused else project_in(destination)
+    if os.path.isdir(path):
+        return project_in(path)
+    return None, f"{os.path.basename(path)} is neither a folder nor a .zip; {EXPECTED}"
+
+
+def find_projects(folder, scratch):
+    """{student: (project folder, None) or (None, why none was found)} for each entry of
+    folder (a sub-folder or a file; a .zip's student is its name without .zip), in name order."""
+    found = {}
+    for entry in sorted(os.listdir(folder)):
+        if not entry.startswith("."):
+            student = entry[:-4] if entry.lower().endswith(".zip") else entry
+            found[student] = find_project(os.path.join(folder, entry), scratch)
+    return found
