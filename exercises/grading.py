@@ -20,8 +20,8 @@ import tempfile
 from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
-from exercises.regions import SKIPPED, SOURCES, find_regions, line_in_submission, read, regions_of, splice
 from exercises.hotpatch import patch
+from exercises.regions import SKIPPED, SOURCES, find_regions, line_in_submission, read, regions_of, splice
 from exercises.sandbox import MEMORY_MB, prepare_grader, run_jobs
 from exercises.versions import versions
 

@@ -13,7 +13,14 @@ import collections
 import json
 import os
 
-from exercises.regions import find_regions, parse, python_files, read, regions_of, splice
+from exercises.regions import (
+    find_regions,
+    parse,
+    python_files,
+    read,
+    regions_of,
+    splice,
+)
 
 AS_MADE = os.path.join("exercises", "as_made.json")
 OUTSIDE = "changes outside the exercise regions are not graded: {}"
@@ -68,7 +75,7 @@ def _job(name):
 def check_own_copy(root, names, timeout, memory_mb):
     """([Result], [note]) of checking the copy at root as the teacher's grade will: its regions
     spliced into its files as made; a note names each file changed outside its regions."""
-    from exercises.checks import NOT_STARTED            # imported once, before the children fork
+    from exercises.checks import NOT_STARTED  # imported once, before the children fork
     from exercises.grading import NOT_IN_COPY, Result, syntax_error
     from exercises.handout import outstanding
     from exercises.sandbox import prepare_grader, run_jobs

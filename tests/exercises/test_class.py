@@ -15,7 +15,9 @@ from tests.exercises.helpers import ROOT, exercises, plant, solve
 
 @pytest.fixture(scope="module")
 def submissions(tmp_path_factory):
-    """Three students: one solved softmax, one planted a mistake, one tampered with the grader."""
+    """Three students: one solved softmax, one planted a mistake, one tampered with the grader;
+    ada's copy again as a .zip one folder down (zed) and as a folder two down (nia); a folder
+    and a file holding no project (cy, dee.txt)."""
     root = tmp_path_factory.mktemp("class")
     status, out = exercises("make", str(root / "template"), "--only", "softmax", "causal_mask")
     assert status == 0, out
@@ -25,33 +27,97 @@ def submissions(tmp_path_factory):
     solve(folder / "ada", "softmax")
     plant(folder / "bob", "causal_mask", "    return np.tril(np.ones((length, length), dtype=bool), -1)\n")
     (folder / "eve" / "exercises" / "checks" / "__init__.py").write_text("def run(name):\n    return 'passed', ''\n")
+    shutil.make_archive(str(folder / "zed"), "zip", root_dir=folder, base_dir="ada")
+    shutil.copytree(folder / "ada", folder / "nia" / "downloads" / "class-copy")
+    (folder / "cy").mkdir()
+    (folder / "cy" / "README.md").write_text("my answers are in my head\n")
+    (folder / "dee.txt").write_text("def softmax(x): ...\n")
     return folder
+
+
+NO_PROJECT = ("no project found: expected a copy of the project (its autograd/, nn/, transformer/ folders) in the "
+              "folder, one or two folders down, or in a .zip of it")
 
 
 def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
     status, text = exercises("grade", str(submissions), "--out", str(out), "--gradescope", str(gradescope), "--jobs", "2")
-    assert status == 0 and text.strip().endswith(f"wrote {out}") and "graded 3 submissions: 1 of 57" in text, text
+    assert status == 0 and text.strip().endswith(f"wrote {out}"), text
+    assert "graded 7 submissions (2 with no project found): 3 of 95 checks passed" in text, text
+    assert f"cy: {NO_PROJECT}" in text.splitlines() and "dee.txt: no project found: dee.txt is neither" in text
     rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 3 * len(EXERCISES) and set(rows[0]) == {"student", "exercise", "result", "message"}
+    assert len(rows) == 5 * len(EXERCISES) + 2 and set(rows[0]) == {"student", "exercise", "result", "message"}
     result = {(r["student"], r["exercise"]): r for r in rows}
     assert result["ada", "softmax"]["result"] == "passed"
     assert result["ada", "causal_mask"]["result"] == "not yet" and "not started" in result["ada", "causal_mask"]["message"]
     assert result["bob", "causal_mask"]["result"] == "not yet" and "[mistake: diagonal excluded]" in \
         result["bob", "causal_mask"]["message"]
     assert result["eve", "softmax"]["result"] == "not yet" and result["bob", "value_mul"]["result"] == "not in that copy"
+    for twin in ("zed", "nia"):                                            # ada's copy, zipped or two folders down
+        assert [result[twin, n]["message"] for n in EXERCISES] == [result["ada", n]["message"] for n in EXERCISES]
+    assert result["cy", ""]["result"] == "no project found" and result["cy", ""]["message"] == NO_PROJECT[18:]
     ada = json.loads((gradescope / "ada" / "results.json").read_text())
-    assert ada["score"] == 1.0 and len(ada["tests"]) == len(EXERCISES)
-    assert sum(t["max_score"] for t in ada["tests"]) == 2.0              # not in that copy: worth 0
-    assert ada["tests"][5] == {"name": "softmax", "score": 1.0, "max_score": 1.0, "status": "passed",
+    assert ada["score"] == 1.0 and [t["name"] for t in ada["tests"]] == ["softmax", "causal_mask"]   # as handed out
+    assert ada["output"].startswith("not graded here, value_mul: the copy has no region for value_mul")
+    assert ada["tests"][0] == {"name": "softmax", "score": 1.0, "max_score": 1.0, "status": "passed",
                                "output": result["ada", "softmax"]["message"].join(["exercise softmax: passed (", ")"])}
+    assert json.loads((gradescope / "cy" / "results.json").read_text()) == {"score": 0.0, "tests": [],
+                                                                            "output": NO_PROJECT}
     assert os.access(gradescope / "run_autograder", os.X_OK)
-    assert "--gradescope /autograder/results/results.json" in (gradescope / "run_autograder").read_text()
+
+
+def test_one_submission_is_one_submission(submissions, tmp_path):
+    (tmp_path / "class").mkdir()
+    shutil.copytree(submissions / "ada", tmp_path / "class" / "ada")
+    status, text = exercises("grade", str(tmp_path / "class"), "--out", str(tmp_path / "grades.csv"))
+    assert status == 0 and "graded 1 submission: 1 of 19 checks passed;" in text, text
+
+
+def _run_autograder(gradescope, tmp_path, submission):
+    """Run the run_autograder script as Gradescope would, /autograder laid out in tmp_path:
+    (exit status, results.json)."""
+    autograder = tmp_path / "autograder"
+    autograder.mkdir()
+    (autograder / "source").symlink_to(ROOT)
+    shutil.copytree(submission, autograder / "submission")
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_folder / "python").chmod(0o755)
+    env = {**os.environ, "AUTOGRADER": str(autograder), "PATH": f"{bin_folder}:{os.environ['PATH']}"}
+    run = subprocess.run(["bash", str(gradescope / "run_autograder")], capture_output=True, text=True, env=env)
+    return run.returncode, json.loads((autograder / "results" / "results.json").read_text())
+
+
+@pytest.mark.parametrize("student", ["cy", "nia", "broken"])
+def test_run_autograder_always_leaves_results_that_say_what_happened(submissions, tmp_path, student):
+    gradescope = tmp_path / "gradescope"
+    exercises("grade", str(submissions / "cy"), "--out", str(tmp_path / "g.csv"), "--gradescope", str(gradescope))
+    assert (gradescope / "run_autograder").exists()
+    submission = submissions / ("ada" if student == "broken" else student)
+    if student == "broken":                                        # the grader itself fails: no source to run
+        (gradescope / "run_autograder").write_text((gradescope / "run_autograder").read_text().replace(
+            '"$autograder/source"', '"$autograder/nowhere"'))
+    status, results = _run_autograder(gradescope, tmp_path, submission)
+    assert status == 0
+    if student == "cy":
+        assert results == {"score": 0.0, "tests": [], "output": NO_PROJECT}
+    elif student == "nia":
+        assert results["score"] == 1.0 and [t["name"] for t in results["tests"]] == ["softmax", "causal_mask"]
+    else:
+        assert results["tests"] == [] and results["output"].startswith("The grader failed before grading")
+
+
+def test_a_pipe_closed_early_ends_quietly():
+    reader = subprocess.Popen([sys.executable, "-m", "exercises", "list"], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": ROOT})
+    reader.stdout.close()                                          # as `| head -3` does before the list is written
+    assert reader.wait() in (0, 1) and reader.stderr.read() == b""
 
 
 def test_grade_refuses_a_folder_without_submissions(tmp_path):
     status, out = exercises("grade", str(tmp_path / "none"))
-    assert status == 2 and "no submission folders in" in out
+    assert status == 2 and "no submissions in" in out
 
 
 def test_the_classroom_entry_point_is_one_test_per_exercise(submissions):

@@ -201,9 +201,10 @@ def test_check_in_a_copy_judges_as_the_teacher_s_grade_will(fresh, tmp_path, how
     assert lines[1] == f"changes outside the exercise regions are not graded: {path}", own
     assert lines[2] == teacher.strip(), (own, teacher)                    # the same line, word for word
     passed = how.startswith("a comment")
+    assert status == (0 if passed else 1)
     assert teacher.startswith("exercise causal_mask: passed (" if passed else "exercise causal_mask: not yet: raised ")
 
 
 def test_check_in_a_copy_says_nothing_of_files_as_made(fresh):
     status, out = exercises("check", "causal_mask", cwd=fresh)
-    assert "changes outside" not in out and "not started" in out.splitlines()[1]
+    assert status == 1 and "changes outside" not in out and "not started" in out.splitlines()[1]

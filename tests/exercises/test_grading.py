@@ -146,7 +146,9 @@ def test_a_syntax_error_is_at_its_line_in_the_student_s_file(fresh, tmp_path):
     shutil.copytree(fresh, copy)
     where = _planted_syntax_errors(copy)
     status, teacher = exercises("check", *SYNTAX_ERRORS, "--project", str(copy))
+    assert status == 1
     status, own = exercises("check", *SYNTAX_ERRORS, cwd=copy)
+    assert status == 1
     for name, (path, line) in where.items():
         expected = f"exercise {name}: not yet: syntax error in {path} line {line}: "
         assert [x for x in teacher.splitlines() if x.startswith(expected)] != [], (expected, teacher)
