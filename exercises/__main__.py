@@ -131,8 +131,8 @@ def grade_class(parser, args):
             print(f"{result.student}: {result.line()}")
         projects = {student: project for student, (project, why) in found.items() if not why}
         graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory) if projects else []
-    order = list(found)
-    results = sorted(graded + unread, key=lambda r: order.index(r.student))
+    order = {student: index for index, student in enumerate(found)}
+    results = sorted(graded + unread, key=lambda r: order[r.student])
     reports.write_csv(results, args.out)
     if args.gradescope:
         reports.write_gradescope_class(results, args.gradescope)

@@ -76,7 +76,8 @@ def _child(root, overrides, job, write_end, memory_mb):
     """In the forked child: limit its memory, import from root with the overrides, run job(),
     report, exit."""
     try:
-        limit = int(memory_mb * 2 ** 20)
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        limit = int(memory_mb * 2 ** 20) if hard == resource.RLIM_INFINITY else min(int(memory_mb * 2 ** 20), hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDWR)
