@@ -103,6 +103,9 @@ def test_a_fresh_copy_holds_no_solution_in_any_form(fresh):
     helpers = ("def numpy_attention", "def _numpy_cross_entropy", "(m / (1 - b1 ** t))", "pos / 10000 ** (2 * i")
     assert [(path, h) for path in (fresh / "tests").rglob("*.py") for h in helpers if h in path.read_text()] == []
     assert (fresh / "exercises" / "checks" / "expected.npz").exists()
+    made = json.loads((fresh / "exercises" / "as_made.json").read_text())     # its text read, not its JSON escapes
+    assert made == {path: (fresh / path).read_text() for path in made} and "autograd/scalar.py" in made
+    assert [(path, line) for path, text in made.items() for line in solution_lines(EXERCISES) if line in text] == []
 
 
 def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):

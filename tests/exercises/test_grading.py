@@ -4,8 +4,11 @@ changes no grade; a copy of an older exercise set is graded on what it has."""
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exercises.catalog import EXERCISES
+from exercises.regions import line_in_submission, parse, splice
 from tests.exercises.helpers import ROOT, exercises, plant, solve
 
 ENDLESS = "    while True:\n        pass\n"
@@ -174,3 +177,31 @@ def test_a_check_that_needs_more_memory_than_the_limit_is_one_line(fresh, tmp_pa
     assert status == 0 and "--memory" not in out, out
     status, out = exercises("check", "softmax", "--memory", "0")
     assert status == 2 and "--memory and --timeout must be positive" in out
+
+
+def _layout_text(layout, mine, notes):
+    """A file of len(layout) regions (named e0, e1 alternately), each body the teacher's
+    (layout[i][0] lines) or, if mine, the student's (layout[i][1] lines, each unique), after
+    `notes` lines of the student's own above the first."""
+    lines = ["# my notes\n"] * notes if mine else []
+    for i, (theirs, ours) in enumerate(layout):
+        lines += [f"def f{i}():\n", f"    # BEGIN EXERCISE e{i % 2}\n"]
+        lines += [f"    s{i}_{j} = {j}\n" for j in range(ours)] if mine else [f"    t = {j}\n" for j in range(theirs)]
+        lines += ["    # END EXERCISE\n", "\n"]
+    return "".join(lines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 5)), min_size=1, max_size=5), st.integers(0, 4))
+def test_every_line_spliced_in_maps_to_its_line_in_the_student_s_file(layout, notes):
+    student = _layout_text(layout, True, notes)
+    regions = parse(student)
+    spliced = _layout_text(layout, False, 0)
+    for name in ("e0", "e1"):
+        spliced = splice(spliced, name, ["".join(body) for n, _, _, _, body in regions if n == name])
+    origins = {name: [("autograd/f.py", first, last) for n, _, first, last, _ in regions if n == name]
+               for name in ("e0", "e1")}                                    # as find_regions gives them
+    where = {line: number for number, line in enumerate(student.splitlines(), 1)}
+    for number, line in enumerate(spliced.splitlines(), 1):
+        if line.startswith("    s"):
+            assert line_in_submission(spliced, number, origins) == ("autograd/f.py", where[line])
