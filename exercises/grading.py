@@ -148,12 +148,11 @@ def tasks_for(teacher, student, folder, names):
     tasks, known = [], []
     for name in names:
         overrides = teacher.overrides(name, submitted.get(name, []))
-        origins = origins_of(teacher.regions[name], places.get(name, []))
-        problem = overrides if isinstance(overrides, str) else \
-            syntax_error(overrides, {path: {name: spots} for path, spots in origins.items()})
         if isinstance(overrides, str):
-            known.append(Result(student, name, NOT_IN_COPY, problem))
-        elif problem:
+            known.append(Result(student, name, NOT_IN_COPY, overrides))
+            continue
+        origins = origins_of(teacher.regions[name], places.get(name, []))
+        if (problem := syntax_error(overrides, {path: {name: spots} for path, spots in origins.items()})):
             known.append(Result(student, name, "not yet", problem))
         else:
             tasks.append(((student, name), teacher.root, overrides, _check_job(name, teacher.root, overrides)))

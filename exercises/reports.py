@@ -43,7 +43,7 @@ def gradescope(results):
              for r in results if r.status != NOT_IN_COPY]
     report = {"score": sum(t["score"] for t in tests), "tests": tests}
     if (absent := [r for r in results if r.status == NOT_IN_COPY]):
-        report["output"] = "not graded here, " + "; ".join(f"{r.exercise}: {r.message}" for r in absent)
+        report["output"] = "\n".join(r.line() for r in absent)
     return report
 
 

@@ -58,7 +58,8 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     assert result["cy", ""]["result"] == "no project found" and result["cy", ""]["message"] == NO_PROJECT[18:]
     ada = json.loads((gradescope / "ada" / "results.json").read_text())
     assert ada["score"] == 1.0 and [t["name"] for t in ada["tests"]] == ["softmax", "causal_mask"]   # as handed out
-    assert ada["output"].startswith("not graded here, value_mul: the copy has no region for value_mul")
+    assert ada["output"].startswith("exercise value_mul: not in that copy: the copy has no region for value_mul")
+    assert len(ada["output"].splitlines()) == len(EXERCISES) - 2                # one line each, not a failed test
     assert ada["tests"][0] == {"name": "softmax", "score": 1.0, "max_score": 1.0, "status": "passed",
                                "output": result["ada", "softmax"]["message"].join(["exercise softmax: passed (", ")"])}
     assert json.loads((gradescope / "cy" / "results.json").read_text()) == {"score": 0.0, "tests": [],
