@@ -37,21 +37,29 @@ def prepare_grader():
 
 class OverrideFinder(importlib.abc.MetaPathFinder):
     """Imports the files named in `overrides` ({absolute path: source text}) from that text
-    instead of from disk, and none of those whose text is None (not in the project as made);
-    every other module as usual."""
+    instead of from disk (whether or not the file is on disk), and none of those whose text
+    is None (not in the project as made); every other module as usual."""
 
     def __init__(self, overrides):
         self.overrides = overrides
 
+    def _origin(self, fullname, path):
+        """The overridden file that would be module `fullname`, on disk or not, or None."""
+        last = fullname.rpartition(".")[2]
+        candidates = [os.path.join(entry, *parts) for entry in (path or sys.path)
+                      for parts in ((last, "__init__.py"), (last + ".py",))]
+        return next((c for c in candidates if c in self.overrides), None)
+
     def find_spec(self, fullname, path, target=None):
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.origin not in self.overrides:
-            return spec
-        if self.overrides[spec.origin] is None:
+        origin = self._origin(fullname, path)
+        if origin is None:
+            return None                                   # the usual finders' business
+        if self.overrides[origin] is None:
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
-        loader = TextLoader(fullname, spec.origin, self.overrides[spec.origin])
-        return importlib.util.spec_from_file_location(fullname, spec.origin, loader=loader,
-                                                      submodule_search_locations=spec.submodule_search_locations)
+        package = [os.path.dirname(origin)] if origin.endswith("__init__.py") else None
+        loader = TextLoader(fullname, origin, self.overrides[origin])
+        return importlib.util.spec_from_file_location(fullname, origin, loader=loader,
+                                                      submodule_search_locations=package)
 
 
 class TextLoader(importlib.machinery.SourceFileLoader):

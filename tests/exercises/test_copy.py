@@ -188,6 +188,7 @@ OUTSIDE = {   # how an answer leans on code outside its region: (file, its text 
                        f"    return {LOWER}\n", "    from transformer.lower import lower\n    return lower(length)\n"),
     "a comment, the answer in the region": ("transformer/masks.py", lambda text: "# mine\n" + text,
                                            f"    return {LOWER}\n"),
+    "a module deleted, the answer in the region": ("autograd/graph.py", lambda text: None, f"    return {LOWER}\n"),
 }
 
 
@@ -197,13 +198,17 @@ def test_check_in_a_copy_judges_as_the_teacher_s_grade_will(fresh, tmp_path, how
     shutil.copytree(fresh, copy)
     path, edit, body = OUTSIDE[how]
     plant(copy, "causal_mask", body)
-    (copy / path).write_text(edit((copy / path).read_text() if (copy / path).exists() else ""))
+    edited = edit((copy / path).read_text() if (copy / path).exists() else "")
+    if edited is None:
+        (copy / path).unlink()
+    else:
+        (copy / path).write_text(edited)
     _, teacher = exercises("check", "causal_mask", "--project", str(copy))
     status, own = exercises("check", "causal_mask", cwd=copy)
     lines = own.splitlines()
     assert lines[1] == f"changes outside the exercise regions are not graded: {path}", own
     assert lines[2] == teacher.strip(), (own, teacher)                    # the same line, word for word
-    passed = how.startswith("a comment")
+    passed = how.endswith("the answer in the region")
     assert status == (0 if passed else 1)
     assert teacher.startswith("exercise causal_mask: passed (" if passed else "exercise causal_mask: not yet: raised ")
 
