@@ -194,7 +194,7 @@ def attention_forward(q, k, v, mask, scale):
     the rows' log-sum-exp (-inf, and out 0, for a fully masked row).  The softmax and the
     log-sum-exp are this file's softmax and log_softmax (exercises both)."""
     scores = _masked_scores(q, k, _batch_mask(mask, q), scale)                   # (..., T_q, T_k)
-    return np.matmul(softmax(scores), v), _log_sum_exp(scores).astype(q.dtype)
+    return np.matmul(softmax(scores), v), log_sum_exp(scores).astype(q.dtype)
 
 
 def _masked_scores(q, k, mask, scale):
@@ -203,10 +203,10 @@ def _masked_scores(q, k, mask, scale):
     return scores if mask is None else np.where(mask, scores, -np.inf)
 
 
-def _log_sum_exp(x):
-    """log sum_j exp(x_j) row-wise, from log_softmax: log_softmax(x)_j = x_j - lse, so its row
-    maximum is max x - lse, and lse = max x - max log_softmax(x) (exactly m + log sum exp(x - m)
-    in floating point too, m the row max).  A fully masked or empty row gives -inf."""
+def log_sum_exp(x, log_softmax=log_softmax):
+    """log sum_j exp(x_j) row-wise, from a log_softmax (this file's, or a tier's): log_softmax(x)_j
+    = x_j - lse, so its row maximum is max x - lse, and lse = max x - max log_softmax(x) (exactly
+    m + log sum exp(x - m) in floating point too, m the row max).  A fully masked or empty row gives -inf."""
     if x.shape[-1] == 0:
         return np.full(x.shape[:-1], -np.inf, x.dtype)
     return np.max(x, axis=-1) - np.max(log_softmax(x), axis=-1)
