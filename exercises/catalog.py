@@ -17,8 +17,9 @@ EXERCISES = {
                          "dx_i = y_i (dy_i - sum_j dy_j y_j)"),
     "log_softmax": ("log-softmax, the stable heart of cross-entropy",
                     "(x - max) - log(sum exp(x - max)); fully masked rows give 0"),
-    "layer_norm_backward": ("LayerNorm's backward: dx, dweight, dbias",
-                            "dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) row by row"),
+    "layer_norm_backward": ("LayerNorm's backward: dx, dweight, dbias; and RMSNorm's dx",
+                            "dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) row by row; RMSNorm's "
+                            "(autograd/ops/norm.py) took no mean: its dx has no mean(g w) term"),
     "linear": ("a Linear layer's forward, y = x W^T + b",
                "flatten x to rows (N, in), multiply by W^T (W is (out, in)), add the bias"),
     "embedding": ("an Embedding's lookup",
