@@ -2,7 +2,9 @@
 copy handing it out holds no second solution: each such function still gives what it gave
 (teacher side), and in a copy handing everything out raises the exercise's
 NotImplementedError (it really goes through the region); no causal mask is built by hand."""
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -47,3 +49,103 @@ def test_greedy_generate_gives_the_tokens_and_logits_it_gave_before(seed, use_ca
     np.testing.assert_array_equal(logits, want_logits)
     np.testing.assert_array_equal(model.generate(prompt, steps, temperature=0.7, top_k=1, use_cache=use_cache),
                                   want_tokens)          # top_k 1 is greedy too
+
+
+PROBE = '''
+import json, re, sys
+import numpy as np
+from autograd import Tensor
+from autograd.kernels import reference
+
+r = np.random.default_rng(0)
+q, k, v, dout = (r.standard_normal((2, 3, 4)) for _ in range(4))
+mask = r.random((2, 3, 3)) < 0.7
+
+
+def attention_weights():
+    from transformer.attention import attention_weights
+    attention_weights(q, k, mask)
+
+
+def reference_attention_backward():
+    reference.attention_backward(q, k, v, mask, 0.5, q, q[..., 0], dout)
+
+
+def uniform_softmax(probe):
+    def run():
+        reference.softmax = lambda x: np.full_like(x, 1 / x.shape[-1])     # a stand-in, to get past softmax
+        probe()
+    return run
+
+
+def logsumexp():
+    Tensor(q).logsumexp(-1)
+
+
+def kv_cache_mask():
+    from transformer.kv_cache import KVCache
+    KVCache(1).extend(np.ones((2, 3), bool))
+
+
+def greedy_generate():
+    from transformer.families.decoder_only import DecoderOnly, gpt_config
+    DecoderOnly(gpt_config(7, block_size=4, n_layer=1, n_head=1, n_embd=4)).generate(np.ones((1, 2), int), 3)
+
+
+def sampling_probabilities():
+    from transformer.families.decoder_only import pick_next_token
+    pick_next_token(q[0], 1.0, None, np.random.default_rng(0))
+
+
+def rms_norm_backward():
+    from autograd.ops import RMSNormFn
+    x = Tensor(q, requires_grad=True)
+    RMSNormFn.apply(x, Tensor(np.ones(4))).backward(dout)
+
+
+def bench_causal_mask():
+    from demos.bench.train import pytorch
+    pytorch("S")()
+
+
+PROBES = {"attention_weights": attention_weights,
+          "reference.attention_forward": lambda: reference.attention_forward(q, k, v, mask, 0.5),
+          "reference.attention_forward's lse": uniform_softmax(lambda: reference.attention_forward(q, k, v, mask, 0.5)),
+          "reference.attention_backward": reference_attention_backward,
+          "reference.attention_backward's dscores": uniform_softmax(reference_attention_backward),
+          "LogSumExp": logsumexp, "KVCache.extend": kv_cache_mask, "DecoderOnly.generate greedy": greedy_generate,
+          "pick_next_token": sampling_probabilities, "RMSNormFn.backward": rms_norm_backward,
+          "the PyTorch baseline bench": bench_causal_mask}
+raised = {}
+for name, probe in PROBES.items():
+    original = reference.softmax
+    try:
+        probe()
+        raised[name] = "nothing"
+    except NotImplementedError as err:
+        raised[name] = re.match(r"exercise (\\w+): ", str(err)).group(1)
+    finally:
+        reference.softmax = original
+print(json.dumps(raised))
+'''
+
+
+def test_in_a_copy_each_rewritten_function_goes_through_the_exercise_it_calls(fresh):
+    env = {**os.environ, "PYTHONPATH": str(fresh), "AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1"}
+    run = subprocess.run([sys.executable, "-c", PROBE], cwd=fresh, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert json.loads(run.stdout.splitlines()[-1]) == {
+        "attention_weights": "attention", "reference.attention_forward": "softmax",
+        "reference.attention_forward's lse": "log_softmax", "reference.attention_backward": "softmax",
+        "reference.attention_backward's dscores": "softmax_backward", "LogSumExp": "log_softmax",
+        "KVCache.extend": "causal_mask", "DecoderOnly.generate greedy": "greedy_decode", "pick_next_token": "softmax",
+        "RMSNormFn.backward": "layer_norm_backward", "the PyTorch baseline bench": "causal_mask"}
+
+
+def test_a_copy_builds_no_triangle_of_its_own(fresh):
+    """A causal mask is a lower triangle: outside the causal_mask region (cut here) and the
+    checks' definitions (left out), no Python file of the copy makes one."""
+    found = [f"{path.relative_to(fresh)}:{number}" for path in sorted(fresh.rglob("*.py"))
+             for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if re.search(r"\b(tril|triu)\(", line)]
+    assert found == []
