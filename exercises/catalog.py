@@ -42,14 +42,16 @@ EXERCISES = {
                  "append the new keys and values to the cached ones; past = how many positions were cached"),
 }
 
-# The test files that give an exercise's answer away (a numpy definition they compare with):
-# a copy handing the exercise out leaves them out (exercises/handout.py).
+# The test files that give an exercise's answer away (a numpy definition they compare with),
+# and the one notebook that computes three of them by hand: a copy handing the exercise out
+# leaves them out (exercises/handout.py).
+BY_HAND = "notebooks/03_attention_by_hand.py"                    # numpy softmax, masked attention, per-head slices
 TESTS_THAT_REVEAL = {
-    "softmax": ("tests/transformer/test_gpt.py",),
+    "softmax": ("tests/transformer/test_gpt.py", BY_HAND),
     "log_softmax": ("tests/nn/test_layers.py",),                  # a numpy log-softmax in its cross-entropy
     "adam_step": ("tests/nn/test_optim.py",),                     # Adam by hand, bias correction and all
-    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py"),
-    "heads": ("tests/transformer/test_gpt.py",),                  # the numpy GPT splits and merges heads
+    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py", BY_HAND),
+    "heads": ("tests/transformer/test_gpt.py", BY_HAND),          # the numpy GPT splits and merges heads
     "sinusoidal": ("tests/transformer/test_model.py",),           # a numpy sinusoidal table
     "causal_mask": ("tests/transformer/test_gpt.py",),            # np.tril
 }
