@@ -205,8 +205,9 @@ def _masked_scores(q, k, mask, scale):
 
 def log_sum_exp(x, log_softmax=log_softmax):
     """log sum_j exp(x_j) row-wise, from a log_softmax (this file's, or a tier's): log_softmax(x)_j
-    = x_j - lse, so its row maximum is max x - lse, and lse = max x - max log_softmax(x) (exactly
-    m + log sum exp(x - m) in floating point too, m the row max).  A fully masked or empty row gives -inf."""
+    = x_j - lse, so its row maximum is max x - lse, and lse = max x - max log_softmax(x) (with this
+    file's log_softmax, bit for bit m + log sum exp(x - m), m the row max).  A fully masked or
+    empty row gives -inf."""
     if x.shape[-1] == 0:
         return np.full(x.shape[:-1], -np.inf, x.dtype)
     return np.max(x, axis=-1) - np.max(log_softmax(x), axis=-1)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from autograd import Tensor, no_grad
+from autograd.kernels import reference
 from transformer.families.decoder_only import DecoderOnly, gpt_config, llama_config
 
 
@@ -49,6 +50,26 @@ def test_greedy_generate_gives_the_tokens_and_logits_it_gave_before(seed, use_ca
     np.testing.assert_array_equal(logits, want_logits)
     np.testing.assert_array_equal(model.generate(prompt, steps, temperature=0.7, top_k=1, use_cache=use_cache),
                                   want_tokens)          # top_k 1 is greedy too
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(3))
+def test_log_sum_exp_from_log_softmax_is_bit_for_bit_the_shifted_formula(dtype, seed):
+    """lse = max x - max log_softmax(x) is m + log sum exp(x - m), m the row max (0 for a row
+    of -inf), to the bit: odd widths, logits spread to 1e4, masked entries and fully masked rows."""
+    r = np.random.default_rng(seed)
+    for width in (1, 2, 7, 33):
+        x = (r.standard_normal((6, width)) * 10.0 ** r.integers(0, 5, (6, 1))).astype(dtype)
+        x[r.random(x.shape) < 0.3] = -np.inf
+        x[0] = -np.inf
+        m = np.max(x, axis=-1, keepdims=True)
+        m[m == -np.inf] = 0
+        with np.errstate(divide="ignore"):
+            want = (m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True)))[:, 0]
+        np.testing.assert_array_equal(reference.log_sum_exp(x), want)
+        got = Tensor(x).logsumexp(-1).data                  # the op: the chosen tier's log_softmax, its rounding
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-13, atol=0)
 
 
 PROBE = '''
