@@ -17,8 +17,9 @@ EXERCISES = {
                          "dx_i = y_i (dy_i - sum_j dy_j y_j)"),
     "log_softmax": ("log-softmax, the stable heart of cross-entropy",
                     "(x - max) - log(sum exp(x - max)); fully masked rows give 0"),
-    "layer_norm_backward": ("LayerNorm's backward: dx, dweight, dbias",
-                            "dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) row by row"),
+    "layer_norm_backward": ("LayerNorm's backward: dx, dweight, dbias; and RMSNorm's dx",
+                            "dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) row by row; RMSNorm's "
+                            "(autograd/ops/norm.py) took no mean: its dx has no mean(g w) term"),
     "linear": ("a Linear layer's forward, y = x W^T + b",
                "flatten x to rows (N, in), multiply by W^T (W is (out, in)), add the bias"),
     "embedding": ("an Embedding's lookup",
@@ -41,14 +42,16 @@ EXERCISES = {
                  "append the new keys and values to the cached ones; past = how many positions were cached"),
 }
 
-# The test files that give an exercise's answer away (a numpy definition they compare with):
-# a copy handing the exercise out leaves them out (exercises/handout.py).
+# The test files that give an exercise's answer away (a numpy definition they compare with),
+# and the one notebook that computes three of them by hand: a copy handing the exercise out
+# leaves them out (exercises/handout.py).
+BY_HAND = "notebooks/03_attention_by_hand.py"                    # numpy softmax, masked attention, per-head slices
 TESTS_THAT_REVEAL = {
-    "softmax": ("tests/transformer/test_gpt.py",),
+    "softmax": ("tests/transformer/test_gpt.py", BY_HAND),
     "log_softmax": ("tests/nn/test_layers.py",),                  # a numpy log-softmax in its cross-entropy
     "adam_step": ("tests/nn/test_optim.py",),                     # Adam by hand, bias correction and all
-    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py"),
-    "heads": ("tests/transformer/test_gpt.py",),                  # the numpy GPT splits and merges heads
+    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py", BY_HAND),
+    "heads": ("tests/transformer/test_gpt.py", BY_HAND),          # the numpy GPT splits and merges heads
     "sinusoidal": ("tests/transformer/test_model.py",),           # a numpy sinusoidal table
     "causal_mask": ("tests/transformer/test_gpt.py",),            # np.tril
 }

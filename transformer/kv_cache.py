@@ -10,7 +10,7 @@ first step, for cross-attention) and the decoder-only GPT's.
 
 import numpy as np
 
-from transformer.masks import combine_masks
+from transformer.masks import causal_mask, combine_masks
 
 
 class KVCache:
@@ -33,5 +33,5 @@ class KVCache:
         sees keys 0 .. past + i that are not padding."""
         past, new = len(self), not_pad.shape[1]
         self.key_mask = not_pad if self.key_mask is None else np.concatenate([self.key_mask, not_pad], axis=1)
-        causal = np.tril(np.ones((new, past + new), dtype=bool), k=past)               # (T, past + T)
+        causal = causal_mask(past + new)[past:]        # (T, past + T): the rows of the new positions
         return combine_masks(causal, self.key_mask[:, None, None, :])                  # (B, 1, T, past + T)

@@ -94,8 +94,13 @@ def log_softmax_loops(x, y):
         m = x[i].max()
         if m == -np.inf:
             y[i] = 0
-        else:
-            y[i] = (x[i] - m) - np.log(np.sum(np.exp(x[i] - m)))
+            continue
+        total = 0.0
+        for j in range(x.shape[1]):
+            total += np.exp(x[i, j] - m)
+        log_total = np.log(total)
+        for j in range(x.shape[1]):
+            y[i, j] = (x[i, j] - m) - log_total
 
 
 @njit(parallel=True, cache=True)

@@ -191,35 +191,32 @@ def attention_forward(q, k, v, mask, scale):
     batch shape, mask boolean (True = may attend) of shape (..., T_q, T_k) with the matrices
     in its leading dims (any strides: a mask broadcast over heads is not copied per head) or
     None -> (out (..., T_q, d_v), lse (..., T_q)), with out = softmax(q k^T scale) v and lse
-    the rows' log-sum-exp (-inf, and out 0, for a fully masked row)."""
-    mask = _batch_mask(mask, q)
-    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale                 # (..., T_q, T_k)
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    m = np.max(scores, axis=-1, keepdims=True) if scores.shape[-1] else np.full(scores.shape[:-1] + (1,), -np.inf)
-    shift = np.where(np.isneginf(m), 0, m)
-    e = np.exp(scores - shift)
-    total = e.sum(axis=-1, keepdims=True)
-    weights = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-    with np.errstate(divide="ignore"):
-        lse = (shift + np.log(total))[..., 0]
-    return np.matmul(weights, v), lse.astype(q.dtype)
+    the rows' log-sum-exp (-inf, and out 0, for a fully masked row).  The softmax and the
+    log-sum-exp are this file's softmax and log_softmax (exercises both)."""
+    scores = _masked_scores(q, k, _batch_mask(mask, q), scale)                   # (..., T_q, T_k)
+    return np.matmul(softmax(scores), v), log_sum_exp(scores).astype(q.dtype)
 
 
-def attention_weights(q, k, mask, scale, lse):
-    """The attention weights exp(q k^T scale - lse), 0 where masked or the row is fully masked."""
-    mask = _batch_mask(mask, q)
+def _masked_scores(q, k, mask, scale):
+    """q k^T scale, -inf where the mask (shaped as q's batch, or None) forbids: (..., T_q, T_k)."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
-    with np.errstate(invalid="ignore"):
-        weights = np.exp(scores - lse[..., None])
-    weights[np.isneginf(lse)] = 0
-    return weights if mask is None else np.where(mask, weights, 0)
+    return scores if mask is None else np.where(mask, scores, -np.inf)
+
+
+def log_sum_exp(x, log_softmax=log_softmax):
+    """log sum_j exp(x_j) row-wise, from a log_softmax (this file's, or a tier's): log_softmax(x)_j
+    = x_j - lse, so its row maximum is max x - lse, and lse = max x - max log_softmax(x) (with this
+    file's log_softmax, bit for bit m + log sum exp(x - m), m the row max).  A fully masked or
+    empty row gives -inf."""
+    if x.shape[-1] == 0:
+        return np.full(x.shape[:-1], -np.inf, x.dtype)
+    return np.max(x, axis=-1) - np.max(log_softmax(x), axis=-1)
 
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
-    """Gradients (dq, dk, dv) of attention_forward, recomputing the weights from lse."""
-    p = attention_weights(q, k, mask, scale, lse)                          # (..., T_q, T_k)
+    """Gradients (dq, dk, dv) of attention_forward, recomputing the weights p (this file's
+    softmax; lse is not needed here) and the scores' gradient by softmax_backward."""
+    p = softmax(_masked_scores(q, k, _batch_mask(mask, q), scale))                 # (..., T_q, T_k)
     dv = np.matmul(np.swapaxes(p, -1, -2), dout)
-    dp = np.matmul(dout, np.swapaxes(v, -1, -2))
-    ds = p * (dp - (dout * out).sum(-1, keepdims=True)) * scale
+    ds = softmax_backward(p, np.matmul(dout, np.swapaxes(v, -1, -2))) * scale     # dp = dout v^T
     return np.matmul(ds, k).astype(q.dtype), np.matmul(np.swapaxes(ds, -1, -2), q).astype(q.dtype), dv.astype(q.dtype)

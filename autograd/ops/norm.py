@@ -1,6 +1,7 @@
 """Normalization layers as one fused op each (one node instead of about ten): layer
 normalization, computed by autograd.kernels.layer_norm / layer_norm_backward (Numba, with
-numpy twins), and RMS normalization (numpy)."""
+numpy twins), and RMS normalization (numpy; its dx is the second region of the
+layer_norm_backward exercise, LayerNorm's backward without the mean term)."""
 
 import numpy as np
 
@@ -65,8 +66,10 @@ class RMSNormFn(Function):
         xhat, rstd, weight = ctx.saved_tensors
         grad = grad.reshape(xhat.shape)                                            # (N, D)
         grad_xhat = grad if weight is None else grad * weight.reshape(-1)
+        # BEGIN EXERCISE layer_norm_backward
         projection = np.einsum("nd,nd->n", grad_xhat, xhat)[:, None] / xhat.shape[1]   # mean(dL/dxhat * xhat), (N, 1)
         dx = grad_xhat - xhat * projection
         dx *= rstd
+        # END EXERCISE
         grad_w = None if weight is None else np.einsum("nd,nd->d", grad, xhat).reshape(weight.shape)
         return dx.reshape(ctx.in_shape), grad_w

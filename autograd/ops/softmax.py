@@ -10,6 +10,7 @@ check it).  Fully masked rows (all -inf) give zeros and zero gradient, never NaN
 import numpy as np
 
 from autograd import kernels
+from autograd.kernels import reference
 from autograd.function import Function
 
 
@@ -42,15 +43,12 @@ class LogSoftmax(Function):
 
 
 class LogSumExp(Function):
-    """out = max x + log sum_j exp(x_j - max x);  dout/dx_i = softmax(x)_i.
+    """out = max x + log sum_j exp(x_j - max x) = max x - max log_softmax(x);  dout/dx_i = softmax(x)_i.
     A fully masked row gives -inf (log 0) and zero gradient."""
 
     def forward(ctx, x, dim, keepdim=False):
         x_last = np.moveaxis(x, dim, -1)                                          # (..., n)
-        m = np.max(x_last, axis=-1, keepdims=True)
-        m[m == -np.inf] = 0
-        with np.errstate(divide="ignore"):
-            out = (m + np.log(np.exp(x_last - m).sum(axis=-1, keepdims=True)))[..., 0]   # (...)
+        out = reference.log_sum_exp(x_last, kernels.log_softmax)                  # (...): from log-softmax
         ctx.dim, ctx.keepdim = dim, keepdim
         ctx.save_for_backward(kernels.softmax(x_last))
         return np.expand_dims(out, dim) if keepdim else out

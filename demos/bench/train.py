@@ -91,6 +91,7 @@ def pytorch(size):
     import numpy as np
 
     from transformer.data import tasks
+    from transformer.masks import causal_mask
 
     config, batch_size, length = SIZES[size]
     torch.manual_seed(0)
@@ -109,7 +110,7 @@ def pytorch(size):
             self.register_buffer("pe", torch.zeros(length + 2, d))
 
         def forward(self, src, tgt_in):
-            causal = torch.ones(tgt_in.shape[1], tgt_in.shape[1], dtype=torch.bool).triu(1)   # True: masked
+            causal = torch.from_numpy(~causal_mask(tgt_in.shape[1]))   # torch's True means masked: ours negated
             h = self.core(self.src_embed(src) * d ** 0.5 + self.pe[: src.shape[1]],
                           self.tgt_embed(tgt_in) * d ** 0.5 + self.pe[: tgt_in.shape[1]],
                           tgt_mask=causal, src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt_in == 0,

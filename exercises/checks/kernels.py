@@ -111,8 +111,27 @@ def check_layer_norm_backward():
         judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
                         expect("layer_norm_dweight", g, xhat))])
+    judge_rms_norm_dx(judge)
     judge_training(judge)
-    return "four shapes, 1 row to 4, random weight and upstream gradient, and a seeded training run"
+    return ("four shapes, 1 row to 4, random weight and upstream gradient, RMSNorm's dx on three, "
+            "and a seeded training run")
+
+
+def judge_rms_norm_dx(judge):
+    """The exercise's second region, RMSNormFn.backward's dx (autograd/ops/norm.py), through the op."""
+    from autograd import Tensor
+    from autograd.ops import RMSNormFn
+    for seed, shape in enumerate(((1, 4), (3, 5), (2, 7))):
+        r = np.random.default_rng(100 + seed)
+        x, w, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape)
+        leaf = Tensor(x, requires_grad=True)
+        RMSNormFn.apply(leaf, Tensor(w), eps=1e-6).backward(g)
+        judge.compare("RMSNorm's dx = rstd (g w - xhat mean(g w xhat)), no mean taken",
+                      f"x {shape}, RMSNorm (autograd/ops/norm.py), seed {seed}", leaf.grad, expect("rms_norm_dx", x, w, g, 1e-6),
+                      [("RMSNorm's dx with LayerNorm's mean term", "RMSNorm subtracts no mean in its forward, so "
+                        "its dx has no - mean(g w) term", expect("rms_norm_dx_with_mean", x, w, g, 1e-6)),
+                       ("RMSNorm's dx without rstd", "xhat = x rstd: the chain rule multiplies dx by rstd",
+                        expect("rms_norm_dx_no_rstd", x, w, g, 1e-6))], atol=1e-8)
 
 
 def check_adam_step():

@@ -8,8 +8,8 @@ from autograd import cat, gradcheck, stack, where
 from autograd.ops import LayerNormFn, LinearFn, RMSNormFn, RotaryEmbeddingFn, ScaledDotProductAttention
 from tests.helpers import ENGINE_ROOM, ENGINE_ROOM_ABSENT, const, leaf
 
-ATTENTION_MASK = np.tril(np.ones((4, 4), bool)) & np.array([True, True, True, False])   # causal, last key padding
-ATTENTION_MASK = np.stack([ATTENTION_MASK, ATTENTION_MASK & np.array([[False] * 4] + [[True] * 4] * 3)])  # row 0 of batch 1: no keys
+ATTENTION_MASK = np.random.default_rng(11).random((2, 4, 4)) < 0.6     # (B, T_q, T_k), seeded, True = may attend
+ATTENTION_MASK[1, 0] = False                                             # row 0 of batch 1: no keys
 
 ANGLES = np.random.default_rng(7).uniform(-4, 4, (5, 3))                        # (T, d/2) for d = 6
 BATCH_ANGLES = np.random.default_rng(8).uniform(-4, 4, (2, 1, 5, 2))            # (B, 1, T, d/2) for d = 4

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, random_text, tiny_gpt
 from transformer.data.bpe import END_OF_TEXT, BPETokenizer
 from transformer.data.bpe_files import bytes_to_unicode
+from transformer.masks import causal_mask
 from transformer.training.hf_tokenizer import read_tokenizer_json, to_tokenizer_json
 from transformer.training.huggingface import from_hf, gpt2_from_theirs, save_hf
 from transformer.training.safetensors import read_safetensors, write_safetensors
@@ -60,7 +61,7 @@ def test_a_gpt2_file_with_older_transformers_mask_buffers_reads(tmp_path, prefix
     tensors, _ = read_safetensors(tmp_path / "model.safetensors")
     theirs = {prefix + name.removeprefix("transformer."): array for name, array in tensors.items()}
     for i in range(model.config.num_layers):
-        theirs[f"{prefix}h.{i}.attn.bias"] = np.tril(np.ones((1, 1, 16, 16), np.float32))
+        theirs[f"{prefix}h.{i}.attn.bias"] = causal_mask(16)[None, None].astype(np.float32)   # (1, 1, T, T)
         theirs[f"{prefix}h.{i}.attn.masked_bias"] = np.array(-1e4, np.float32)
     weights = gpt2_from_theirs(theirs, model.config)
     assert sorted(weights) == sorted(name for name in model.state_dict() if name != "out_proj.weight")

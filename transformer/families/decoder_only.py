@@ -20,8 +20,10 @@ import math
 import numpy as np
 
 import nn
-from autograd import no_grad
+from autograd import Tensor, no_grad
+from autograd.kernels import reference
 from transformer.config import BlockConfig
+from transformer.decoding import greedy_decode
 from transformer.kv_cache import KVCache
 from transformer.layers import FEED_FORWARDS, NORMS, SelfAttentionStack, swiglu_hidden_size
 from transformer.masks import causal_mask, combine_masks
@@ -153,12 +155,12 @@ class DecoderOnly(nn.Module):
     def generate(self, prompt, steps, temperature=0.0, top_k=None, generator=None, use_cache=True,
                  return_logits=False):
         """Append `steps` tokens to each prompt (B, P).  temperature 0 (or top_k=1) picks the
-        most likely token (greedy); otherwise each token is sampled from
+        most likely token (greedy: the greedy_decode exercise's loop, transformer/decoding.py,
+        runs it, the prompt as its source); otherwise each token is sampled from
         softmax(logits / temperature), restricted to the top_k most likely if given, drawing
-        from `generator` (a numpy Generator).  When the context outgrows max_len only its
-        last max_len tokens are fed, as nanoGPT does; the cache is then rebuilt each step,
-        since every position shifts.  Returns the (B, P + steps) tokens, and the logits of
-        every generated step (B, steps, vocab) if asked."""
+        from `generator` (a numpy Generator).  Each step's logits come from next_logits.
+        Returns the (B, P + steps) tokens, and the logits of every generated step
+        (B, steps, vocab) if asked."""
         tokens = np.asarray(prompt)
         if tokens.ndim != 2 or tokens.shape[1] == 0:
             raise ValueError(f"generate: prompt must be (batch, length >= 1) token ids, got shape {tokens.shape}")
@@ -166,24 +168,70 @@ class DecoderOnly(nn.Module):
             raise ValueError(f"generate: need temperature >= 0 and top_k >= 1, got {temperature} and {top_k}")
         if temperature > 0 and generator is None and top_k != 1:
             raise ValueError("generate: sampling (temperature > 0) needs a numpy Generator, for reproducible output")
-        window = self.config.max_len
-        step_logits = []
-        with no_grad():
-            cache = None
-            for _ in range(steps):
-                context = tokens[:, -window:]
-                if not use_cache:
-                    logits = self(context)
-                elif cache is None or tokens.shape[1] > window:     # first step, or the positions shifted
-                    cache = self.new_cache()                        # (re)build from the whole context
-                    logits = self(context, cache)
-                else:
-                    logits = self(context[:, len(cache):], cache)   # only the new token
-                last = logits.data[:, -1]                            # (B, vocab)
-                step_logits.append(last)
-                new = pick_next_token(last, temperature, top_k, generator)
-                tokens = np.concatenate([tokens, new[:, None]], axis=1)
+        if temperature == 0 or top_k == 1:
+            source = PromptAsSource(self)       # eos -1: no token is -1, so every row runs all the steps
+            generated = greedy_decode(source, tokens, steps, bos=0, eos=-1, pad=0, use_cache=use_cache)
+            tokens, step_logits = np.concatenate([tokens, generated], axis=1), source.step_logits
+        else:
+            step_logits, cache = [], None
+            with no_grad():
+                for _ in range(steps):
+                    last, cache = self.next_logits(tokens, cache, use_cache)          # (B, vocab)
+                    step_logits.append(last)
+                    new = pick_next_token(last, temperature, top_k, generator)
+                    tokens = np.concatenate([tokens, new[:, None]], axis=1)
         return (tokens, np.stack(step_logits, axis=1)) if return_logits else tokens
+
+    def next_logits(self, tokens, cache=None, use_cache=True):
+        """(B, vocab) logits of the token after `tokens` (B, t), and the KVCache to pass to the
+        next call (None without use_cache).  When the context outgrows max_len only its last
+        max_len tokens are fed, as nanoGPT does; the cache is (re)built from them at the first
+        call and whenever the window slides, since every position shifts; otherwise only the
+        tokens it has not seen are run."""
+        context = tokens[:, -self.config.max_len:]
+        if not use_cache:
+            return self(context).data[:, -1], None
+        if cache is None or tokens.shape[1] > self.config.max_len:
+            cache = self.new_cache()
+            return self(context, cache).data[:, -1], cache
+        return self(context[:, len(cache):], cache).data[:, -1], cache
+
+
+class PromptAsSource:
+    """A DecoderOnly seen as greedy_decode's encoder-decoder: the prompt is the source (encode
+    keeps it as the memory) and decode continues prompt + the tokens decoded so far (ys
+    without its BOS column).  With the cache greedy_decode feeds only the newest token (BOS
+    at the first step), so the cache here keeps the tokens so far beside the model's KVCache.
+    Each step's (B, vocab) logits are kept in step_logits, for generate(return_logits=True)."""
+
+    def __init__(self, model):
+        self.model, self.step_logits = model, []
+
+    def make_src_mask(self, prompt):
+        """No source mask: the prompt is read by the model's own causal self-attention."""
+        return None
+
+    def encode(self, prompt, src_mask):
+        """The prompt itself, as the memory that decode continues."""
+        return prompt
+
+    def new_cache(self):
+        """The tokens so far and the model's KVCache, both filled at the first decode."""
+        return {"tokens": None, "kv": None}
+
+    def decode(self, ys, prompt, src_mask, cache=None):
+        """(B, 1, vocab) logits of the token after prompt + ys[:, 1:] (or after the cached
+        tokens + ys, the newest token, with a cache)."""
+        if cache is None:
+            tokens = np.concatenate([prompt, ys[:, 1:]], axis=1)                    # (B, P + t - 1)
+        else:
+            tokens = prompt if cache["tokens"] is None else np.concatenate([cache["tokens"], ys], axis=1)
+            cache["tokens"] = tokens
+        last, kv = self.model.next_logits(tokens, None if cache is None else cache["kv"], cache is not None)
+        if cache is not None:
+            cache["kv"] = kv
+        self.step_logits.append(last)
+        return Tensor(last[:, None])                                                # (B, 1, vocab)
 
 
 def pick_next_token(logits, temperature=0.0, top_k=None, generator=None):
@@ -195,6 +243,5 @@ def pick_next_token(logits, temperature=0.0, top_k=None, generator=None):
     if top_k is not None and top_k < scaled.shape[-1]:
         kth = np.partition(scaled, -top_k, axis=-1)[:, -top_k, None]   # the k-th largest per row
         scaled = np.where(scaled < kth, -np.inf, scaled)
-    probs = np.exp(scaled - scaled.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
+    probs = reference.softmax(scaled)                  # the softmax exercise's numpy definition, in float64
     return np.array([generator.choice(len(p), p=p) for p in probs])

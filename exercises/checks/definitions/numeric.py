@@ -112,6 +112,25 @@ def layer_norm_dx_no_weight(grad, xhat, rstd, weight):
     return layer_norm_dx(grad, xhat, rstd, np.ones_like(weight))
 
 
+def rms_norm_parts(x, eps):
+    rstd = 1 / np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
+    return x * rstd, rstd
+
+
+def rms_norm_dx(x, weight, grad, eps):
+    xhat, rstd = rms_norm_parts(x, eps)
+    gw = grad * weight
+    return rstd * (gw - xhat * (gw * xhat).mean(axis=1, keepdims=True))
+
+
+def rms_norm_dx_with_mean(x, weight, grad, eps):
+    return layer_norm_dx(grad, *rms_norm_parts(x, eps), weight)
+
+
+def rms_norm_dx_no_rstd(x, weight, grad, eps):
+    return rms_norm_dx(x, weight, grad, eps) / rms_norm_parts(x, eps)[1]
+
+
 def layer_norm_dweight(grad, xhat):
     return (grad * xhat).sum(axis=0)
 
