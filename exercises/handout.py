@@ -16,6 +16,7 @@ learner's `check` splices the regions into them as the teacher's grade does
 
 import json
 import os
+import re
 import shutil
 
 from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
@@ -52,6 +53,18 @@ def tests_left_out(handed_out):
     return left_out
 
 
+def unlink_left_out(readme, left_out):
+    """The copy's README without links to the files it leaves out (a notebook that computes
+    an exercise by hand): each link `[text](path)` becomes its text and why the file is not there."""
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    for path, names in left_out.items():
+        text = re.sub(r"\[([^\]]*)\]\(" + re.escape(path) + r"\)",
+                      lambda link: f"{link[1]} (not in this copy: it gives away exercises {', '.join(names)})", text)
+    with open(readme, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 def _ignore(root, left_out):
     not_copied = TEACHER_ONLY | {os.path.normpath(path) for path in left_out}
 
@@ -86,6 +99,7 @@ def student_copy(root, destination, handed_out):
         json.dump({"handed_out": {name: current[name] for name in handed_out},
                    "solved": [name for name in EXERCISES if name not in handed_out],
                    "tests_left_out": left_out}, f, indent=1)
+    unlink_left_out(os.path.join(destination, "README.md"), left_out)
     conftest = os.path.join(destination, "tests", "conftest.py")
     with open(conftest, "a") as f:
         f.write(OUTSTANDING_HOOKS)

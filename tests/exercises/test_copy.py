@@ -217,3 +217,13 @@ def test_check_in_a_copy_judges_as_the_teacher_s_grade_will(fresh, tmp_path, how
 def test_check_in_a_copy_says_nothing_of_files_as_made(fresh):
     status, out = exercises("check", "causal_mask", cwd=fresh)
     assert status == 1 and "changes outside" not in out and "not started" in out.splitlines()[1]
+
+
+def test_every_link_of_the_copy_s_readme_reaches_a_file_of_the_copy(fresh):
+    """A notebook left out (it computes exercises by hand) leaves its text, not a dead link."""
+    with open(fresh / "README.md", encoding="utf-8") as f:
+        text = f.read()
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t and not t.startswith("#")]
+    assert targets and all((fresh / t).exists() for t in targets), [t for t in targets if not (fresh / t).exists()]
+    assert "attention by hand: scores, mask, softmax, heads (not in this copy: it gives away exercises softmax, " \
+           "attention, heads)" in text
