@@ -12,12 +12,28 @@ import re
 import traceback
 
 from exercises.checks import attention, cache, decoding, kernels, layers, scalar, tensors
-from exercises.checks.feedback import Wrong
+from exercises.checks.feedback import Wrong, mistake
 
 CHECKS = {name[len("check_"):]: function for module in (scalar, tensors, kernels, layers, attention, decoding, cache)
           for name, function in vars(module).items() if name.startswith("check_")}
 NEEDS = re.compile(r"^exercise (\w+): ")
 NOT_STARTED = ("not yet", "not started: the region still raises NotImplementedError")
+# The names a region must set because the code after it reads them, and nothing before it sets
+# them (the hints say so, and also name those set before: unbroadcast's grad, kv_cache's k, v, past).
+GIVEN_NAMES = {"matmul_backward": ("grad_a", "grad_b"), "linear": ("rows", "out"), "attention": ("weights",),
+               "sinusoidal": ("table",)}
+
+
+def _renamed(name, err):
+    """The message for a NameError on a name the code after the region reads, else None."""
+    given = GIVEN_NAMES.get(name, ())
+    quoted = re.search(r"'(\w+)'", str(err))                 # an UnboundLocalError carries no .name
+    missing = getattr(err, "name", None) or (quoted and quoted.group(1))
+    if missing not in given:
+        return None
+    names = ", ".join(f"`{n}`" for n in given)
+    return mistake("given names changed", f"the code after the region reads `{missing}`: keep the "
+                   f"name{'s' if len(given) > 1 else ''} {names} for what the region computes")
 
 
 def _where(err):
@@ -41,6 +57,8 @@ def run(name):
         if needed:
             return NOT_STARTED
         return "not yet", f"raised NotImplementedError: {err}{_where(err)}"
+    except NameError as err:
+        return "not yet", _renamed(name, err) or f"raised NameError: {err}{_where(err)}"
     except BaseException as err:                         # noqa: BLE001  the learner's code may raise anything
         return "not yet", f"raised {type(err).__name__}: {err}{_where(err)}"
     return "passed", what

@@ -8,14 +8,17 @@ import numpy as np
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
 
-ATTENTIONS = [(1, 2, 3, 4, 3), (2, 3, 5, 16, 4), (1, 4, 4, 5, 7), (2, 2, 3, 9, 2)]     # B, T_q, T_k, d_k, d_v
+# batch dims, T_q, T_k, d_k, d_v: 3-D (B, T, d) and 4-D (B, H, T, d), one with H == T_k == d_k
+ATTENTIONS = [((1,), 2, 3, 4, 3), ((2,), 3, 5, 16, 4), ((2, 3), 4, 3, 3, 2), ((1,), 4, 4, 5, 7), ((2,), 2, 3, 9, 2),
+              ((2, 2), 3, 4, 6, 3)]
 
 
-def _masks(batch, t_q, t_k, r):
-    mask = r.random((batch, t_q, t_k)) < 0.7
-    mask[..., 0] = True                                               # every query sees a key ...
-    mask[0, 0, -1] = False                                            # (the first query not all of them)
-    mask[-1, -1] = False                                              # ... but the last one of the last batch
+def _masks(lead, t_q, t_k, r):
+    mask = r.random(lead + (t_q, t_k)) < 0.7
+    flat = mask.reshape(-1, t_q, t_k)
+    flat[..., 0] = True                                               # every query sees a key ...
+    flat[0, 0, -1] = False                                            # (the first query not all of them)
+    flat[-1, -1] = False                                              # ... but the last one of the last matrix
     return mask
 
 
@@ -32,25 +35,34 @@ def _attention_mistakes(q, k, mask):
               "and such a row gets zeros"): (mask, 1 / math.sqrt(d_k), -1e9)}
     return [(name, why, expect("attention_weights", q, k, *args)) for (name, why), args in wrong.items()] + \
         [("softmax over the queries", "each query's weights over the keys sum to 1: softmax over the last axis",
-          expect("attention_weights_over_queries", q, k, mask, 1 / math.sqrt(d_k)))]
+          expect("attention_weights_over_queries", q, k, mask, 1 / math.sqrt(d_k))),
+         ("scaled after the softmax", "scale the scores q k^T / sqrt(d_k) before the softmax: scaled weights no "
+          "longer sum to 1", expect("attention_weights", q, k, mask, 1.0, -np.inf) / math.sqrt(d_k)),
+         ("scaled by the number of keys", "the scale is sqrt(d_k), the size of each key, not sqrt(T_k), how many "
+          "keys there are", expect("attention_weights", q, k, mask, 1 / math.sqrt(k.shape[-2]), -np.inf)),
+         ("scaled by the number of queries", "the scale is sqrt(d_k), the size of each key, not sqrt(T_q), how many "
+          "queries there are", expect("attention_weights", q, k, mask, 1 / math.sqrt(q.shape[-2]), -np.inf)),
+         ("keys transposed on fixed axes", "k.transpose(1, 2) swaps T and d only in 3-D (B, T, d); with a heads dim "
+          "(B, H, T, d) it swaps H and T: transpose(-2, -1), the last two",
+          expect("attention_weights_fixed_axes", q, k, mask, 1 / math.sqrt(d_k)))]
 
 
 def check_attention():
     from autograd import Tensor
     from transformer.attention import scaled_dot_product_attention
     judge = Judge()
-    for seed, (batch, t_q, t_k, d_k, d_v) in enumerate(ATTENTIONS):
+    for seed, (lead, t_q, t_k, d_k, d_v) in enumerate(ATTENTIONS):
         r = np.random.default_rng(seed)
-        q, k, v = r.standard_normal((batch, t_q, d_k)) * 2, r.standard_normal((batch, t_k, d_k)) * 2, \
-            r.standard_normal((batch, t_k, d_v))
-        mask = _masks(batch, t_q, t_k, r)
+        q, k, v = r.standard_normal(lead + (t_q, d_k)) * 2, r.standard_normal(lead + (t_k, d_k)) * 2, \
+            r.standard_normal(lead + (t_k, d_v))
+        mask = _masks(lead, t_q, t_k, r)
         out, weights = scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), mask)
         case = f"q {q.shape}, k {k.shape}, v {v.shape}, a padding mask, the last query fully masked"
         expected = expect("attention_weights", q, k, mask, 1 / math.sqrt(d_k), -np.inf)
         judge.compare("attention weights: softmax over the keys of q k^T / sqrt(d_k), masked keys -inf", case,
                       weights, expected, _attention_mistakes(q, k, mask))
         judge.compare("attention output: weights @ v", case, out, expected @ v)
-    return "four sizes (d_k 4 to 16, d_v != d_k), padding masks, a fully masked query"
+    return "six sizes (d_k 3 to 16, d_v != d_k, with and without a heads dim), padding masks, a fully masked query"
 
 
 def check_heads():
@@ -67,11 +79,14 @@ def check_heads():
                       [("reshaped straight to (B, H, T, d_head)", "reshape to (B, T, H, d_head) first, then swap T "
                         "and H", expect("split_heads_wrong", x, heads, "straight")),
                        ("T and H not swapped", "after the reshape to (B, T, H, d_head), transpose(1, 2)",
-                        expect("split_heads_wrong", x, heads, "no_swap"))])
+                        expect("split_heads_wrong", x, heads, "no_swap")),
+                       ("heads strided, not contiguous", "head h takes the contiguous slice h*d_head:(h+1)*d_head of "
+                        "each token: reshape to (B, T, H, d_head), H before d_head",
+                        expect("split_heads_wrong", x, heads, "strided"))])
         y = r.standard_normal((batch, heads, length, d_model // heads))
         judge.compare("_merge_heads: (B, H, T, d_head) -> (B, T, d_model), each token's heads side by side", case,
                       attention._merge_heads(Tensor(y)), expect("merge_heads", y),
-                      [("merged without the transpose", "transpose (B, H, T, d) to (B, T, H, d) before the reshape",
+                      [("merged without swapping H and T back", "transpose (B, H, T, d) to (B, T, H, d) before the reshape",
                         expect("merge_heads_unswapped", y))])
     return "four sizes, one of them T == H, split and merge"
 
@@ -79,15 +94,27 @@ def check_heads():
 SINUSOIDAL = {"swapped": ("sin and cos swapped", "even dims take sin, odd dims cos"),
               "i_not_2i": ("exponent i/d, not 2i/d", "dims 2i and 2i+1 share the frequency 1 / 10000^(2i/d)"),
               "multiplied": ("multiplied by 10000^(2i/d)", "the angle is pos / 10000^(2i/d): frequencies fall with i"),
-              "halves": ("sines then cosines in halves", "sin and cos interleave: even dims sin, odd dims cos")}
+              "halves": ("sines then cosines in halves", "sin and cos interleave: even dims sin, odd dims cos"),
+              "integer_division": ("integer division in the exponent", "2i // d is 0 for every 2i < d: the exponent "
+                                   "is the true division 2i / d"),
+              "doubled": ("exponent 2 * 2i / d", "np.arange(0, d_model, 2) already counts 2i: the exponent is "
+                          "that over d_model, not doubled again"),
+              "from_one": ("positions counted from 1", "the first position is 0: PE[0] = (0, 1, 0, 1, ...)")}
+ODD_WIDTH = mistake("assumes an even d_model", "with an odd d_model there is one more sin dim than cos dims: the cos "
+                    "dims take the first d_model // 2 angles")
 
 
 def check_sinusoidal():
     from transformer.positional import sinusoidal_table
     judge = Judge()
     for max_len, d in ((1, 2), (4, 4), (6, 8), (5, 7), (40, 16), (3, 1)):
-        judge.compare("sinusoidal_table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)",
-                      f"max_len {max_len}, d_model {d}", sinusoidal_table(max_len, d),
+        what, case = "sinusoidal_table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)", \
+            f"max_len {max_len}, d_model {d}"
+        try:
+            table = sinusoidal_table(max_len, d)
+        except ValueError as err:
+            raise Wrong(f"{what}, {case}: " + (ODD_WIDTH if d % 2 else f"raised ValueError: {err}")) from None
+        judge.compare(what, case, table,
                       expect("sinusoidal", max_len, d, "right"),
                       [(*SINUSOIDAL[v], expect("sinusoidal", max_len, d, v)) for v in SINUSOIDAL])
     return "six sizes, even and odd widths, up to 40 positions"
@@ -104,7 +131,9 @@ def check_causal_mask():
                        ("one token of the future", "query t sees key t + 1: the triangle is one too wide",
                         expect("causal_mask", n, 1)),
                        ("True means masked", "here True means may attend: the lower triangle is True",
-                        expect("upper_mask", n))])
+                        expect("upper_mask", n)),
+                       ("upper triangle", "the upper triangle (np.triu, or key >= query) lets each query see its "
+                        "later keys, the future: query t may see keys 0..t, the lower triangle (np.tril)", expect("upper_mask", n, 0))])
         if mask.dtype != bool:
             why = f"dtype {mask.dtype}: masks are boolean, True = may attend"
             raise Wrong(f"causal_mask: a boolean mask, length {n}: {mistake('not boolean', why)}")

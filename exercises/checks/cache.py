@@ -12,6 +12,12 @@ from exercises.checks.feedback import Judge, Wrong, mistake
 NOT_FILLED = mistake("cache not filled", "store the keys and values in kv_cache['k'] and kv_cache['v']")
 OVERWRITTEN = mistake("cache overwritten", "append the new keys and values to the cached ones (cat along the time axis)")
 NEW_BEFORE_OLD = mistake("new keys before old", "positions stay in order: cat([cached, new])")
+FROZEN = mistake("cache frozen after the first call", "store the joined keys and values back in kv_cache at every "
+                 "call, so that the next call sees every position so far")
+VALUES_TO_KEYS = mistake("values joined to the cached keys", "the new values join the cached values: "
+                         "cat([kv_cache['v'], v]), and the keys the cached keys")
+WRONG_DIM = mistake("joined along the wrong dim", "keys and values are (B, H, T, d_head): join the cached and the "
+                    "new ones along the positions, dim=2")
 OFFSET_WRONG = mistake("position offset wrong", "past must be how many positions the cache held before this call: "
                        "the new queries sit at positions past, past + 1, ... and rotary positions need that offset")
 
@@ -33,13 +39,23 @@ def _chunked(attention, x, chunks):
     return np.concatenate(outputs, axis=1), cache, chunks, None
 
 
-def _judge_cache(case, cache, full_keys, chunks):
+def _judge_cache(case, cache, whole, chunks, complete):
+    """Raise Wrong naming the mistake if the cache after the chunks is a classic wrong one;
+    whole: the cache after the whole sequence at once ({} if it failed); complete: every chunk
+    was fed without an error (else the cache is as the failing call left it: frozen, if the
+    call failed before storing, looks the same)."""
     where = f"the cache after feeding {case}"
     if "k" not in cache or "v" not in cache:
         raise Wrong(f"{where}: {NOT_FILLED}")
-    keys = cache["k"].data
+    keys, full_keys = cache["k"].data, whole["k"].data if "k" in whole else None
     if len(chunks) > 1 and keys.shape[2] == chunks[-1]:
         raise Wrong(f"{where}: {OVERWRITTEN}")
+    if complete and len(chunks) > 1 and keys.shape[2] == chunks[0]:
+        raise Wrong(f"{where}: {FROZEN}")
+    values, first = cache["v"].data, chunks[0]
+    if full_keys is not None and values.shape[2] > first and np.allclose(values[:, :, :first], full_keys[:, :, :first]) \
+            and not np.allclose(values[:, :, :first], whole["v"].data[:, :, :first]):
+        raise Wrong(f"{where}: {VALUES_TO_KEYS}")
     order = np.concatenate([np.arange(sum(chunks[:-1]), sum(chunks)), np.arange(sum(chunks[:-1]))])
     if full_keys is not None and keys.shape == full_keys.shape and np.allclose(keys, full_keys[:, :, order]) and len(chunks) == 2:
         raise Wrong(f"{where}: {NEW_BEFORE_OLD}")
@@ -59,7 +75,9 @@ def _attention_chunks(judge):
             whole = attention(Tensor(x), Tensor(x), Tensor(x), mask=expect("causal_mask", length, 0).astype(bool),
                               kv_cache=whole_cache).data
             got, cache, fed, error = _chunked(attention, x, chunks)
-        _judge_cache(case, cache, whole_cache["k"].data if "k" in whole_cache else None, fed)
+        _judge_cache(case, cache, whole_cache, fed, error is None)
+        if error is not None and "concatenation axis" in str(error):
+            raise Wrong(f"attention with the key/value cache, {case}: {WRONG_DIM}")
         if error is not None:
             raise Wrong(f"attention with the key/value cache, {case}: raised {type(error).__name__}: {error}")
         judge.compare("attention with the key/value cache: the same outputs as the whole sequence at once", case,

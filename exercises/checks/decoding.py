@@ -6,7 +6,7 @@ seeded GPT-style model's generation."""
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge
+from exercises.checks.feedback import Judge, Wrong, mistake
 
 BOS, EOS, PAD = 0, 1, 2
 
@@ -41,11 +41,14 @@ class StandInModel:
         return Tensor(self.tables[sources[:, None], positions[None, :], ys])      # (B, T, V)
 
 
-def tables_of(seed, sources=3, positions=6, vocab=7, eos_bias=0.0):
+def tables_of(seed, sources=3, positions=6, vocab=7, eos_bias=0.0, endless=()):
+    """Log-probability tables; the sources in `endless` never produce EOS."""
     r = np.random.default_rng(seed)
     logits = r.standard_normal((sources, positions, vocab, vocab)) * 2
     logits[..., EOS] += eos_bias
-    logits[..., [BOS, PAD]] = -30.0                                   # never predicted
+    logits[list(endless), ..., EOS] = -30.0
+    logits[..., BOS], logits[..., PAD] = -30.0, -31.0                 # never predicted (nor tied: a decoder
+                                                                      # picking the worst does not pick BOS)
     return logits - np.log(np.exp(logits).sum(-1, keepdims=True))
 
 
@@ -54,44 +57,81 @@ GREEDY = {"no_padding": ("no padding after EOS", "a row that has ended gets PAD 
           "bos_kept": ("BOS kept in the output", "return the tokens after BOS"),
           "to_max_len": ("runs to max_len", "stop as soon as every row has produced EOS"),
           "prefix_into_cache": ("the whole prefix fed into the cache", "with the cache, feed only the newest "
-                                "token: the model keeps the rest")}
+                                "token: the model keeps the rest"),
+          "one_short": ("one step short", "a row that never produces EOS gets max_len tokens: range(max_len)"),
+          "done_reset": ("done reset each step", "done |= (next == eos): a row that has ended stays ended, while "
+                         "done = (next == eos) forgets it after one PAD"),
+          "eos_padded": ("EOS replaced by PAD", "pad only the rows that ended at an earlier step: mark this step's "
+                         "EOS as done after writing it"),
+          "eos_padding": ("padded with EOS", "a row that has ended gets PAD, the pad id given, at every later step"),
+          "first_position": ("first position's logits", "the next token comes from the last position, "
+                             "logits[:, -1]: without the cache the model returns one row per token fed")}
 
 
 def check_greedy_decode():
     from transformer.decoding import greedy_decode
     judge = Judge()
-    for seed, (bias, rows) in enumerate(((1.0, (0, 1)), (0.5, (0, 1, 2)), (1.5, (2, 0, 1, 1)), (0.0, (1, 2)))):
-        tables, sources = tables_of(seed, eos_bias=bias), np.array(rows)
+    for seed, (bias, rows, endless) in enumerate(((1.0, (0, 1), ()), (0.5, (0, 1, 2), ()), (1.5, (2, 0, 1, 1), ()),
+                                                  (0.0, (1, 2), ()), (1.0, (0, 1, 2), (1,)))):
+        tables, sources = tables_of(seed, eos_bias=bias, endless=endless), np.array(rows)
         src = np.stack([sources, sources], axis=1)                     # (B, 2)
         for use_cache in (True, False):
             got = greedy_decode(StandInModel(tables), src, 8, BOS, EOS, PAD, use_cache=use_cache)
-            case = f"{len(rows)} rows with sources {rows}, max_len 8, use_cache={use_cache} (seed {seed})"
+            case = f"{len(rows)} rows with sources {rows}{', source 1 never ending' if endless else ''}, max_len 8, " \
+                f"use_cache={use_cache} (seed {seed})"
             judge.compare("greedy decoding: the argmax token at each step, PAD after EOS, stop when all have ended",
                           case, got, expect("greedy", tables, sources, 8, use_cache, "right"),
                           [(*GREEDY[v], expect("greedy", tables, sources, 8, use_cache, v)) for v in GREEDY])
-    return "four stand-in models, 2 to 4 distinct rows ending at different steps, with and without the cache"
+    return "five stand-in models, 2 to 4 distinct rows ending at different steps or never, with and without the cache"
 
 
+BOS_COUNTED = ("length counts BOS", "the length in the penalty is the number of tokens after BOS")
 BEAM = {"unnormalised": ("no length normalisation", "divide a finished hypothesis's log-probability by "
                          "length_penalty(its length, alpha), or short outputs always win"),
         "alpha_ignored": ("alpha ignored", "the length penalty is ((5 + length) / 6) ** alpha, with the alpha given"),
         "keeps_k_squared": ("keeps k x k candidates", "after extending every beam, keep only the beam_size best"),
         "first_finished_stops": ("stops at the first finished hypothesis", "a longer hypothesis may still score "
                                  "better after the length penalty: go on while a live beam can beat the best"),
-        "bos_counted": ("length counts BOS", "the length in the penalty is the number of tokens after BOS")}
+        "bos_counted": BOS_COUNTED, "bos_counted_all": BOS_COUNTED,
+        "no_penalty": ("length penalty ignored", "every score is log-prob / length_penalty(length, alpha): the "
+                       "finished hypotheses', the live ones' at max_len, and the bound for stopping early"),
+        "live_raw": ("live hypotheses not normalised", "at max_len the live hypotheses compete with the finished "
+                     "ones as log-prob / length_penalty(max_len, alpha), like them"),
+        "raw_bound": ("stopping bound without the penalty", "a live beam can still reach its log-prob / "
+                      "length_penalty(max_len, alpha): stop only when the best finished score beats that"),
+        "top_k": ("only beam_size candidates", "take up to 2 * beam_size candidates, so that beam_size of them stay "
+                  "live even when some end with EOS"),
+        "ascending": ("kept the worst candidates", "keep the best candidates by summed log-probability, "
+                      "scores[:, None] + log_probs, sorted best first: np.argsort(-candidates)"),
+        "not_accumulated": ("beam scores not added", "rank the candidates by the beam's summed log-probability plus "
+                            "the token's, scores[:, None] + log_probs"),
+        "multiplied": ("multiplied by the length penalty", "divide by length_penalty: log-probabilities are below 0, "
+                       "and dividing them by a penalty above 1 is what favours longer outputs")}
+LIVE_DROPPED = mistake("live hypotheses dropped at max_len", "when max_len is reached, the live hypotheses join the "
+                       "finished ones (divided by length_penalty(max_len, alpha)): with none finished, they are all "
+                       "there is")
+# (seed, beam size, alpha, max_len, EOS bias): widths 1 to 5, alpha 0 to 2, some rows never end by max_len
+BEAMS = [(10, 1, 0.6, 7, -0.5), (11, 2, 0.0, 7, -0.5), (12, 3, 0.6, 7, -0.5), (11, 2, 1.5, 7, -0.5),
+         (10, 2, 1.5, 7, -0.5), (13, 2, 1.5, 7, -0.5), (14, 5, 1.0, 7, -0.5), (15, 3, 2.0, 7, -0.5),
+         (22, 2, 1.5, 7, -0.5), (13, 3, 1.5, 4, -1.5), (12, 2, 2.0, 5, -1.0), (13, 3, 1.0, 6, 0.0)]
 
 
 def check_beam_search():
     from transformer.decoding import beam_search
     judge = Judge()
-    for seed, (beam, alpha) in enumerate(((1, 0.6), (2, 0.0), (3, 0.6), (2, 1.5), (5, 1.0), (3, 2.0))):
-        tables, sources = tables_of(10 + seed, sources=4, vocab=9, eos_bias=-0.5), np.array([0, 2, 1, 3])
-        got = beam_search(StandInModel(tables), np.stack([sources, sources], axis=1), 7, BOS, EOS, beam_size=beam,
-                          alpha=alpha)
+    for seed, beam, alpha, max_len, bias in BEAMS:
+        tables, sources = tables_of(seed, sources=4, vocab=9, eos_bias=bias), np.array([0, 2, 1, 3])
+        case = f"beam {beam}, alpha {alpha}, 4 rows with sources (0, 2, 1, 3), max_len {max_len} (seed {seed})"
+        try:
+            got = beam_search(StandInModel(tables), np.stack([sources, sources], axis=1), max_len, BOS, EOS,
+                              beam_size=beam, alpha=alpha)
+        except ValueError as err:
+            if "empty" not in str(err):
+                raise
+            raise Wrong(f"beam search, {case}: {LIVE_DROPPED}") from None
         width = max(map(len, got)) if got else 0
         padded = np.array([list(row) + [-1] * (width - len(row)) for row in got])
-        case = f"beam {beam}, alpha {alpha}, 4 rows with sources (0, 2, 1, 3), max_len 7 (seed {10 + seed})"
         judge.compare("beam search: the best hypothesis by log-probability / ((5 + length) / 6) ** alpha", case,
-                      padded, expect("beam", tables, sources, 7, beam, alpha, "right"),
-                      [(*BEAM[v], expect("beam", tables, sources, 7, beam, alpha, v)) for v in BEAM])
-    return "six beam widths and length penalties (1 to 5, alpha 0 to 2), four distinct rows"
+                      padded, expect("beam", tables, sources, max_len, beam, alpha, "right"),
+                      [(*BEAM[v], expect("beam", tables, sources, max_len, beam, alpha, v)) for v in BEAM])
+    return "twelve beam widths, length penalties and lengths (1 to 5, alpha 0 to 2), four distinct rows"

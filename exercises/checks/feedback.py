@@ -30,6 +30,25 @@ def mistake(name, why):
     return f"[mistake: {name}] {why}"
 
 
+def untouched(what, case, function, *arrays):
+    """function(*copies of arrays), raising Wrong if it wrote into any of them: a kernel's
+    inputs are its caller's arrays, still in use after the call."""
+    copies = [np.array(a, copy=True) for a in arrays]
+    out = function(*copies)
+    if any(not np.array_equal(c, a, equal_nan=True) for c, a in zip(copies, arrays)):
+        raise Wrong(f"{what}, {case}: " + mistake("input changed in place", "the caller still uses the arrays it "
+                                                  "passes in: compute into new arrays, not into them"))
+    return out
+
+
+def require_dtype(what, case, got, dtype):
+    """Raise Wrong unless got (an array or a Tensor) has the given dtype."""
+    found = np.asarray(got.data if hasattr(got, "data") and not isinstance(got, np.ndarray) else got).dtype
+    if found != dtype:
+        raise Wrong(f"{what}, {case}: " + mistake("dtype changed", f"{np.dtype(dtype)} in, {found} out: keep the "
+                                                  "input's dtype (a float32 model stays float32)"))
+
+
 class Judge:
     """Compares a check's cases in turn, smallest first. A case the answer gets right rules
     out every mistake that would have got it wrong, so a later failure names a mistake only

@@ -6,17 +6,22 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, cases
+from exercises.checks.feedback import Judge, cases, require_dtype, untouched
 
-NO_SHIFT = ("no max shift", "exp overflows to inf for large logits (NaN after the division): subtract each "
+NO_SHIFT = ("max not subtracted", "exp overflows to inf for large logits (NaN after the division): subtract each "
             "row's max before exp")
 MEAN_SHIFT = ("shifted by the mean", "subtracting the mean does not bound the exponents: a row spread over "
               "thousands still overflows; subtract the row's max, which makes every exponent <= 0")
 GLOBAL_MAX = ("one max for the whole array", "each row needs its own max: with one max for all, a row far "
-              "below it underflows to 0 / 0")
-MASKED_NAN = ("fully masked row gives NaN", "a row of -inf has max -inf and -inf - (-inf) is NaN: shift such a "
-              "row by 0, so every weight is 0")
+              "below it underflows to 0")
+MASKED_NAN = ("fully masked row gives NaN", "a row of -inf must give zeros, but -inf - (-inf), 0 / 0 and "
+              "log(0) - log(0) are NaN: shift such a row by 0 and give it zeros where its sum is 0")
 WRONG_AXIS = ("normalised over the wrong axis", "softmax runs over the last axis: each row sums to 1")
+NO_KEEPDIMS = ("row sums without keepdims", "sum(axis=-1) drops the axis, so the row sums line up along each row "
+               "instead of down the rows: keepdims=True")
+NAN_HIDDEN = ("NaN hidden", "a row holding NaN or +inf must come out NaN, as in PyTorch, so that a diverging model "
+              "shows it: only a zero sum (a fully masked row) gives zeros")
+WHOLE_SUM = ("summed over the whole array", "each row has its own sum: sum over the last axis only (keepdims=True)")
 
 
 def logits():
@@ -32,31 +37,52 @@ def logits():
     spread[2] -= 20000.0                                               # and one row far below the others
     masked = cases()[1].standard_normal((3, 4))
     masked[0], masked[1, :2] = -np.inf, -np.inf                        # a fully and a partly masked row
-    return found + [("(3, 6) logits spread over 1e4, a row 20000 lower", spread),
-                    ("(3, 4) logits, row 0 fully masked (-inf), row 1 half", masked)]
+    square = ("(3, 3) logits", cases()[2].standard_normal((3, 3)) * 3)
+    return found[:3] + [square] + found[3:] + [("(3, 6) logits spread over 1e4, a row 20000 lower", spread),
+                                              ("(3, 4) logits, row 0 fully masked (-inf), row 1 half", masked)]
+
+
+def poisoned():
+    """(case, logits) with a NaN in row 0 and a +inf in row 1 (row 2 plain)."""
+    x = cases()[2].standard_normal((3, 4))
+    x[0, 1], x[1, 2] = np.nan, np.inf
+    return "(3, 4) logits, a NaN in row 0, +inf in row 1", x
+
+
+def float32_logits():
+    """(case, logits) in float32: the result must stay float32."""
+    return "(2, 5) float32 logits", cases()[0].standard_normal((2, 5)).astype(np.float32) * 3
 
 
 def check_softmax():
     from autograd.kernels import reference
     judge = Judge()
     with np.errstate(all="ignore"):
-        for case, x in logits():
-            judge.compare("softmax: exp(x - row max) / row sum, each row summing to 1", case, reference.softmax(x),
-                          expect("softmax", x),
+        for case, x in logits() + [poisoned(), float32_logits()]:
+            got = untouched("softmax", case, reference.softmax, x)
+            judge.compare("softmax: exp(x - row max) / row sum, each row summing to 1", case, got, expect("softmax", x),
                           [(*NO_SHIFT, expect("softmax_unshifted", x)), (*MEAN_SHIFT, expect("softmax_mean_shift", x)),
-                           (*GLOBAL_MAX, expect("softmax_global_max", x)), (*MASKED_NAN, expect("softmax_masked_nan", x)),
-                           (*WRONG_AXIS, expect("softmax_columns", x))])
-    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows"
+                           (*GLOBAL_MAX, expect("softmax_global_max", x)),
+                           (*GLOBAL_MAX, expect("softmax_global_max_guarded", x)),
+                           (*MASKED_NAN, expect("softmax_masked_nan", x)), (*WRONG_AXIS, expect("softmax_columns", x)),
+                           (*NO_KEEPDIMS, expect("softmax_no_keepdims", x)),
+                           *[(*WHOLE_SUM, expect("softmax_whole_sum", x, shifted)) for shifted in (False, True)],
+                           (*NAN_HIDDEN, expect("softmax_nan_hidden", x))])
+            require_dtype("softmax: the logits' dtype", case, got, x.dtype)
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, NaN and " \
+        "+inf, float32"
 
 
 def check_softmax_backward():
     from autograd.kernels import reference
     judge = Judge()
-    for case, x in logits()[:6]:
-        y = expect("softmax", x)
-        dy = np.random.default_rng(x.size).standard_normal(x.shape)
+    for case, x in [logits()[3]] + logits()[:3] + logits()[4:6] + [float32_logits()]:
+        y = expect("softmax", x).astype(x.dtype)
+        dy = np.random.default_rng(x.size).standard_normal(x.shape).astype(x.dtype)
+        got = untouched("softmax_backward", case, reference.softmax_backward, y, dy)
+        require_dtype("softmax_backward: y's dtype", case, got, x.dtype)
         judge.compare("softmax_backward: dx_i = y_i (dy_i - sum_j dy_j y_j)", f"y = softmax of {case}, random dy",
-                      reference.softmax_backward(y, dy), expect("softmax_backward", y, dy),
+                      got, expect("softmax_backward", y, dy),
                       [("no subtraction", "every output depends on every input: dx_i = y_i (dy_i - sum_j dy_j y_j)",
                         expect("softmax_backward_no_subtraction", y, dy)),
                        ("sum not weighted by y", "the sum is sum_j dy_j y_j, each upstream gradient weighted by its y",
@@ -64,17 +90,24 @@ def check_softmax_backward():
                        ("leading y missing", "the whole bracket is multiplied by y_i",
                         expect("softmax_backward_no_leading_y", y, dy)),
                        ("diagonal of the Jacobian only", "y_i (1 - y_i) is only dy_i/dx_i; the off-diagonal "
-                        "-y_i y_j terms count too", expect("softmax_backward_diagonal", y, dy))])
-    return "three seeds, 2-D and 3-D, random upstream gradients"
+                        "-y_i y_j terms count too", expect("softmax_backward_diagonal", y, dy)),
+                       ("summed over the wrong axis", "sum_j runs over each row, the last axis: sum(axis=-1, "
+                        "keepdims=True)", expect("softmax_backward_first_axis", y, dy)),
+                       (*WHOLE_SUM, expect("softmax_backward_whole_sum", y, dy)),
+                       (*NO_KEEPDIMS, expect("softmax_backward_no_keepdims", y, dy)),
+                       ("mean instead of sum", "sum_j dy_j y_j is a sum over the row, not a mean",
+                        expect("softmax_backward_mean", y, dy))])
+    return "three seeds, square, 2-D and 3-D, float32, random upstream gradients"
 
 
 def check_log_softmax():
     from autograd.kernels import reference
     judge = Judge()
     with np.errstate(all="ignore"):
-        for case, x in logits():
-            judge.compare("log_softmax: (x - max) - log sum exp(x - max)", case, reference.log_softmax(x),
-                          expect("log_softmax", x),
+        for case, x in logits() + [poisoned(), float32_logits()]:
+            got = untouched("log_softmax", case, reference.log_softmax, x)
+            require_dtype("log_softmax: the logits' dtype", case, got, x.dtype)
+            judge.compare("log_softmax: (x - max) - log sum exp(x - max)", case, got, expect("log_softmax", x),
                           [("log of softmax", "log(softmax(x)) is -inf where softmax underflows to 0 (a row spread "
                             "over 1e4): compute (x - max) - log sum exp(x - max) directly",
                             expect("log_of_softmax", x)),
@@ -82,9 +115,20 @@ def check_log_softmax():
                            ("max dropped from the result", "x - log sum exp(x - max) forgets the max: the result is "
                             "(x - max) - log sum exp(x - max)", expect("log_softmax_max_dropped", x)),
                            ("fully masked row gives NaN", "a row of -inf gives 0 (no key to attend to), not NaN: "
-                            "shift it by 0", expect("log_softmax_masked_nan", x))])
+                            "shift it by 0", expect("log_softmax_masked_nan", x)),
+                           ("fully masked row gives -inf", "a row of -inf gives 0 (no key to attend to, as its "
+                            "softmax gives 0 weights), not -inf", expect("log_softmax_masked_minus_inf", x)),
+                           ("log-sum-exp added", "the log-sum-exp is subtracted: (x - max) - log sum exp(x - max)",
+                            expect("log_softmax_added", x)), *[(*GLOBAL_MAX, expect("log_softmax_global_max", x, spelling))
+                             for spelling in ("plain", "log_one", "zeroed")],
+                           (*WHOLE_SUM, expect("log_softmax_whole_sum", x))])
     judge_training(judge)
-    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, and a seeded training run"
+    return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, NaN and +inf, " \
+        "float32, and a seeded training run"
+
+
+ROW_MEAN = ("averaged over the rows", "the weight and bias are used by every row: their gradients add up the "
+            "rows' contributions (sum over axis 0), not their mean")
 
 
 def check_layer_norm_backward():
@@ -95,8 +139,8 @@ def check_layer_norm_backward():
         x, w, b, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape[1]), \
             r.standard_normal(shape)
         _, xhat, rstd = reference.layer_norm(x, w, b, 1e-5)
-        dx, dw, db = reference.layer_norm_backward(g, xhat, rstd, w)
         case = f"x {shape}, random weight and upstream gradient (seed {seed})"
+        dx, dw, db = untouched("LayerNorm's backward", case, reference.layer_norm_backward, g, xhat, rstd, w)
         judge.compare("LayerNorm's dx = rstd (g w - mean(g w) - xhat mean(g w xhat))", case, dx,
                       expect("layer_norm_dx", g, xhat, rstd, w),
                       [("mean terms missing", "x enters every output of its row through the mean and the variance",
@@ -104,13 +148,24 @@ def check_layer_norm_backward():
                        ("variance term missing", "the term - xhat mean(g w xhat) comes from the variance",
                         expect("layer_norm_dx_no_xhat_term", g, xhat, rstd, w)),
                        ("weight missing from dx", "the gradient reaching xhat is g * weight",
-                        expect("layer_norm_dx_no_weight", g, xhat, rstd, w))], atol=1e-8)
+                        expect("layer_norm_dx_no_weight", g, xhat, rstd, w)),
+                       ("rstd missing from dx", "xhat = (x - mean) * rstd, so every path to x is multiplied by rstd",
+                        expect("layer_norm_dx_no_rstd", g, xhat, rstd, w)),
+                       ("sums instead of means", "the mean and the variance average over the row: mean(g w) and "
+                        "mean(g w xhat), not their sums", expect("layer_norm_dx_sums", g, xhat, rstd, w)),
+                       ("sign of the xhat term", "the variance's term is subtracted: - xhat mean(g w xhat)",
+                        expect("layer_norm_dx_plus_xhat_term", g, xhat, rstd, w)),
+                       ("means over the wrong axis", "the mean and the variance are each row's: mean(axis=1)",
+                        expect("layer_norm_dx_column_means", g, xhat, rstd, w))], atol=1e-8)
         judge.compare("LayerNorm's dweight = sum over rows of g xhat", case, dw, expect("layer_norm_dweight", g, xhat),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
-                        expect("layer_norm_dbias", g))])
+                        expect("layer_norm_dbias", g)),
+                       ("dweight multiplied by the weight", "out = xhat w + b, so d out / d w is xhat: dweight sums "
+                        "g xhat, with no w", expect("layer_norm_dweight_times_weight", g, xhat, w)),
+                       (*ROW_MEAN, expect("layer_norm_dweight_mean", g, xhat))])
         judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
-                        expect("layer_norm_dweight", g, xhat))])
+                        expect("layer_norm_dweight", g, xhat)), (*ROW_MEAN, expect("layer_norm_dbias_mean", g))])
     judge_rms_norm_dx(judge)
     judge_training(judge)
     return ("four shapes, 1 row to 4, random weight and upstream gradient, RMSNorm's dx on three, "
@@ -134,6 +189,19 @@ def judge_rms_norm_dx(judge):
                         expect("rms_norm_dx_no_rstd", x, w, g, 1e-6))], atol=1e-8)
 
 
+NOT_MOVED = ("parameters did not move", "p must change in place (p -= ..., not p = p - ..., which rebinds a local "
+             "name), by a step made with m and v already updated by this step's g")
+ADAM_MISTAKES = {"v_of_signed_g": ("v from g, not g^2", "v averages the squared gradient g * g"),
+                 "betas_swapped": ("betas swapped", "m decays by beta1, v by beta2"),
+                 "m_hat_only": ("v not bias-corrected", "v starts at 0 too: v_hat = v / (1 - beta2^t)"),
+                 "sqrt_then_correct": ("v corrected outside the square root", "correct v before the root: "
+                                       "sqrt(v / (1 - beta2^t)), not sqrt(v) / (1 - beta2^t)"),
+                 "no_decay": ("moments not decayed", "m = beta1 m + (1 - beta1) g: multiply the old m by beta1 first "
+                              "(and v by beta2)"),
+                 "p_not_in_place": NOT_MOVED, "old_moments": NOT_MOVED}
+ADAM_VARIANTS = ("right", "no_correction", "eps_inside", "v_of_g", "step_from_zero", "not_in_place", *ADAM_MISTAKES)
+
+
 def check_adam_step():
     from autograd.kernels import reference
     judge = Judge()
@@ -142,10 +210,10 @@ def check_adam_step():
         p0, grads = r.standard_normal(size), r.standard_normal((4, size)) * 0.3
         p, m, v = p0.copy(), np.zeros(size), np.zeros(size)
         for step, g in enumerate(grads, 1):
-            reference.adam_step(p, g.copy(), m, v, lr, b1, b2, eps, 0.0, True, step)
+            untouched("Adam: the gradient", f"step {step}", lambda g: reference.adam_step(p, g, m, v, lr, b1, b2, eps,
+                                                                                     0.0, True, step), g)
             got = np.stack([p, m, v])
-            variant = {name: expect("adam", p0, grads[:step], lr, b1, b2, eps, name)
-                       for name in ("right", "no_correction", "eps_inside", "v_of_g", "step_from_zero", "not_in_place")}
+            variant = {name: expect("adam", p0, grads[:step], lr, b1, b2, eps, name) for name in ADAM_VARIANTS}
             judge.compare("Adam: [parameters, m, v] after each step", f"{size} parameters, lr {lr}, betas ({b1}, "
                           f"{b2}), eps {eps}, step {step}", got, variant["right"],
                           [("no bias correction", "m and v start at 0: divide them by 1 - beta1^t and 1 - beta2^t",
@@ -155,6 +223,7 @@ def check_adam_step():
                            ("steps counted from 0", "step is 1 at the first update: correct by 1 - beta^step",
                             variant["step_from_zero"]),
                            ("m and v not updated in place", "m = ... rebinds a local name; the optimizer keeps the "
-                            "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])])
+                            "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])]
+                          + [(*ADAM_MISTAKES[name], variant[name]) for name in ADAM_MISTAKES])
     judge_training(judge)
     return "two settings, four steps each: parameters and both moments, and a seeded training run"

@@ -10,18 +10,33 @@ from exercises.checks.feedback import Judge, Wrong, mistake
 GRAPHS = [
     ("a * b, a = 2, b = -3", (2.0, -3.0), (("mul", 0, 1),)),
     ("(a * b) * c, so a * b gets upstream gradient c = 5", (2.0, -3.0, 5.0), (("mul", 0, 1), ("mul", 3, 2))),
+    ("(a * b + a) + b, a = 2, b = -3: each factor also used by a sum", (2.0, -3.0),
+     (("mul", 0, 1), ("add", 2, 0), ("add", 3, 1))),
     ("x * x at x = 3", (3.0,), (("mul", 0, 0),)),
     ("(a * b) * a + b, a = 1.5, b = -0.7: each used twice, asymmetrically", (1.5, -0.7),
      (("mul", 0, 1), ("mul", 2, 0), ("add", 3, 1))),
     ("tanh((a * b) * (a + c)), a = 0.4, b = -1.2, c = 0.9", (0.4, -1.2, 0.9),
      (("mul", 0, 1), ("add", 0, 2), ("mul", 3, 4), ("tanh", 5))),
+    ("y * y with y = x + x, x = 0.5: one Value is both factors", (0.5,), (("add", 0, 0), ("mul", 1, 1))),
+    ("a * b, a = 0, b = 4: a factor of 0", (0.0, 4.0), (("mul", 0, 1),)),
 ]
+REUSED, TANH, SQUARED = GRAPHS[4], GRAPHS[5], GRAPHS[6]
 ASSIGNED = ("= instead of +=", "a Value used twice gets both contributions: add (+=) into .grad")
 LEFT_OUT = ("one factor left out", "both factors get a gradient")
 MUL_MISTAKES = {"assign": ASSIGNED, "assign_first": ASSIGNED, "assign_second": ASSIGNED,
                 "no_upstream": ("out.grad dropped", "the chain rule multiplies by the gradient arriving at the product"),
                 "own_factor": ("own factor instead of the other", "d(a*b)/da is b: each factor gets the OTHER's data"),
-                "one_factor": LEFT_OUT, "other_factor_only": LEFT_OUT}
+                "one_factor": LEFT_OUT, "other_factor_only": LEFT_OUT,
+                "grad_not_data": ("grad used instead of data", "d(a*b)/da is b's value, other.data; other.grad is "
+                                  "the gradient arriving at b, not b"),
+                "out_data": ("out.data for out.grad", "the chain rule multiplies by the gradient arriving at the "
+                             "product, out.grad, not by its value out.data"),
+                "same_once": ("x * x counted once", "x * x uses x as both factors: run both updates even when self "
+                              "is other, so d(x*x)/dx = 2x")}
+VALUE_IN_GRAD = mistake("a Value added to .grad", "multiply by the factor's number, other.data: other itself is a "
+                        "Value, and .grad holds a plain float")
+DIVIDED = mistake("divided by a factor", "d(a*b)/da is b itself; out.data / a is the same only while a != 0, and "
+                  "divides by zero at a = 0")
 
 
 def build(leaves, program):
@@ -35,23 +50,33 @@ def build(leaves, program):
 
 
 def check_value_mul():
+    from autograd.scalar import Value
     judge = Judge()
     for case, leaves, program in GRAPHS:
         values = build(leaves, program)
-        values[-1].backward()
+        try:
+            values[-1].backward()
+        except ZeroDivisionError:
+            raise Wrong(f"d(output)/d(each leaf) through the product rule, {case}: {DIVIDED}") from None
+        if any(isinstance(v.grad, Value) for v in values):
+            raise Wrong(f"d(output)/d(each leaf) through the product rule, {case}: {VALUE_IN_GRAD}")
         judge.compare("d(output)/d(each leaf) through the product rule", case, [v.grad for v in values[: len(leaves)]],
                       expect("scalar_grads", leaves, program, "right"),
                       [(*MUL_MISTAKES[k], expect("scalar_grads", leaves, program, k)) for k in MUL_MISTAKES])
-    return "five graphs: upstream gradients other than 1, a Value used twice, asymmetric reuse"
+    return "eight graphs: upstream gradients other than 1, a Value used twice, asymmetric reuse, a zero factor"
 
 
 NO_VISITED_SET = mistake("no visited set", "a Value reached by two paths is listed twice: keep a set of the Values "
                          "already visited")
+ROOT_LEFT_OUT = mistake("output left out", "the order ends with the Value backward starts from, the output itself")
 LEAVES_LEFT_OUT = mistake("leaves left out", "the leaves (Values with no parents) belong in the order too")
 BREADTH_FIRST = mistake("reversed breadth-first order", "reversing a breadth-first walk can put a Value before a "
                         "parent reached by a longer path: walk depth-first and append a Value once all its parents "
                         "are in")
-RECURSION = mistake("recursion", "a recursive walk overflows Python's stack on a long chain: use an explicit stack")
+EXPANDED_TWICE = mistake("a Value listed twice", "a Value can be pushed twice before it is first visited (y * y "
+                         "pushes y twice): when you pop a Value already visited, skip it")
+RECURSION = mistake("recursion", "backward must work on deep graphs (a chain of thousands of Values), and a recursive "
+                    "walk overflows Python's stack there (about 1000 calls deep): use an explicit stack")
 
 
 def _ladder(rungs):
@@ -68,8 +93,8 @@ def _order_cases():
     chain = Value(0.5)
     for _ in range(3000):
         chain = chain + 1.0
-    return [("a single Value", Value(1.0)), (GRAPHS[0][0], build(*GRAPHS[0][1:])[-1]),
-            (GRAPHS[3][0], build(*GRAPHS[3][1:])[-1]), (GRAPHS[4][0], build(*GRAPHS[4][1:])[-1]),
+    return [(GRAPHS[0][0], build(*GRAPHS[0][1:])[-1]), ("a single Value", Value(1.0))] + \
+        [(g[0], build(*g[1:])[-1]) for g in (REUSED, TANH, SQUARED)] + [
             ("12 diamonds in a row (4096 paths to the root)", _ladder(12)[1]), ("a chain of 3000 additions", chain)]
 
 
@@ -100,13 +125,23 @@ def _valid(order):
     return next(((v, p) for v in order for p in v.parents if position.get(id(p), len(order)) > position[id(v)]), None)
 
 
-def _judge_order(case, root, order):
+def _shared(root):
+    """Whether some Value of the graph is a parent more than once (reachable by two paths)."""
+    uses = [id(p) for v in _reachable(root).values() for p in v.parents]
+    return len(uses) != len(set(uses))
+
+
+def _judge_order(case, root, order, shared_passed):
+    """Raise Wrong unless order is a topological order of root's graph; shared_passed: an
+    earlier graph with a Value reachable by two paths came out right (so a visited set exists)."""
     where = f"topological order of {case}"
     if len(order) != len({id(v) for v in order}):
-        raise Wrong(f"{where}: {NO_VISITED_SET}")
+        raise Wrong(f"{where}: {EXPANDED_TWICE if shared_passed else NO_VISITED_SET}")
     listed = {id(v) for v in order}
     missing = [v for i, v in _reachable(root).items() if i not in listed]
-    if missing and all(not v.parents for v in missing):
+    if len(missing) == 1 and missing[0] is root and root.parents:
+        raise Wrong(f"{where}: {ROOT_LEFT_OUT}")
+    if missing and all(not v.parents and v is not root for v in missing):
         raise Wrong(f"{where}: {LEAVES_LEFT_OUT}")
     if missing:
         raise Wrong(f"{where}: {len(missing)} reachable Values are missing, e.g. {missing[0]!r}")
@@ -123,16 +158,18 @@ def _judge_order(case, root, order):
 
 def check_topological_sort():
     from autograd.scalar import topological_order
+    shared_passed = False
     for case, root in _order_cases():
         try:
             order = list(topological_order(root))
         except RecursionError:
             raise Wrong(f"topological order of {case}: {RECURSION}") from None
-        _judge_order(case, root, order)
+        _judge_order(case, root, order, shared_passed)
+        shared_passed = shared_passed or _shared(root)
     judge = Judge()
-    for case, leaves, program in GRAPHS[3:]:
+    for case, leaves, program in (REUSED, TANH, SQUARED):
         values = build(leaves, program)
         values[-1].backward()
         judge.compare("gradients through backward(), which runs in reverse topological order", case,
                       [v.grad for v in values[: len(leaves)]], expect("scalar_grads", leaves, program, "right"))
-    return "six graphs (one Value, asymmetric reuse, 4096 paths, a chain of 3000): order and gradients"
+    return "seven graphs (one Value, asymmetric reuse, y * y, 4096 paths, a chain of 3000): order and gradients"

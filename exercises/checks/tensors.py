@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong
+from exercises.checks.feedback import Judge, Wrong, mistake
 
 REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
               ((2, 3, 4), (1, 1, 4)), ((2, 3, 4), (4,)), ((2, 3, 4), ()), ((5, 1, 4), (1, 1)), ((2, 3, 4), (1,)),
@@ -26,12 +26,37 @@ def check_unbroadcast():
                        ("stretched dims not summed", "besides the leading dims broadcasting added, sum the dims "
                         "of size 1 it stretched", expect("unbroadcast", g, shape, "leading_only")),
                        ("mean instead of sum", "an input used n times gets the sum of the n gradients",
-                        expect("unbroadcast", g, shape, "mean"))])
+                        expect("unbroadcast", g, shape, "mean")),
+                       ("trailing dims summed", "broadcasting adds dims on the left: sum the leading "
+                        "grad.ndim - len(shape) dims", expect("unbroadcast", g, shape, "trailing")),
+                       ("size-1 dims counted from the left", "broadcasting aligns shapes on the right: the input's "
+                        "dim i is the gradient's dim i + (grad.ndim - len(shape)); sum the added leading dims first",
+                        expect("unbroadcast", g, shape, "from_the_left"))])
     return "eleven shapes: added dims, stretched dims, both, to a scalar"
 
 
-MATMULS = [((3, 3), (3, 3)), ((2, 3), (3, 4)), ((4, 2), (2, 5)), ((2, 3, 4), (2, 4, 5)), ((2, 3, 4), (4, 2)),
-           ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,))]
+MATMULS = [((3, 3), (3, 3)), ((2, 3), (3, 4)), ((4, 2), (2, 5)), ((3, 3, 3), (3, 3, 3)), ((2, 3, 4), (2, 4, 5)),
+           ((2, 3, 4), (4, 2)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,))]
+WRONG_DIMS = ("the wrong dims transposed", "a batch of matrices (T, M, K) needs only its last two dims swapped, "
+              "np.swapaxes(x, -1, -2): .T reverses every dim, and swapping dims 0 and 1 moves the batch")
+COLUMN_KEPT = mistake("a vector's added dim kept", "a 1-D B was made a column (K, 1) for the product: drop that dim "
+                      "from its gradient, grad_b[..., 0], as the forward drops it from the output")
+MATMUL_MISTAKES = {
+    "b_not_transposed": ("B not transposed", "dL/dA = grad @ B^T"),
+    "a_not_transposed": ("A not transposed", "dL/dB = A^T @ grad"),
+    "neither_transposed": ("A and B not transposed", "dL/dA = grad @ B^T and dL/dB = A^T @ grad"),
+    "db_transposed": ("dB transposed", "dL/dB = A^T @ grad has B's shape (K, N)"),
+    "order_swapped": ("factors in the wrong order", "matrix products do not commute: dA = grad @ B^T, dB = A^T @ grad"),
+    "whole_transpose": WRONG_DIMS, "axes_0_1": WRONG_DIMS,
+    "fold_reshaped": ("reshaped instead of transposed", "A's batch folded into rows is (B*M, K): transpose it to "
+                      "(K, B*M); reshape(K, -1) gives that shape with the numbers in the wrong places")}
+
+
+def _matmul_grads(a, b, g):
+    """[dL/dA, dL/dB] of the project's a @ b given upstream g, flattened and joined."""
+    (a @ b).backward(g)
+    return np.concatenate([np.ravel(a.grad), np.ravel(b.grad)]) if a.grad is not None and b.grad is not None \
+        else np.zeros(0)
 
 
 def check_matmul_backward():
@@ -42,24 +67,17 @@ def check_matmul_backward():
         a = Tensor(r.standard_normal(a_shape), requires_grad=True)
         b = Tensor(r.standard_normal(b_shape), requires_grad=True)
         case = f"A {a_shape} @ B {b_shape}, random upstream gradient (seed {seed})"
-        if len(a_shape) == len(b_shape) == 2:
-            g = r.standard_normal((a_shape[0], b_shape[1]))
-            (a @ b).backward(Tensor(g))
-            got = np.concatenate([np.ravel(a.grad), np.ravel(b.grad)]) if a.grad is not None and b.grad is not None \
-                else np.zeros(0)
-            judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case, got,
-                          expect("matmul_grads", a.data, b.data, g, "right"),
-                          [("B not transposed", "dL/dA = grad @ B^T", expect("matmul_grads", a.data, b.data, g,
-                                                                              "b_not_transposed")),
-                           ("A not transposed", "dL/dB = A^T @ grad", expect("matmul_grads", a.data, b.data, g,
-                                                                              "a_not_transposed")),
-                           ("dB transposed", "dL/dB = A^T @ grad has B's shape (K, N)",
-                            expect("matmul_grads", a.data, b.data, g, "db_transposed"))])
+        if len(a_shape) >= 2 and len(b_shape) >= 2:
+            g = r.standard_normal(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]))
+            judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case,
+                          _matmul_grads(a, b, Tensor(g)), expect("matmul_grads", a.data, b.data, g, "right"),
+                          [(*why, expect("matmul_grads", a.data, b.data, g, v)) for v, why in MATMUL_MISTAKES.items()])
             continue
         try:
             gradcheck(lambda a, b: a @ b, [a, b])
         except (GradcheckError, ValueError) as err:
-            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: {err}") from None
+            kept = len(b_shape) == 1 and f"gradient of shape ({b_shape[0]}, 1) for its input 1" in str(err)
+            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: {COLUMN_KEPT if kept else err}") from None
     judge_training(judge)
     return "square, non-square, batched, broadcast batches, vectors; random upstream gradients, and a seeded training run"
 
@@ -67,6 +85,7 @@ def check_matmul_backward():
 FIRST_BATCH = ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m")
 LOOP_MISTAKES = {"assign": ("= instead of +=", "c[t, i, j] keeps only the last product: add each a*b term"),
                  "b_transposed": ("b's indices swapped", "the sum runs over a's columns and b's rows: b[t, k, j]"),
+                 "k_short": ("the k loop one short", "k runs over every one of a's columns, range(a.shape[2])"),
                  "one_batch": FIRST_BATCH, "batch_index_lost": FIRST_BATCH}
 
 

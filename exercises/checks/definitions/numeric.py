@@ -20,8 +20,35 @@ def _normalise(e):
 
 # ----- softmax and log-softmax, right and wrong -----
 
+def _poisoned(x):
+    """Rows holding a NaN or a +inf: their softmax and log-softmax are NaN throughout."""
+    return np.isnan(x).any(axis=-1, keepdims=True) | np.isposinf(x).any(axis=-1, keepdims=True)
+
+
 def softmax(x):
-    return _normalise(np.exp(x - _row_max(x)))
+    return np.where(_poisoned(x), np.nan, _normalise(np.exp(x - _row_max(x))))
+
+
+def softmax_nan_hidden(x):
+    """Softmax with a row holding NaN or +inf given zeros instead of NaN (a guard on sum > 0)."""
+    return np.where(_poisoned(x), 0.0, softmax(x))
+
+
+def softmax_global_max_guarded(x):
+    """One max for the whole array, with the division guarded: an underflowed row gives zeros."""
+    return _normalise(np.exp(x - np.max(x)))
+
+
+def softmax_whole_sum(x, shifted):
+    """exp(x) (shifted: by the array's max) over its sum over the whole array, not each row's."""
+    e = np.exp(x - np.max(x)) if shifted else np.exp(x)
+    return e / e.sum()
+
+
+def softmax_no_keepdims(x):
+    """Each row divided by the row sums laid along it (sum without keepdims; square inputs only)."""
+    e = np.exp(x - _row_max(x))
+    return e / e.sum(axis=-1)
 
 
 def softmax_unshifted(x):
@@ -52,7 +79,37 @@ def softmax_columns(x):
 def log_softmax(x):
     shifted = x - _row_max(x)
     s = np.exp(shifted).sum(axis=-1, keepdims=True)
-    return np.where(s == 0, 0.0, shifted - np.log(np.where(s == 0, 1.0, s)))
+    out = np.where(s == 0, 0.0, shifted - np.log(np.where(s == 0, 1.0, s)))
+    return np.where(_poisoned(x), np.nan, out)
+
+
+def log_softmax_masked_minus_inf(x):
+    """Log-softmax with a fully masked row given -inf instead of 0."""
+    return np.where(np.isneginf(x).all(axis=-1, keepdims=True), -np.inf, log_softmax(x))
+
+
+def log_softmax_added(x):
+    """(x - max) + log sum exp(x - max): the log-sum-exp added, not subtracted."""
+    shifted = x - _row_max(x)
+    return np.where(np.isneginf(x).all(axis=-1, keepdims=True), 0.0,
+                    shifted + np.log(np.exp(shifted).sum(axis=-1, keepdims=True)))
+
+
+def log_softmax_global_max(x, spelling):
+    """One max for the whole array; a row whose sum underflows to 0 then gets log 0 ("plain"),
+    log 1 ("log_one") or zeros, taken for a masked row ("zeroed")."""
+    shifted = x - np.max(x)
+    s = np.exp(shifted).sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        out = shifted - np.log(s if spelling == "plain" else np.where(s == 0, 1.0, s))
+    masked = (s == 0) if spelling == "zeroed" else np.isneginf(x).all(axis=-1, keepdims=True)
+    return np.where(masked, 0.0, out)
+
+
+def log_softmax_whole_sum(x):
+    """Log-softmax with one log-sum-exp over the whole array instead of one per row."""
+    shifted = x - _row_max(x)
+    return np.where(np.isneginf(x).all(axis=-1, keepdims=True), 0.0, shifted - np.log(np.exp(shifted).sum()))
 
 
 def log_of_softmax(x):
@@ -90,6 +147,26 @@ def softmax_backward_no_leading_y(y, dy):
 
 def softmax_backward_diagonal(y, dy):
     return y * (1 - y) * dy
+
+
+def softmax_backward_first_axis(y, dy):
+    """Softmax's backward with sum_j dy_j y_j taken over axis 0."""
+    return y * (dy - (dy * y).sum(axis=0, keepdims=True))
+
+
+def softmax_backward_whole_sum(y, dy):
+    """Softmax's backward with sum_j dy_j y_j taken over the whole array."""
+    return y * (dy - (dy * y).sum())
+
+
+def softmax_backward_mean(y, dy):
+    """Softmax's backward with the mean of dy y over the row instead of its sum."""
+    return y * (dy - (dy * y).mean(axis=-1, keepdims=True))
+
+
+def softmax_backward_no_keepdims(y, dy):
+    """Softmax's backward with the row sums laid along each row (no keepdims; square only)."""
+    return y * (dy - (dy * y).sum(axis=-1))
 
 
 # ----- LayerNorm's backward -----
@@ -139,173 +216,81 @@ def layer_norm_dbias(grad):
     return grad.sum(axis=0)
 
 
+def layer_norm_dx_no_rstd(grad, xhat, rstd, weight):
+    """LayerNorm's dx without the rstd factor."""
+    return layer_norm_dx(grad, xhat, np.ones_like(rstd), weight)
+
+
+def layer_norm_dx_sums(grad, xhat, rstd, weight):
+    """LayerNorm's dx with sums over the row where the formula has means."""
+    gw = grad * weight
+    return rstd * (gw - gw.sum(axis=1, keepdims=True) - xhat * (gw * xhat).sum(axis=1, keepdims=True))
+
+
+def layer_norm_dx_plus_xhat_term(grad, xhat, rstd, weight):
+    """LayerNorm's dx with the xhat term added instead of subtracted."""
+    gw = grad * weight
+    return rstd * (gw - gw.mean(axis=1, keepdims=True) + xhat * (gw * xhat).mean(axis=1, keepdims=True))
+
+
+def layer_norm_dx_column_means(grad, xhat, rstd, weight):
+    """LayerNorm's dx with its means taken over axis 0 (the rows) instead of 1."""
+    gw = grad * weight
+    return rstd * (gw - gw.mean(axis=0, keepdims=True) - xhat * (gw * xhat).mean(axis=0, keepdims=True))
+
+
+def layer_norm_dweight_times_weight(grad, xhat, weight):
+    """dweight as the sum of g w xhat: the weight multiplied in once more."""
+    return (grad * weight * xhat).sum(axis=0)
+
+
+def layer_norm_dweight_mean(grad, xhat):
+    """dweight averaged over the rows instead of summed."""
+    return (grad * xhat).mean(axis=0)
+
+
+def layer_norm_dbias_mean(grad):
+    """dbias averaged over the rows instead of summed."""
+    return grad.mean(axis=0)
+
+
 # ----- Adam -----
+
+def _adam_moments(m, v, g, beta1, beta2, variant):
+    """m and v after one step with gradient g, as the variant updates them."""
+    if variant == "betas_swapped":
+        beta1, beta2 = beta2, beta1
+    decay1, decay2 = (1.0, 1.0) if variant == "no_decay" else (beta1, beta2)
+    square = np.abs(g) if variant == "v_of_g" else g if variant == "v_of_signed_g" else g * g
+    return decay1 * m + (1 - beta1) * g, decay2 * v + (1 - beta2) * square
+
+
+def _adam_move(m, v, step, lr, beta1, beta2, eps, variant):
+    """lr m_hat / (sqrt(v_hat) + eps), the step p takes, as the variant computes it."""
+    t = step + 1 if variant == "step_from_zero" else step
+    m_hat, v_hat = m / (1 - beta1 ** t), v / (1 - beta2 ** t)
+    if variant == "no_correction":
+        m_hat, v_hat = m, v
+    if variant == "m_hat_only":
+        v_hat = v
+    if variant == "sqrt_then_correct":
+        return lr * m_hat / (np.sqrt(v) / (1 - beta2 ** t) + eps)
+    with np.errstate(invalid="ignore"):
+        return lr * m_hat / (np.sqrt(v_hat + eps) if variant == "eps_inside" else np.sqrt(v_hat) + eps)
+
 
 def adam(p, grads, lr, beta1, beta2, eps, variant):
     """(parameters, m, v) after one Adam step per gradient in grads (variant: "right" or a mistake)."""
     p, m, v = p.copy(), np.zeros_like(p), np.zeros_like(p)
+    p0 = p.copy()
     for step, g in enumerate(grads, 1):
         if variant == "not_in_place":                     # the caller's m and v stay 0; p moves
             m, v = np.zeros_like(p), np.zeros_like(p)
-        m = beta1 * m + (1 - beta1) * g
-        v = beta2 * v + (1 - beta2) * (np.abs(g) if variant == "v_of_g" else g * g)
-        m_hat, v_hat = m / (1 - beta1 ** step), v / (1 - beta2 ** step)
-        if variant == "no_correction":
-            m_hat, v_hat = m, v
-        if variant == "step_from_zero":
-            m_hat, v_hat = m / (1 - beta1 ** (step + 1)), v / (1 - beta2 ** (step + 1))
-        p = p - lr * m_hat / (np.sqrt(v_hat + eps) if variant == "eps_inside" else np.sqrt(v_hat) + eps)
+        if variant == "old_moments":                      # p moves with the moments of the step before
+            p = p - np.nan_to_num(_adam_move(m, v, step, lr, beta1, beta2, eps, variant))
+        m, v = _adam_moments(m, v, g, beta1, beta2, variant)
+        if variant != "old_moments":
+            p = p - _adam_move(m, v, step, lr, beta1, beta2, eps, variant)
     if variant == "not_in_place":
         m, v = np.zeros_like(p), np.zeros_like(p)
-    return np.stack([p, m, v])
-
-
-# ----- layers and attention -----
-
-def linear(x, w, b):
-    return x @ w.T + b
-
-
-def linear_bias_on_rows(x, w, b):
-    rows = x.reshape(-1, x.shape[-1]) @ w.T                # (N, out), then b as a column: needs N == out
-    return (rows + b[:, None]).reshape(x.shape[:-1] + (w.shape[0],))
-
-
-def attention_weights(q, k, mask, scale, fill):
-    scores = q @ np.swapaxes(k, -1, -2) * scale
-    return softmax(np.where(mask, scores, fill))
-
-
-def attention_weights_over_queries(q, k, mask, scale):
-    scores = np.where(mask, q @ np.swapaxes(k, -1, -2) * scale, -np.inf)
-    return np.swapaxes(softmax(np.swapaxes(scores, -1, -2)), -1, -2)
-
-
-def split_heads(x, heads):
-    b, t, d = x.shape
-    return x.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3)
-
-
-def merge_heads(x):
-    b, h, t, d = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
-
-
-def sinusoidal(max_len, d_model, variant):
-    pos = np.arange(max_len)[:, None]
-    i2 = np.arange(0, d_model, 2) / d_model if variant != "i_not_2i" else np.arange((d_model + 1) // 2) / d_model
-    angle = pos / 10000 ** i2 if variant != "multiplied" else pos * 10000 ** i2
-    table = np.zeros((max_len, d_model))
-    first, second = (np.cos, np.sin) if variant == "swapped" else (np.sin, np.cos)
-    if variant == "halves":
-        half = (d_model + 1) // 2
-        table[:, :half], table[:, half:] = np.sin(angle), np.cos(angle[:, : d_model - half])
-        return table
-    table[:, 0::2], table[:, 1::2] = first(angle), second(angle[:, : d_model // 2])
-    return table
-
-
-def causal_mask(n, diagonal):
-    return np.tril(np.ones((n, n), dtype=bool), diagonal)
-
-
-def upper_mask(n):
-    return np.triu(np.ones((n, n), dtype=bool), 1)
-
-
-# ----- the scalar engine -----
-
-def scalar_grads(leaves, program, variant):
-    """d(last value)/d(each leaf) of a program of ("mul" | "add", i, j) and ("tanh", i) steps
-    over the values leaves + results so far, with Value.__mul__'s backward as `variant` does it."""
-    values, grads = list(leaves), [0.0] * (len(leaves) + len(program))
-    for op, *args in program:
-        values.append(values[args[0]] * values[args[1]] if op == "mul" else values[args[0]] + values[args[1]]
-                      if op == "add" else np.tanh(values[args[0]]))
-    grads[-1] = 1.0
-    for index in range(len(values) - 1, len(leaves) - 1, -1):
-        op, *args = program[index - len(leaves)]
-        g = grads[index]
-        if op == "add":
-            grads[args[0]] += g
-            grads[args[1]] += g
-        elif op == "tanh":
-            grads[args[0]] += (1 - values[index] ** 2) * g
-        else:
-            _mul_backward(values, grads, args[0], args[1], g, variant)
-    return np.array(grads[: len(leaves)])
-
-
-def _mul_backward(values, grads, a, b, g, variant):
-    own = {"no_upstream": (values[b], values[a]), "own_factor": (values[a] * g, values[b] * g),
-           "one_factor": (values[b] * g, 0.0), "other_factor_only": (0.0, values[a] * g)}.get(variant,
-                                                                                            (values[b] * g, values[a] * g))
-    grads[a] = own[0] if variant in ("assign", "assign_first") else grads[a] + own[0]
-    grads[b] = own[1] if variant in ("assign", "assign_second") else grads[b] + own[1]
-
-
-# ----- tensors -----
-
-def unbroadcast(grad, shape, variant):
-    """grad summed back to shape (variant "right"), or as a classic wrong answer does it."""
-    lead = tuple(range(grad.ndim - len(shape)))
-    if variant == "leading_only":
-        return grad.sum(axis=lead)
-    reduced = grad.sum(axis=lead)
-    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and reduced.shape[i] != 1)
-    if variant == "mean":
-        return grad.mean(axis=lead).mean(axis=stretched, keepdims=True) if lead else reduced.mean(axis=stretched,
-                                                                                                keepdims=True)
-    return reduced.sum(axis=stretched, keepdims=variant != "no_keepdims")
-
-
-def matmul_grads(a, b, g, variant):
-    """[dL/dA, dL/dB] flattened and joined, for 2-D a, b and upstream g."""
-    da = g @ b if variant == "b_not_transposed" else g @ b.T
-    db = a @ g if variant == "a_not_transposed" else a.T @ g
-    if variant == "db_transposed":
-        db = db.T
-    return np.concatenate([np.ravel(da), np.ravel(db)])
-
-
-def matmul_loops(a, b, variant):
-    """a @ b for (T, M, K) and (T, K, N) as the loop kernel computes it, right or wrong."""
-    if variant == "assign":
-        return a[:, :, -1:] * b[:, -1:, :]
-    if variant == "b_transposed":
-        return a @ np.swapaxes(b, 1, 2)
-    if variant == "batch_index_lost":                     # t stays 0: batch 0 summed once per batch
-        out = np.zeros((a.shape[0], a.shape[1], b.shape[2]))
-        out[0] = a.shape[0] * (a[0] @ b[0]) if a.shape[0] else 0
-        return out
-    if variant == "one_batch":
-        return np.broadcast_to(a[:1] @ b[:1], (a.shape[0], a.shape[1], b.shape[2])) * \
-            (np.arange(a.shape[0]) == 0)[:, None, None]
-    return a @ b
-
-
-def embedding_grad(ids, vocab, upstream):
-    """The table's gradient: each id's row gets the upstream rows of its positions, summed."""
-    out = np.zeros((vocab, upstream.shape[-1]))
-    np.add.at(out, ids.reshape(-1), upstream.reshape(-1, upstream.shape[-1]))
-    return out
-
-
-def embedding_grad_assigned(ids, vocab, upstream):
-    out = np.zeros((vocab, upstream.shape[-1]))
-    out[ids.reshape(-1)] = upstream.reshape(-1, upstream.shape[-1])
-    return out
-
-
-def embedding(weight, ids):
-    return weight[ids]
-
-
-def split_heads_wrong(x, heads, variant):
-    b, t, d = x.shape
-    return x.reshape(b, heads, t, d // heads) if variant == "straight" else x.reshape(b, t, heads, d // heads)
-
-
-def merge_heads_unswapped(x):
-    b, h, t, d = x.shape
-    return x.reshape(b, t, h * d)
+    return np.stack([p0 if variant == "p_not_in_place" else p, m, v])

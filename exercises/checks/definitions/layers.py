@@ -1,0 +1,100 @@
+"""The numpy definitions of the layers (linear, embedding) and attention the checks compare
+with, and what each classic wrong answer gives (teacher-only, as numeric.py)."""
+
+import numpy as np
+
+from exercises.checks.definitions.numeric import softmax
+
+
+def linear(x, w, b):
+    return x @ w.T + b
+
+
+def linear_bias_on_rows(x, w, b):
+    rows = x.reshape(-1, x.shape[-1]) @ w.T                # (N, out), then b as a column: needs N == out
+    return (rows + b[:, None]).reshape(x.shape[:-1] + (w.shape[0],))
+
+
+def attention_weights(q, k, mask, scale, fill):
+    scores = q @ np.swapaxes(k, -1, -2) * scale
+    return softmax(np.where(mask, scores, fill))
+
+
+def attention_weights_fixed_axes(q, k, mask, scale):
+    """The weights of scores (q * scale) @ k.transpose(1, 2), right only for 3-D inputs."""
+    return softmax(np.where(mask, (q * scale) @ np.swapaxes(k, 1, 2), -np.inf))
+
+
+def attention_weights_over_queries(q, k, mask, scale):
+    scores = np.where(mask, q @ np.swapaxes(k, -1, -2) * scale, -np.inf)
+    return np.swapaxes(softmax(np.swapaxes(scores, -1, -2)), -1, -2)
+
+
+def split_heads(x, heads):
+    b, t, d = x.shape
+    return x.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x):
+    b, h, t, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
+
+
+def sinusoidal(max_len, d_model, variant):
+    pos = np.arange(max_len)[:, None]
+    pos = pos + 1 if variant == "from_one" else pos
+    i2 = np.arange(0, d_model, 2) / d_model if variant != "i_not_2i" else np.arange((d_model + 1) // 2) / d_model
+    i2 = np.arange(0, d_model, 2) // d_model if variant == "integer_division" else 2 * i2 if variant == "doubled" else i2
+    angle = pos / 10000 ** i2 if variant != "multiplied" else pos * 10000 ** i2
+    table = np.zeros((max_len, d_model))
+    first, second = (np.cos, np.sin) if variant == "swapped" else (np.sin, np.cos)
+    if variant == "halves":
+        half = (d_model + 1) // 2
+        table[:, :half], table[:, half:] = np.sin(angle), np.cos(angle[:, : d_model - half])
+        return table
+    table[:, 0::2], table[:, 1::2] = first(angle), second(angle[:, : d_model // 2])
+    return table
+
+
+def causal_mask(n, diagonal):
+    return np.tril(np.ones((n, n), dtype=bool), diagonal)
+
+
+def upper_mask(n, diagonal=1):
+    return np.triu(np.ones((n, n), dtype=bool), diagonal)
+
+
+# ----- embeddings and heads -----
+
+def embedding_grad(ids, vocab, upstream):
+    """The table's gradient: each id's row gets the upstream rows of its positions, summed."""
+    out = np.zeros((vocab, upstream.shape[-1]))
+    np.add.at(out, ids.reshape(-1), upstream.reshape(-1, upstream.shape[-1]))
+    return out
+
+
+def embedding_grad_assigned(ids, vocab, upstream):
+    out = np.zeros((vocab, upstream.shape[-1]))
+    out[ids.reshape(-1)] = upstream.reshape(-1, upstream.shape[-1])
+    return out
+
+
+def embedding(weight, ids):
+    return weight[ids]
+
+
+def embedding_wrong(weight, ids, variant):
+    """The lookup as a classic wrong answer does it: ids flattened ("flat") or taken as 1-based."""
+    return weight[ids.reshape(-1)] if variant == "flat" else weight[ids - 1]
+
+
+def split_heads_wrong(x, heads, variant):
+    b, t, d = x.shape
+    if variant == "strided":
+        return x.reshape(b, t, d // heads, heads).transpose(0, 3, 1, 2)
+    return x.reshape(b, heads, t, d // heads) if variant == "straight" else x.reshape(b, t, heads, d // heads)
+
+
+def merge_heads_unswapped(x):
+    b, h, t, d = x.shape
+    return x.reshape(b, t, h * d)
