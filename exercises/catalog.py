@@ -24,7 +24,8 @@ EXERCISES = {
                     "(x - max) - log(sum exp(x - max)); fully masked rows give 0"),
     "layer_norm_backward": ("LayerNorm's backward: dx, dweight, dbias; and RMSNorm's dx",
                             "dx = rstd (g w - mean(g w) - xhat mean(g w xhat)) row by row; RMSNorm's "
-                            "(autograd/ops/norm.py) took no mean: its dx has no mean(g w) term"),
+                            "(autograd/ops/norm.py) took no mean: its dx has no mean(g w) term; leave it in dx, which the "
+                            "line after that region returns"),
     "linear": ("a Linear layer's forward, y = x W^T + b",
                ("flatten x to rows (N, in), multiply by W^T (W is (out, in)), add the bias; keep the names "
                 "rows and out: the code after the region saves rows and reshapes out")),

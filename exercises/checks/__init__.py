@@ -20,8 +20,8 @@ NEEDS = re.compile(r"^exercise (\w+): ")
 NOT_STARTED = ("not yet", "not started: the region still raises NotImplementedError")
 # The names a region must set because the code after it reads them, and nothing before it sets
 # them (the hints say so, and also name those set before: unbroadcast's grad, kv_cache's k, v, past).
-GIVEN_NAMES = {"matmul_backward": ("grad_a", "grad_b"), "linear": ("rows", "out"), "attention": ("weights",),
-               "sinusoidal": ("table",)}
+GIVEN_NAMES = {"matmul_backward": ("grad_a", "grad_b"), "layer_norm_backward": ("dx",), "linear": ("rows", "out"),
+               "attention": ("weights",), "sinusoidal": ("table",)}
 
 
 def _renamed(name, err):

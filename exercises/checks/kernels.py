@@ -186,7 +186,11 @@ def judge_rms_norm_dx(judge):
                       [("RMSNorm's dx with LayerNorm's mean term", "RMSNorm subtracts no mean in its forward, so "
                         "its dx has no - mean(g w) term", expect("rms_norm_dx_with_mean", x, w, g, 1e-6)),
                        ("RMSNorm's dx without rstd", "xhat = x rstd: the chain rule multiplies dx by rstd",
-                        expect("rms_norm_dx_no_rstd", x, w, g, 1e-6))], atol=1e-8)
+                        expect("rms_norm_dx_no_rstd", x, w, g, 1e-6)),
+                       ("sums instead of means", "the projection is the row's mean of dL/dxhat * xhat, not its sum",
+                        expect("rms_norm_dx_summed", x, w, g, 1e-6)),
+                       ("weight missing from dx", "the gradient reaching xhat is g * weight (grad_xhat)",
+                        expect("rms_norm_dx", x, np.ones_like(w), g, 1e-6))], atol=1e-8)
 
 
 NOT_MOVED = ("parameters did not move", "p must change in place (p -= ..., not p = p - ..., which rebinds a local "

@@ -247,6 +247,9 @@ PLANTED = [
     ("softmax", "summed over the whole array", f"{S}e = np.exp(x - np.max(x))\n{S}return e / e.sum()\n", None),
     ("sinusoidal", "exponent 2 * 2i / d", sub("np.arange(0, d_model, 2) / d_model", "2 * np.arange(0, d_model, 2) / d_model"),
      None),
+    ("layer_norm_backward", "sums instead of means", sub(" / xhat.shape[1]", ""), 1),
+    ("layer_norm_backward", "weight missing from dx", lambda b: b.replace("grad_xhat", "grad"), 1),
+    ("layer_norm_backward", "given names changed", lambda b: b.replace("dx", "d_rows"), 1),
     ("kv_cache", "values joined to the cached keys", sub('cat([kv_cache["v"], v]', 'cat([kv_cache["k"], v]'), None),
 ]
 NAMES = {name for _, name, _, _ in PLANTED}

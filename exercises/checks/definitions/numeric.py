@@ -204,6 +204,13 @@ def rms_norm_dx_with_mean(x, weight, grad, eps):
     return layer_norm_dx(grad, *rms_norm_parts(x, eps), weight)
 
 
+def rms_norm_dx_summed(x, weight, grad, eps):
+    """RMSNorm's dx with the row's sum of dL/dxhat * xhat where the formula has its mean."""
+    xhat, rstd = rms_norm_parts(x, eps)
+    gw = grad * weight
+    return rstd * (gw - xhat * (gw * xhat).sum(axis=1, keepdims=True))
+
+
 def rms_norm_dx_no_rstd(x, weight, grad, eps):
     return rms_norm_dx(x, weight, grad, eps) / rms_norm_parts(x, eps)[1]
 
