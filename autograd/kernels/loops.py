@@ -89,18 +89,15 @@ def softmax_backward_loops(y, dy, dx):
 @njit(parallel=True, cache=True)
 def log_softmax_loops(x, y):
     """y[i, j] = (x[i, j] - m) - log sum_j' exp(x[i, j'] - m), m = max_j x[i, j]: the log of
-    softmax without ever taking log(0) of an underflowed probability.  A row of -inf gets zeros."""
+    softmax without ever taking log(0) of an underflowed probability.  A row of -inf gets zeros
+    (its total, a sum of exp(-inf - -inf) = NaN, is never used)."""
     for i in prange(x.shape[0]):
         m = x[i].max()
-        if m == -np.inf:
-            y[i] = 0
-            continue
         total = 0.0
         for j in range(x.shape[1]):
             total += np.exp(x[i, j] - m)
-        log_total = np.log(total)
         for j in range(x.shape[1]):
-            y[i, j] = (x[i, j] - m) - log_total
+            y[i, j] = 0.0 if m == -np.inf else (x[i, j] - m) - np.log(total)
 
 
 @njit(parallel=True, cache=True)
