@@ -437,16 +437,17 @@ def collect_attention(runs):
 
 
 TUNING_STEPS = {"S": 30, "M": 15, "L": 6, "gpt": 15}     # steps timed per benchmark (few: the group runs in minutes)
-OTHER_TUNINGS = ("sapphirerapids", "znver4", "haswell")  # Intel's and AMD's AVX-512 tunings, and AVX2
 
 
 def tunings():
     """The builds the tunings group measures: "host" (the kernels compiled for this CPU),
-    then each of OTHER_TUNINGS that is not the host's own tuning, through --cpu
-    (demos/bench/cpu.py); the AVX-512 ones only where the host has AVX-512."""
-    from demos.bench.cpu import TARGETS, host_features
-    host, avx512 = cpu_name(), "avx512f" in host_features()
-    return ["host"] + [name for name in OTHER_TUNINGS if name != host and (avx512 or TARGETS[name][0] != "AVX-512")]
+    then, through --cpu (demos/bench/cpu.py), the other vendor's AVX-512 tuning
+    (sapphirerapids on an AMD CPU, znver4 on an Intel one) where the host has AVX-512, and
+    haswell (AVX2) where it has AVX2."""
+    from demos.bench.cpu import host_features
+    features = host_features()
+    other = "sapphirerapids" if cpu_name().startswith("znver") else "znver4"
+    return ["host"] + [other] * ("avx512f" in features) + ["haswell"] * ("avx2" in features)
 
 
 def cpu_name():
@@ -461,10 +462,12 @@ def instruction_set(features):
 
 
 def tuning_commands(runs):
-    """demos.bench.kernels (quick) and demos.bench.train (S, M, L, GPT) for each tuning."""
+    """demos.bench.kernels (quick) and demos.bench.train (S, M, L, GPT) for each tuning, one
+    thread timed in its CPU time (--clock cpu): few steps on a shared machine need it."""
     commands = []
     for tuning in tunings():
         flag, out = ([] if tuning == "host" else ["--cpu", tuning]), f"{runs}/bench/tunings/{tuning}"
+        flag += ["--clock", "cpu"]
         commands.append(["demos.bench.kernels", "--quick", "--sizes", *flag, "--json", f"{out}/kernels.json"])
         commands += [["demos.bench.train", "--size", size, "--steps", str(TUNING_STEPS[size]), *flag,
                       "--json", f"{out}/train-{size}.json"] for size in "SML"]
@@ -506,15 +509,18 @@ def collect_tunings(runs):
                 f"L2 {machine['l2_bytes'] // 1024} KiB; vector multiply-adds in the GEMM drivers by register width: "
                 f"{kernels_machine['gemm_multiply_adds']}. Baselines: numpy's OpenBLAS {machine['openblas_kernel']} "
                 f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']}.")
-        flag = "" if tuning == "host" else f" --cpu {tuning}"
-        tables.append(table(f"Compiled for {compiled}", ["what", "unit", "ours", "against", "theirs", "ours / theirs"],
+        flag = ("" if tuning == "host" else f" --cpu {tuning}") + " --clock cpu"
+        tables.append(table(f"Compiled for {compiled} (CPU time)", ["what", "unit", "ours", "against", "theirs",
+                                                                    "ours / theirs"],
                             rows, f"python -m demos.bench.train --size S|M|L | --model gpt{flag}; "
                                   f"python -m demos.bench.kernels --quick{flag}", note))
     return group([table("Training steps against PyTorch, by the tuning the kernels were compiled for (ours / PyTorch's "
                         "time, medians of interleaved rounds)", ["compiled for", "instructions", "GPT", "S", "M", "L"],
                         summary, "python -m demos.figures --only tunings",
                         f"Few steps each (GPT {TUNING_STEPS['gpt']}, S {TUNING_STEPS['S']}, M {TUNING_STEPS['M']}, "
-                        f"L {TUNING_STEPS['L']}) so that the group runs in minutes: noisier than the other sections. "
+                        f"L {TUNING_STEPS['L']}) so that the group runs in minutes, one thread, each timed in its "
+                        "CPU time (--clock cpu: the time the process waited for a core left out), so these "
+                        "figures are not the other sections' wall times and are noisier than them. "
                         "The baselines run on the host's own kernels, except under an AVX2 tuning, where numpy's "
                         "OpenBLAS and PyTorch are held to AVX2 too."), *tables])
 
