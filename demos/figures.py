@@ -436,7 +436,7 @@ def collect_attention(runs):
 
 
 
-TUNING_STEPS = {"S": 30, "M": 15, "L": 6, "gpt": 15}     # steps timed per benchmark (few: the group runs in minutes)
+TUNING_STEPS = {"S": 30, "M": 15, "L": 12, "gpt": 30}     # steps timed per benchmark (few: the group runs in minutes)
 
 
 def tunings():
