@@ -435,6 +435,95 @@ def collect_attention(runs):
                         "python -m demos.bench.attention")])
 
 
+
+TUNING_STEPS = {"S": 30, "M": 15, "L": 12, "gpt": 30}     # steps timed per benchmark (few: the group runs in minutes)
+
+
+def tunings():
+    """The builds the tunings group measures: "host" (the kernels compiled for this CPU),
+    then, through --cpu (demos/bench/cpu.py), the other vendor's AVX-512 tuning
+    (sapphirerapids on an AMD CPU, znver4 on an Intel one) where the host has AVX-512, and
+    haswell (AVX2) where it has AVX2."""
+    from demos.bench.cpu import host_features
+    features = host_features()
+    other = "sapphirerapids" if cpu_name().startswith("znver") else "znver4"
+    return ["host"] + [other] * ("avx512f" in features) + ["haswell"] * ("avx2" in features)
+
+
+def cpu_name():
+    """LLVM's name of this CPU (its tuning): "znver4", "sapphirerapids", ..."""
+    import llvmlite.binding
+    return llvmlite.binding.get_host_cpu_name()
+
+
+def instruction_set(features):
+    """The widest vector instruction set among LLVM feature names: "AVX-512", "AVX2" or "SSE"."""
+    return "AVX-512" if "avx512f" in features else "AVX2" if "avx2" in features else "SSE"
+
+
+def tuning_commands(runs):
+    """demos.bench.kernels (quick) and demos.bench.train (S, M, L, GPT) for each tuning, one
+    thread timed in its CPU time (--clock cpu): few steps on a shared machine need it."""
+    commands = []
+    for tuning in tunings():
+        flag, out = ([] if tuning == "host" else ["--cpu", tuning]), f"{runs}/bench/tunings/{tuning}"
+        flag += ["--clock", "cpu"]
+        commands.append(["demos.bench.kernels", "--quick", "--sizes", *flag, "--json", f"{out}/kernels.json"])
+        commands += [["demos.bench.train", "--size", size, "--steps", str(TUNING_STEPS[size]), *flag,
+                      "--json", f"{out}/train-{size}.json"] for size in "SML"]
+        commands.append(["demos.bench.train", "--model", "gpt", "--steps", str(TUNING_STEPS["gpt"]), *flag,
+                         "--json", f"{out}/gpt.json"])
+    return commands
+
+
+def tuning_rows(runs, tuning):
+    """One tuning's rows: the steps against PyTorch (ms), the matmuls against numpy
+    (GFLOP/s) and the row-wise kernels against PyTorch (us)."""
+    out = f"{runs}/bench/tunings/{tuning}"
+    g = load(f"{out}/gpt.json")
+    rows = [["GPT step, nanoGPT's CPU recipe size", "ms", f"{g['ours_median_ms']:.1f}", "PyTorch",
+             f"{g['pytorch_median_ms']:.1f}", f"{g['ratio_vs_pytorch']:.2f}x"]]
+    for size in "SML":
+        r = load(f"{out}/train-{size}.json")
+        rows.append([f"encoder-decoder step, size {size}", "ms", f"{r['ours_ms']:.1f}", "PyTorch",
+                     f"{r['pytorch_ms']:.1f}", f"{bench_train.ratio_of_rounds(r):.2f}x"])
+    k = load(f"{out}/kernels.json")
+    rows += [[f"matmul {_kernel_case(m['case'])}", "GFLOP/s", f"{m['numba_gflops']:.1f}", "numpy",
+              f"{m['numpy_gflops']:.1f}", f"{m['ratio_vs_numpy']:.2f}x"] for m in k["matmul"] if "float32" in m["case"]]
+    rows += [[f"{w['case'].rsplit(' ', 1)[0].replace(' ', '')}, float32", "us", f"{w['numba_us']:.0f}", "PyTorch",
+              f"{w['torch_us']:.0f}", f"{w['ratio_vs_torch']:.2f}x"] for w in k["rowwise"]]
+    return rows, g["machine"], k["machine"]
+
+
+def collect_tunings(runs):
+    """A summary of the steps against PyTorch for each tuning, then one table per tuning
+    naming the CPU, its features and what the kernels were compiled for."""
+    summary, tables = [], []
+    for tuning in tunings():
+        rows, machine, kernels_machine = tuning_rows(runs, tuning)
+        compiled = f"{machine['compiled_for']}" + (" (this CPU's own)" if tuning == "host" else f" (--cpu {tuning})")
+        summary.append([compiled, instruction_set(machine["compiled_vector_features"]), *(r[-1] for r in rows[:4])])
+        note = (f"CPU: {machine['cpu_model']} (LLVM: {machine['host_cpu']}), vector features "
+                f"{' '.join(machine['host_vector_features'])}. Kernels compiled for {machine['compiled_for']} with "
+                f"{' '.join(machine['compiled_vector_features'])}; GEMM tile {machine['gemm_tile_float32']} (float32), "
+                f"L2 {machine['l2_bytes'] // 1024} KiB; vector multiply-adds in the GEMM drivers by register width: "
+                f"{kernels_machine['gemm_multiply_adds']}. Baselines: numpy's OpenBLAS {machine['openblas_kernel']} "
+                f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']}.")
+        flag = ("" if tuning == "host" else f" --cpu {tuning}") + " --clock cpu"
+        tables.append(table(f"Compiled for {compiled} (CPU time)", ["what", "unit", "ours", "against", "theirs",
+                                                                    "ours / theirs"],
+                            rows, f"python -m demos.bench.train --size S|M|L | --model gpt{flag}; "
+                                  f"python -m demos.bench.kernels --quick{flag}", note))
+    return group([table("Training steps against PyTorch, by the tuning the kernels were compiled for (ours / PyTorch's "
+                        "time, medians of interleaved rounds)", ["compiled for", "instructions", "GPT", "S", "M", "L"],
+                        summary, "python -m demos.figures --only tunings",
+                        f"Few steps each (GPT {TUNING_STEPS['gpt']}, S {TUNING_STEPS['S']}, M {TUNING_STEPS['M']}, "
+                        f"L {TUNING_STEPS['L']}) so that the group runs in minutes, one thread, each timed in its "
+                        "CPU time (--clock cpu: the time the process waited for a core left out), so these "
+                        "figures are not the other sections' wall times and are noisier than them. "
+                        "The baselines run on the host's own kernels, except under an AVX2 tuning, where numpy's "
+                        "OpenBLAS and PyTorch are held to AVX2 too."), *tables])
+
 GROUPS = {
     "train": (train_commands, collect_train),
     "bottleneck": (lambda runs: [["demos.bottleneck", "--out", f"{runs}/bottleneck"]], collect_bottleneck),
@@ -464,6 +553,7 @@ GROUPS = {
     "attention": (lambda runs: [["demos.bench.attention", "--json", f"{runs}/bench/attention.json"]]
                   + [["demos.bench.attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
                      for length in LONGER_ATTENTION], collect_attention),
+    "tunings": (tuning_commands, collect_tunings),
 }
 
 TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bottleneck",
@@ -473,9 +563,11 @@ TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bot
           "llama": "From GPT-2 to Llama on the same engine", "scan": "SCAN against the paper",
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
           "share": "Two trainings on one machine", "first_run": "A first run",
-          "kernels": "Kernels", "attention": "Fused attention"}
+          "kernels": "Kernels", "attention": "Fused attention",
+          "tunings": "One table per CPU tuning"}
 ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "llama", "gpt_recipe", "gpt_steps", "steps",
-         "share", "first_run", "tokenizer", "scan", "pictures", "threads", "kernels", "attention"]     # the results document's sections
+         "share", "first_run", "tokenizer", "scan", "pictures", "threads", "kernels", "attention",
+         "tunings"]     # the results document's sections
 
 
 # ----- recording and rendering -----

@@ -10,10 +10,14 @@ from autograd.kernels import reference
 
 
 @njit(**JIT)
-def _adam_step(p, g, m, v, lr, beta1, beta2, eps, shrink, l2, correction1, correction2, one):
+def _adam_step(p, g, m, v, scalars):
     """reference.adam_step in one pass over the elements (Adam's numpy form makes about ten
-    passes and ten calls per parameter, which dominate for small parameters).  Every scalar
-    arrives in the arrays' dtype, so float32 parameters are updated in float32."""
+    passes and ten calls per parameter, which dominate for small parameters).  The scalars
+    arrive as one array of the parameters' dtype (lr, beta1, beta2, eps, shrink, l2, the two
+    bias corrections, 1), so float32 parameters are updated in float32, and a call passes
+    one scalar argument, not nine (Numba types each argument of every call)."""
+    lr, beta1, beta2, eps, shrink, l2, correction1, correction2, one = (
+        scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], scalars[6], scalars[7], scalars[8])
     for i in range(p.shape[0]):                              # no branches in the loop
         pi = p[i] * shrink                                   # AdamW: p *= 1 - lr wd
         gi = g[i] + l2 * pi                                  # Adam: g += wd p
@@ -25,14 +29,12 @@ def _adam_step(p, g, m, v, lr, beta1, beta2, eps, shrink, l2, correction1, corre
 def adam_step(p, g, m, v, lr, beta1, beta2, eps, weight_decay, decoupled, step):
     """Same signature as reference.adam_step; p, m, v must be contiguous (they are flattened
     as views) and are updated in place."""
-    flat = p.reshape(-1)
-    if not np.shares_memory(flat, p):
+    if not p.flags.c_contiguous:                             # reshape(-1) would update a copy
         raise ValueError("adam_step: the parameter array must be contiguous to be updated in place")
-    t = p.dtype.type
     shrink = 1 - lr * weight_decay if decoupled else 1.0
     l2 = 0.0 if decoupled else weight_decay
-    _adam_step(flat, np.ascontiguousarray(g, p.dtype).reshape(-1), m.reshape(-1), v.reshape(-1),
-               t(lr), t(beta1), t(beta2), t(eps), t(shrink), t(l2), t(1 - beta1 ** step), t(1 - beta2 ** step), t(1))
+    scalars = np.array((lr, beta1, beta2, eps, shrink, l2, 1 - beta1 ** step, 1 - beta2 ** step, 1), p.dtype)
+    _adam_step(p.reshape(-1), np.ascontiguousarray(g, p.dtype).reshape(-1), m.reshape(-1), v.reshape(-1), scalars)
 
 
 @njit(**{**JIT, "fastmath": {"contract", "reassoc"}})

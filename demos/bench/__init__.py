@@ -12,13 +12,18 @@ room (autograd/engine_room/), and say so in one line if it is absent.
 """
 
 import importlib.util
+import os
 import sys
 
 
 def need_engine_room(prog):
     """Stop with one line if the engine room (autograd/engine_room/), which benchmark `prog`
     measures, is absent: without it the kernels run on the loops tier, and there is nothing
-    of its speed to measure."""
-    if importlib.util.find_spec("autograd.engine_room") is None:
+    of its speed to measure.  Looked for as a folder, importing nothing: importing autograd
+    imports numpy, whose BLAS then starts its threads before the benchmark has fixed how
+    many (demos/bench/_threads.py), and numpy's baseline would run on every core."""
+    spec = importlib.util.find_spec("autograd")            # a top-level name: finding it imports nothing
+    folders = (spec.submodule_search_locations or []) if spec else []
+    if not any(os.path.isfile(os.path.join(folder, "engine_room", "__init__.py")) for folder in folders):
         sys.exit(f"{prog} measures the engine room (autograd/engine_room/), which is absent here "
                  "(the kernels run on the loops tier): restore that folder to run this benchmark")

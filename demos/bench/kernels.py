@@ -1,6 +1,6 @@
 """Benchmark the Numba kernels against numpy (and PyTorch CPU, when installed) in one process.
 
-    python -m demos.bench.kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L] [--cpu NAME]
+    python -m demos.bench.kernels [--threads 1] [--json out.json] [--quick] [--sizes S M L] [--cpu NAME] [--clock cpu]
 
 Prints matmul GFLOP/s against numpy's BLAS (and PyTorch); every matmul shape one training
 step of the benchmark Transformer makes at each size of demos.bench.train (operand
@@ -27,7 +27,7 @@ import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
-from demos.bench import need_engine_room
+from demos.bench import _clock, need_engine_room
 from demos.bench._threads import use_threads
 from demos.bench.cpu import TARGETS, machine_record, rerun_as
 
@@ -41,6 +41,8 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")
     parser.add_argument("--sizes", nargs="*", default=["S", "M", "L"], help="training-step sizes for the GEMM-shape table")
     parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
+    parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
+                        help="time in wall time or in this thread's CPU time (demos/bench/_clock.py; not compile times)")
     return parser.parse_args(argv)
 
 
@@ -241,13 +243,14 @@ def main(argv=None):
         if code:
             raise SystemExit(code)
         return None
+    _clock.use(args.clock, args.threads)
     torch = use_threads(args.threads)
     import numpy as np
     from autograd import engine_room, kernels
     from autograd.engine_room.warmup import warmup
     from autograd.kernels import reference
     rounds = 11 if args.quick else 31
-    machine = dict(machine_record(), cores=os.cpu_count(), threads=args.threads, numpy=np.__version__,
+    machine = dict(machine_record(), cores=os.cpu_count(), threads=args.threads, clock=args.clock, numpy=np.__version__,
                    torch=getattr(torch, "__version__", None))
     print(f"machine: {machine}")
     machine["gemm_multiply_adds"] = hot_loop_registers()

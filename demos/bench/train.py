@@ -3,6 +3,7 @@
     python -m demos.bench.train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
     python -m demos.bench.train --model gpt [--threads 1] [--attention fused [composed]] [--recipe]
     either with --cpu NAME: the kernels compiled for another CPU's tuning and features (demos/bench/cpu.py)
+    either with --clock cpu: steps timed in this thread's CPU time, not wall time (demos/bench/_clock.py)
 
 --model transformer (the default): the encoder-decoder on the reverse task, post-norm,
 dropout 0, Adam, at one of three sizes (d_model, heads, d_ff, layers per side, batch, length):
@@ -23,11 +24,10 @@ spends its time.
 """
 
 import sys
-import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
-from demos.bench import need_engine_room
+from demos.bench import _clock, need_engine_room
 from demos.bench._threads import use_threads
 from demos.bench.cpu import TARGETS, machine_record, rerun_as
 
@@ -46,6 +46,8 @@ def parse_args(argv=None):
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
+    parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
+                        help="time steps in wall time or in this thread's CPU time (demos/bench/_clock.py)")
     return parser.parse_args(argv)
 
 
@@ -153,11 +155,12 @@ def ratio_of_rounds(result):
 
 
 def _median(step, steps):
+    """Median seconds of step() over `steps` calls, on the benchmark's clock (_clock.py)."""
     times = []
     for _ in range(steps):
-        start = time.perf_counter()
+        start = _clock.now()
         step()
-        times.append(time.perf_counter() - start)
+        times.append(_clock.now() - start)
     times.sort()
     return times[len(times) // 2]
 
@@ -181,6 +184,7 @@ def main(argv=None):
         if code:
             raise SystemExit(code)
         return None
+    _clock.use(args.clock, args.threads)
     torch = use_threads(args.threads)
     from autograd import kernels
     from autograd.engine_room.warmup import warmup
@@ -201,12 +205,13 @@ def main(argv=None):
     gflop = sum(call["flops"] * call["count"] for call in calls) / 1e9
     rate = blas_rate()
     config, batch_size, length = SIZES[args.size]
-    result = {"machine": machine_record(), "size": args.size, "threads": args.threads, "ours_ms": medians["ours"] * 1e3,
+    result = {"machine": machine_record(), "size": args.size, "threads": args.threads, "clock": args.clock,
+              "ours_ms": medians["ours"] * 1e3,
               "ours_rounds_ms": [t * 1e3 for t in rounds["ours"]], "matmul_gflop": gflop,
               "blas_gflops": rate, "blas_limit_ms": gflop / rate * 1e3}
     print(f"machine: {result['machine']}")
     print(f"size {args.size} ({', '.join(f'{k} {v}' for k, v in config.items())}, batch {batch_size}, length "
-          f"{length}), {args.threads} thread(s), median of {args.steps} steps in 3 interleaved rounds")
+          f"{length}), {args.threads} thread(s), median of {args.steps} steps in 3 interleaved rounds, {args.clock} time")
     print(f"  matmul work: {gflop:.2f} GFLOP per step; at numpy's large-matrix rate ({rate:.0f} GFLOP/s) "
           f"that is {result['blas_limit_ms']:.1f} ms (the BLAS limit)")
     print(f"  ours (numba kernels): {medians['ours'] * 1e3:7.2f} ms/step")
@@ -226,10 +231,11 @@ def main(argv=None):
 def gpt(args):
     from demos.bench import gpt as bench_gpt
     result = bench_gpt.step_times(args.steps, profile=args.profile, attention=tuple(dict.fromkeys(args.attention)))
-    result["threads"], result["machine"] = args.threads, machine_record()
+    result["threads"], result["machine"], result["clock"] = args.threads, machine_record(), args.clock
     print(f"machine: {result['machine']}")
     print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
-          f"{args.threads} thread(s), 9 interleaved rounds of {max(args.steps // 3, 1)} steps (medians); PyTorch's "
+          f"{args.threads} thread(s), 9 interleaved rounds of {max(args.steps // 3, 1)} steps (medians, {args.clock} "
+          f"time); PyTorch's "
           f"attention is its fused scaled_dot_product_attention")
     print(f"  largest logit difference between the engines (same weights): {result['logits_max_abs_diff']:.1e}")
     engines = [("ours", f"ours, {result['attention']} attention")]

@@ -527,10 +527,10 @@ def test_kernels_run_as_plain_python_with_jit_disabled():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("weight_decay,decoupled", [(0.0, False), (0.1, False), (0.1, True)])
-@pytest.mark.parametrize("size", [1, 7, 129])
+@pytest.mark.parametrize("size", [1, 7, 129, (3, 5), (4, 1, 33)])
 def test_adam_step_matches_numpy(dtype, weight_decay, decoupled, size):
-    rng = np.random.default_rng(size)
-    p, g = rng.standard_normal((2, size)).astype(dtype)
+    rng = np.random.default_rng(np.prod(size))
+    p, g = rng.standard_normal((2,) + np.shape(np.empty(size))).astype(dtype)
     m, v = rng.standard_normal(size).astype(dtype), rng.random(size).astype(dtype)
     states = [[p.copy(), m.copy(), v.copy()] for _ in range(2)]
     for step in (1, 2, 3):
@@ -541,10 +541,30 @@ def test_adam_step_matches_numpy(dtype, weight_decay, decoupled, size):
     assert not np.allclose(states[0][0], p)           # the parameters did move
 
 
-def test_adam_step_refuses_a_non_contiguous_parameter():
-    p = np.zeros((4, 3)).T
-    with pytest.raises(ValueError, match="contiguous"):
-        engine_room.adam_step(p, np.ones((3, 4)), np.zeros((3, 4)), np.zeros((3, 4)), 0.1, 0.9, 0.999, 1e-8, 0.0, False, 1)
+@pytest.mark.parametrize("p", [np.zeros((4, 3)).T, np.zeros(8)[::2]], ids=["transposed", "strided"])
+def test_adam_step_refuses_a_non_contiguous_parameter(p):
+    with pytest.raises(ValueError, match="parameter array must be contiguous"):
+        engine_room.adam_step(p, np.ones(p.shape), np.zeros(p.shape), np.zeros(p.shape), 0.1, 0.9, 0.999, 1e-8, 0.0, False, 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adam_step_on_an_empty_parameter_changes_nothing(dtype):
+    p, m, v = np.zeros((0, 3), dtype), np.zeros((0, 3), dtype), np.zeros((0, 3), dtype)
+    engine_room.adam_step(p, np.zeros((0, 3), dtype), m, v, 0.1, 0.9, 0.999, 1e-8, 0.1, True, 1)
+    assert p.shape == m.shape == v.shape == (0, 3)
+
+
+def test_adam_step_rounds_its_scalars_to_the_parameters_dtype():
+    """float32 parameters are updated with float32 scalars: a learning rate that differs from
+    another only below float32's precision gives the same bits."""
+    start = np.random.default_rng(3).standard_normal(37).astype(np.float32)
+    results = []
+    for lr in (1e-3, 1e-3 * (1 + 1e-12)):
+        p, m, v = start.copy(), np.zeros(37, np.float32), np.zeros(37, np.float32)
+        engine_room.adam_step(p, np.ones(37, np.float32), m, v, lr, 0.9, 0.999, 1e-8, 0.1, True, 2)
+        results.append(p)
+    np.testing.assert_array_equal(*results)
+    assert not np.array_equal(results[0], start)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
