@@ -95,9 +95,18 @@ def render_item(item):
 
 
 def headline_table(record, order):
-    rows = [row for group in order if group in record["groups"] for row in record["groups"][group]["headline"]]
-    return "\n".join(["| result | figure | measured by |", "|---|---|---|"]
-                     + [f"| {what} | {figure} | `{command}` |" for what, figure, command in rows])
+    """The headline rows of every group, each with the CPU and date it was measured on (a
+    speed figure holds for its CPU only)."""
+    rows = [(*row, cpu_and_date(record["groups"][group])) for group in order if group in record["groups"]
+            for row in record["groups"][group]["headline"]]
+    return "\n".join(["| result | figure | measured by | on |", "|---|---|---|---|"]
+                     + [f"| {what} | {figure} | `{command}` | {on} |" for what, figure, command, on in rows])
+
+
+def cpu_and_date(entry):
+    """'AMD EPYC, 2026-12-03': the CPU model of a group's machine record (its text before the
+    first comma) and the date it was collected."""
+    return f"{entry['machine'].split(',')[0]}, {entry['collected']}"
 
 
 def render(record, order, titles):

@@ -21,7 +21,8 @@ def test_render_gives_each_group_its_stamp_commands_tables_logs_and_images():
     assert "| seed | exact |\n|---|---|\n| 0 | 99.0% |\n| 1 | 98.5% |\n\nA note." in text
     assert "`python -m demos.a --seed N`" in text and "```\nstep 1\nstep 2\n```" in text
     assert "![Picture](images/a.png)" in text
-    assert "| B is fast | 0.90x | `python -m demos.b` |\n| A learns | 99.0% exact match | `python -m demos.a` |" in text
+    assert ("| B is fast | 0.90x | `python -m demos.b` | CPU Y, 2026-01-03 |\n"
+            "| A learns | 99.0% exact match | `python -m demos.a` | CPU X, 2026-01-02 |") in text
 
 
 def test_readme_blocks_are_spliced_between_their_markers_and_read_back():
