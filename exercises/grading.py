@@ -67,13 +67,15 @@ class Teacher:
         or a str saying why this exercise is not in the submission."""
         own = self.regions[name]
         if not submitted:
-            return (f"the copy has no region for {name} (it was made before {name} was added, or "
-                    "without it: make --only)")
+            return (f"the copy has no region for {name}: it was made before {name} was added, or without it "
+                    "(make --only), or its # BEGIN EXERCISE and # END EXERCISE lines were removed")
         old = sorted({v for _, v, _ in submitted if v and v != self.versions[name]})
         if old:
-            return f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it changed since"
+            return (f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it changed since "
+                    "the copy was made, or the version on its # BEGIN EXERCISE line was edited")
         if len(submitted) != len(own):
-            return f"the copy has {len(submitted)} regions for {name}, the grader {len(own)}: it changed since"
+            return (f"the copy has {len(submitted)} regions for {name}, the grader {len(own)}: it changed since "
+                    "the copy was made, or some of its # BEGIN EXERCISE and # END EXERCISE lines were removed")
         bodies = iter(body for _, _, body in submitted)
         out = {}
         for path in dict.fromkeys(f for f, _, _ in own):

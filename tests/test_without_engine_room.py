@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+from exercises.handout import HANDOUT, outstanding
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENGINE_ROOM = "autograd/engine_room/"
 LEFT_OUT = ("runs", ".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints")
@@ -112,7 +114,15 @@ def test_the_suite_passes_without_the_engine_room(copy):
     summary = re.findall(r"^(\d+) passed(.*) in [\d.]+s", result.stdout, re.M)     # "312 passed, 150 skipped in 9.1s"
     assert summary, result.stdout[-3000:]
     passed, rest = summary[-1]
-    assert int(passed) > 100 and not re.search(r"failed|error", rest), summary[-1]
+    assert int(passed) > least_passed() and not re.search(r"failed|error", rest), summary[-1]
+
+
+def least_passed():
+    """How many of SUITE's tests must pass: over 100, or, in a student copy with exercises
+    outstanding (their tests skip, naming them), over 20."""
+    if not os.path.exists(os.path.join(ROOT, HANDOUT)):
+        return 100
+    return 20 if outstanding(ROOT) else 100
 
 
 @pytest.mark.parametrize("benchmark", ["train", "kernels", "attention", "threads", "first_run", "share"])
@@ -137,6 +147,8 @@ def test_every_demo_runs_without_the_engine_room(copy, gpt_run, demo, tmp_path):
         pytest.skip("demos.export writes a PyTorch file: it needs the optional torch")
     flags, expected = DEMOS[demo]
     gpt_out, result = gpt_run
+    if demo in ("sample", "export"):             # they read its checkpoint: say why it is missing, if it is
+        assert result.returncode == 0, f"demos.gpt, whose checkpoint demos.{demo} reads, failed:\n{result.stderr[-2000:]}"
     if demo != "gpt":
         flags = [flag.format(gpt=gpt_out, out=tmp_path) for flag in flags]
         out = [] if demo in ("sample", "export", "bpe") else ["--out", str(tmp_path)]      # debug: the tour's --out
