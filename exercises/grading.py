@@ -14,6 +14,7 @@ cannot be done, imports the project afresh with the spliced files.
 
 import compileall
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -110,7 +111,7 @@ def _module_name(path):
     return path[:-len(".py")].replace(os.sep, ".").removesuffix(".__init__")
 
 
-def _check_job(name, root, overrides):
+def _check_job(name, root, overrides, origins):
     """What the child runs: the learner's regions swapped into the imported project's
     functions (exercises/hotpatch.py), or, where that cannot be done, the project imported
     afresh with the spliced files (an error there is an import-time error); then the check."""
@@ -126,8 +127,21 @@ def _check_job(name, root, overrides):
                 except BaseException as err:             # noqa: BLE001  reported, not raised
                     return "not yet", f"importing {path} raised {type(err).__name__}: {err}"
         from exercises.checks import run
-        return run(name)
+        status, message = run(name)
+        return status, at_submission_lines(message, overrides, origins)
     return job
+
+
+def at_submission_lines(message, overrides, origins):
+    """The message with a line of a spliced file it names, "(in transformer/masks.py line 12)",
+    told as the submission's file and line, where that line came from the submission."""
+    def moved(found):
+        for path, text in overrides.items():
+            if path.endswith(found[1]):
+                place = line_in_submission(text, int(found[2]), origins.get(path, {}))
+                return f"(in {place[0]} line {place[1]})" if place else found[0]
+        return found[0]
+    return re.sub(r"\(in (\S+) line (\d+)\)", moved, message)
 
 
 def _forget_project():
@@ -153,11 +167,11 @@ def tasks_for(teacher, student, folder, names):
         if isinstance(overrides, str):
             known.append(Result(student, name, NOT_IN_COPY, overrides))
             continue
-        origins = origins_of(teacher.regions[name], places.get(name, []))
-        if (problem := syntax_error(overrides, {path: {name: spots} for path, spots in origins.items()})):
+        origins = {path: {name: spots} for path, spots in origins_of(teacher.regions[name], places.get(name, [])).items()}
+        if (problem := syntax_error(overrides, origins)):
             known.append(Result(student, name, "not yet", problem))
         else:
-            tasks.append(((student, name), teacher.root, overrides, _check_job(name, teacher.root, overrides)))
+            tasks.append(((student, name), teacher.root, overrides, _check_job(name, teacher.root, overrides, origins)))
     return tasks, known
 
 

@@ -65,10 +65,13 @@ def overrides_of(root, texts):
     return overrides
 
 
-def _job(name):
+def _job(name, texts, origins):
+    """What the child runs: the check, its message telling lines as the learner's files have them."""
     def job():
         from exercises.checks import run
-        return run(name)
+        from exercises.grading import at_submission_lines
+        status, message = run(name)
+        return status, at_submission_lines(message, texts, origins)
     return job
 
 
@@ -94,7 +97,7 @@ def check_own_copy(root, names, timeout, memory_mb):
         spliced = {path: texts[path] for path, named in origins.items() if name in named}
         if (error := syntax_error(spliced, origins)):
             verdicts[name] = ("not yet", error)
-    tasks = [(name, root, overrides, _job(name)) for name in names if name not in verdicts]
+    tasks = [(name, root, overrides, _job(name, texts, origins)) for name in names if name not in verdicts]
     verdicts.update(run_jobs(tasks, timeout, os.cpu_count() or 1, memory_mb))
     notes += [OUTSIDE.format(path) for path in sorted(overrides)]
     return [Result("", name, *verdicts[name]) for name in names], notes

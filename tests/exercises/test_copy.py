@@ -227,3 +227,20 @@ def test_every_link_of_the_copy_s_readme_reaches_a_file_of_the_copy(fresh):
     assert targets and all((fresh / t).exists() for t in targets), [t for t in targets if not (fresh / t).exists()]
     assert "attention by hand: scores, mask, softmax, heads (not in this copy: it gives away exercises softmax, " \
            "attention, heads)" in text
+
+
+def test_an_error_s_line_is_the_learner_s_line_in_check_and_in_the_teacher_s_grade(fresh, tmp_path):
+    """The learner's file has three lines more above the region than the file as made: the
+    line named is where the failing line sits in the learner's file."""
+    copy = tmp_path / "copy"
+    shutil.copytree(fresh, copy)
+    plant(copy, "causal_mask", "    size = length\n    return _lower(size)\n")
+    masks = copy / "transformer" / "masks.py"
+    text = "# mine\n# mine\n# mine\n" + masks.read_text()
+    masks.write_text(text)
+    begin = next(i for i, line in enumerate(text.splitlines(), 1) if "# BEGIN EXERCISE causal_mask" in line)
+    where = f"(in transformer/masks.py line {begin + 2})"
+    _, teacher = exercises("check", "causal_mask", "--project", str(copy))
+    _, own = exercises("check", "causal_mask", cwd=copy)
+    assert teacher.strip().endswith(f"raised NameError: name '_lower' is not defined {where}"), teacher
+    assert own.splitlines()[2] == teacher.strip(), own
