@@ -79,6 +79,10 @@ EXPANDED_TWICE = mistake("a Value listed twice", "a Value can be pushed twice be
 MARKED_AT_PUSH = mistake("visited when pushed", "a Value reached again by another path, while a parent of it is "
                         "still on the stack, is listed before that parent: mark a Value visited when it is popped "
                         "and expanded, not when it is pushed")
+REVERSED_PREORDER = mistake("reversed preorder", "listing a Value when it is first reached and reversing the list "
+                           "works on trees, not where a Value is reached by two paths: list a Value once all its "
+                           "parents are in (append it when its parents are done)")
+CLASSIC_WALKS = (BREADTH_FIRST, MARKED_AT_PUSH, REVERSED_PREORDER)
 RECURSION = mistake("recursion", "backward must work on deep graphs (a chain of thousands of Values), and a recursive "
                     "walk overflows Python's stack there (about 1000 calls deep): use an explicit stack")
 
@@ -122,16 +126,16 @@ def _order_cases():
     for _ in range(3000):
         chain = chain + 1.0
     return [(GRAPHS[0][0], build(*GRAPHS[0][1:])[-1]), ("a single Value", Value(1.0))] + \
-        [(g[0], build(*g[1:])[-1]) for g in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS)] + [
+        [(g[0], build(*g[1:])[-1]) for g in (TANH, REUSED, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS)] + [
             ("12 diamonds in a row (4096 paths to the root)", _ladder(12)[1]), ("a chain of 3000 additions", chain)]
 
 
-def _reversed_breadth_first(root):
+def _reversed_breadth_first(root, reverse):
     seen, queue, order = {id(root)}, [root], []
     while queue:
         node = queue.pop(0)
         order.append(node)
-        for p in node.parents:
+        for p in (node.parents[::-1] if reverse else node.parents):
             if id(p) not in seen:
                 seen.add(id(p))
                 queue.append(p)
@@ -155,6 +159,28 @@ def _marked_at_push(root, reverse):
     return order
 
 
+def _reversed_preorder(root, reverse):
+    """Each Value listed when first popped, the list then reversed: right on trees only."""
+    order, visited, stack = [], set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in visited:
+            visited.add(id(node))
+            order.append(node)
+            stack.extend(node.parents[::-1] if reverse else node.parents)
+    return order[::-1]
+
+
+def _walks_matching(root, order, candidates):
+    """The classic wrong walks among candidates, (mistake, parents reversed?), that give
+    exactly order on root's graph."""
+    walks = {BREADTH_FIRST: _reversed_breadth_first, MARKED_AT_PUSH: _marked_at_push,
+             REVERSED_PREORDER: _reversed_preorder}
+    ids = [id(v) for v in order]
+    return {(walk, reverse) for walk, reverse in candidates
+            if ids == [id(v) for v in walks[walk](root, reverse)]}
+
+
 def _reachable(root):
     seen, stack = {}, [root]
     while stack:
@@ -176,9 +202,11 @@ def _shared(root):
     return len(uses) != len(set(uses))
 
 
-def _judge_order(case, root, order, shared_passed):
+def _judge_order(case, root, order, shared_passed, walks):
     """Raise Wrong unless order is a topological order of root's graph; shared_passed: an
-    earlier graph with a Value reachable by two paths came out right (so a visited set exists)."""
+    earlier graph with a Value reachable by two paths came out right (so a visited set exists);
+    walks: the classic wrong walks, (mistake, parents reversed?), that gave this order and
+    every earlier one."""
     where = f"topological order of {case}"
     if len(order) != len({id(v) for v in order}):
         raise Wrong(f"{where}: {EXPANDED_TWICE if shared_passed else NO_VISITED_SET}")
@@ -192,11 +220,8 @@ def _judge_order(case, root, order, shared_passed):
         raise Wrong(f"{where}: {len(missing)} reachable Values are missing, e.g. {missing[0]!r}")
     if _valid(order) is None and order[-1] is root:
         return
-    ids = [id(v) for v in order]
-    if ids == [id(v) for v in _reversed_breadth_first(root)]:
-        raise Wrong(f"{where}: {BREADTH_FIRST}")
-    if any(ids == [id(v) for v in _marked_at_push(root, reverse)] for reverse in (False, True)):
-        raise Wrong(f"{where}: {MARKED_AT_PUSH}")
+    if len({walk for walk, _ in walks}) == 1:
+        raise Wrong(f"{where}: {next(iter(walks))[0]}")
     if _valid(order[::-1]) is None:
         raise Wrong(f"{where}: {mistake('order reversed', 'parents come before their children, the output last')}")
     child, parent = _valid(order) or (root, order[-1])
@@ -206,13 +231,14 @@ def _judge_order(case, root, order, shared_passed):
 
 def check_topological_sort():
     from autograd.scalar import topological_order
-    shared_passed = False
+    shared_passed, walks = False, {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
     for case, root in _order_cases():
         try:
             order = list(topological_order(root))
         except RecursionError:
             raise Wrong(f"topological order of {case}: {RECURSION}") from None
-        _judge_order(case, root, order, shared_passed)
+        walks = _walks_matching(root, order, walks)
+        _judge_order(case, root, order, shared_passed, walks)
         shared_passed = shared_passed or _shared(root)
     judge = Judge()
     for case, leaves, program in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS):

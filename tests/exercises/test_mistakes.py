@@ -257,6 +257,9 @@ PLANTED = [
      f"{E}if done:\n{E}    order.append(node)\n{E}    continue\n{E}stack.append((node, True))\n{E}for p in node.parents:\n"
      f"{E}    if id(p) not in visited:\n{E}        visited.add(id(p))\n{E}        stack.append((p, False))\n{S}return order\n",
      None),
+    ("topological_sort", "reversed preorder",
+     f"{S}order, visited, stack = [], set(), [root]\n{S}while stack:\n{E}node = stack.pop()\n{E}if id(node) not in visited:\n"
+     f"{E}    visited.add(id(node))\n{E}    order.append(node)\n{E}    stack.extend(node.parents)\n{S}return order[::-1]\n", None),
     ("matmul_backward", "a vector's gradient from the first batch only",
      lambda b: b.replace("kernels.matmul_grad(grad, np.swapaxes(b2, -1, -2), a2)", "kernels.matmul(grad, np.swapaxes(b2, -1, -2))")
      .replace("grad_a = grad_a[..., 0, :]", "grad_a = grad_a[0]"), None),
