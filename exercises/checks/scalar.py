@@ -82,7 +82,7 @@ MARKED_AT_PUSH = mistake("visited when pushed", "a Value reached again by anothe
 REVERSED_PREORDER = mistake("reversed preorder", "listing a Value when it is first reached and reversing the list "
                            "works on trees, not where a Value is reached by two paths: list a Value once all its "
                            "parents are in (append it when its parents are done)")
-CLASSIC_WALKS = (BREADTH_FIRST, MARKED_AT_PUSH, REVERSED_PREORDER)
+CLASSIC_WALKS = {"breadth_first": BREADTH_FIRST, "marked_at_push": MARKED_AT_PUSH, "preorder": REVERSED_PREORDER}
 RECURSION = mistake("recursion", "backward must work on deep graphs (a chain of thousands of Values), and a recursive "
                     "walk overflows Python's stack there (about 1000 calls deep): use an explicit stack")
 
@@ -121,64 +121,29 @@ RANDOM_GRAPHS = [_random_dag(seed) for seed in range(6)]
 
 
 def _order_cases():
+    """[(case, its Values, the output last, leaves, program)], leaves and program None where no
+    program makes the graph."""
     from autograd.scalar import Value
     chain = Value(0.5)
     for _ in range(3000):
         chain = chain + 1.0
-    return [(GRAPHS[0][0], build(*GRAPHS[0][1:])[-1]), ("a single Value", Value(1.0))] + \
-        [(g[0], build(*g[1:])[-1]) for g in (TANH, REUSED, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS)] + [
-            ("12 diamonds in a row (4096 paths to the root)", _ladder(12)[1]), ("a chain of 3000 additions", chain)]
+    programs = [GRAPHS[0], ("a single Value", (1.0,), ()), TANH, REUSED, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS]
+    return [(case, build(leaves, program), leaves, program) for case, leaves, program in programs] + [
+        ("12 diamonds in a row (4096 paths to the root)", [_ladder(12)[1]], None, None),
+        ("a chain of 3000 additions", [chain], None, None)]
 
 
-def _reversed_breadth_first(root, reverse):
-    seen, queue, order = {id(root)}, [root], []
-    while queue:
-        node = queue.pop(0)
-        order.append(node)
-        for p in (node.parents[::-1] if reverse else node.parents):
-            if id(p) not in seen:
-                seen.add(id(p))
-                queue.append(p)
-    return order[::-1]
-
-
-def _marked_at_push(root, reverse):
-    """The order of a walk that marks Values visited when it pushes them (parents pushed
-    in order, or reversed), the classic wrong one."""
-    order, visited, stack = [], {id(root)}, [(root, False)]
-    while stack:
-        node, parents_done = stack.pop()
-        if parents_done:
-            order.append(node)
-            continue
-        stack.append((node, True))
-        for p in (node.parents[::-1] if reverse else node.parents):
-            if id(p) not in visited:
-                visited.add(id(p))
-                stack.append((p, False))
-    return order
-
-
-def _reversed_preorder(root, reverse):
-    """Each Value listed when first popped, the list then reversed: right on trees only."""
-    order, visited, stack = [], set(), [root]
-    while stack:
-        node = stack.pop()
-        if id(node) not in visited:
-            visited.add(id(node))
-            order.append(node)
-            stack.extend(node.parents[::-1] if reverse else node.parents)
-    return order[::-1]
-
-
-def _walks_matching(root, order, candidates):
-    """The classic wrong walks among candidates, (mistake, parents reversed?), that give
-    exactly order on root's graph."""
-    walks = {BREADTH_FIRST: _reversed_breadth_first, MARKED_AT_PUSH: _marked_at_push,
-             REVERSED_PREORDER: _reversed_preorder}
-    ids = [id(v) for v in order]
-    return {(walk, reverse) for walk, reverse in candidates
-            if ids == [id(v) for v in walks[walk](root, reverse)]}
+def _walks_matching(case, order, candidates):
+    """The classic wrong walks among candidates, (walk, parents reversed?), that give exactly
+    order on the case's graph; none where no program makes the graph."""
+    _, values, leaves, program = case
+    if program is None:
+        return set()
+    walks = {(walk, reverse): expect("walk_order", leaves, program, walk, reverse)   # every walk's, so that a
+             for walk in CLASSIC_WALKS for reverse in (False, True)}                  # copy records them all
+    index = {id(v): i for i, v in enumerate(values)}
+    got = [index.get(id(v), -1) for v in order]
+    return {key for key in candidates if np.array_equal(got, walks[key])}
 
 
 def _reachable(root):
@@ -221,7 +186,7 @@ def _judge_order(case, root, order, shared_passed, walks):
     if _valid(order) is None and order[-1] is root:
         return
     if len({walk for walk, _ in walks}) == 1:
-        raise Wrong(f"{where}: {next(iter(walks))[0]}")
+        raise Wrong(f"{where}: {CLASSIC_WALKS[next(iter(walks))[0]]}")
     if _valid(order[::-1]) is None:
         raise Wrong(f"{where}: {mistake('order reversed', 'parents come before their children, the output last')}")
     child, parent = _valid(order) or (root, order[-1])
@@ -232,12 +197,13 @@ def _judge_order(case, root, order, shared_passed, walks):
 def check_topological_sort():
     from autograd.scalar import topological_order
     shared_passed, walks = False, {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
-    for case, root in _order_cases():
+    for graph in _order_cases():
+        case, root = graph[0], graph[1][-1]
         try:
             order = list(topological_order(root))
         except RecursionError:
             raise Wrong(f"topological order of {case}: {RECURSION}") from None
-        walks = _walks_matching(root, order, walks)
+        walks = _walks_matching(graph, order, walks)
         _judge_order(case, root, order, shared_passed, walks)
         shared_passed = shared_passed or _shared(root)
     judge = Judge()
