@@ -170,7 +170,7 @@ def _shared(root):
 def _judge_order(case, root, order, shared_passed, walks):
     """Raise Wrong unless order is a topological order of root's graph; shared_passed: an
     earlier graph with a Value reachable by two paths came out right (so a visited set exists);
-    walks: the classic wrong walks, (mistake, parents reversed?), that gave this order and
+    walks: the classic wrong walks, (walk, parents reversed?), that gave this order and
     every earlier one."""
     where = f"topological order of {case}"
     if len(order) != len({id(v) for v in order}):

@@ -62,6 +62,7 @@ def walk_order(leaves, program, walk, reverse):
 
 
 def _reversed_breadth_first(parents, root):
+    """A breadth-first walk from the root, reversed: can list a value before a parent reached by a longer path."""
     seen, queue, order = {root}, [root], []
     while queue:
         node = queue.pop(0)
@@ -74,6 +75,8 @@ def _reversed_breadth_first(parents, root):
 
 
 def _marked_at_push(parents, root):
+    """A depth-first walk marking a value visited when pushed: a value reached again by another path
+    is not pushed again, so it can be listed before a parent still on the stack."""
     order, marked, stack = [], {root}, [(root, False)]
     while stack:
         node, expanded = stack.pop()
@@ -89,6 +92,7 @@ def _marked_at_push(parents, root):
 
 
 def _reversed_preorder(parents, root):
+    """Each value listed when first popped, the list reversed: a topological order on trees only."""
     order, seen, stack = [], set(), [root]
     while stack:
         node = stack.pop()
