@@ -104,6 +104,10 @@ ODD_WIDTH = mistake("assumes an even d_model", "with an odd d_model there is one
                     "dims take the first d_model // 2 angles")
 
 
+NOT_FLOAT64 = mistake("table not float64", "the table is a float64 constant, cast to each model's dtype where it is "
+                     "added: a float32 table puts float32 rounding (about 5e-7) into float64 models")
+
+
 def check_sinusoidal():
     from transformer.positional import sinusoidal_table
     judge = Judge()
@@ -117,6 +121,8 @@ def check_sinusoidal():
         judge.compare(what, case, table,
                       expect("sinusoidal", max_len, d, "right"),
                       [(*SINUSOIDAL[v], expect("sinusoidal", max_len, d, v)) for v in SINUSOIDAL])
+        if np.asarray(table).dtype != np.float64:
+            raise Wrong(f"{what}, {case}: {NOT_FLOAT64}")
     return "six sizes, even and odd widths, up to 40 positions"
 
 

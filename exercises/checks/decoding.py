@@ -12,10 +12,10 @@ BOS, EOS, PAD = 0, 1, 2
 
 
 class StandInModel:
-    """An encoder-decoder whose next-token log-probabilities are tables[source, position,
-    last token]: each row's source (src[:, 0]) picks its table, and the position is that of
-    the last token fed, counted by the cache when decoding with one (so a decoder that feeds
-    the cache anything but the newest token gets other answers)."""
+    """An encoder-decoder whose next-token logits are tables[source, position, last token]:
+    each row's source (src[:, 0]) picks its table, and the position is that of the last
+    token fed, counted by the cache when decoding with one (so a decoder that feeds the
+    cache anything but the newest token gets other answers)."""
 
     def __init__(self, tables):
         self.tables = tables                                          # (sources, positions, V, V)
@@ -65,14 +65,17 @@ GREEDY = {"no_padding": ("no padding after EOS", "a row that has ended gets PAD 
                          "EOS as done after writing it"),
           "eos_padding": ("padded with EOS", "a row that has ended gets PAD, the pad id given, at every later step"),
           "first_position": ("first position's logits", "the next token comes from the last position, "
-                             "logits[:, -1]: without the cache the model returns one row per token fed")}
+                             "logits[:, -1]: without the cache the model returns one row per token fed"),
+          "break_before_append": ("the last EOS not written", "append this step's tokens first, then stop if every "
+                                  "row has ended: breaking before the append drops the last row's EOS")}
 
 
 def check_greedy_decode():
     from transformer.decoding import greedy_decode
     judge = Judge()
-    for seed, (bias, rows, endless) in enumerate(((1.0, (0, 1), ()), (0.5, (0, 1, 2), ()), (1.5, (2, 0, 1, 1), ()),
-                                                  (0.0, (1, 2), ()), (1.0, (0, 1, 2), (1,)))):
+    # seed 1 first: its rows end two steps apart, so no two classic stops give the same output there
+    for seed, bias, rows, endless in ((1, 0.5, (0, 1, 2), ()), (0, 1.0, (0, 1), ()), (2, 1.5, (2, 0, 1, 1), ()),
+                                      (3, 0.0, (1, 2), ()), (4, 1.0, (0, 1, 2), (1,))):
         tables, sources = tables_of(seed, eos_bias=bias, endless=endless), np.array(rows)
         src = np.stack([sources, sources], axis=1)                     # (B, 2)
         for use_cache in (True, False):
@@ -92,6 +95,10 @@ BEAM = {"unnormalised": ("no length normalisation", "divide a finished hypothesi
         "keeps_k_squared": ("keeps k x k candidates", "after extending every beam, keep only the beam_size best"),
         "first_finished_stops": ("stops at the first finished hypothesis", "a longer hypothesis may still score "
                                  "better after the length penalty: go on while a live beam can beat the best"),
+        "k_finished_stops": ("stops once beam_size have finished", "a longer hypothesis may still score better "
+                             "after the length penalty: go on while a live beam can beat the best finished one"),
+        "raw_logits": ("scores are raw logits, not log-probabilities", "the model returns logits: add up "
+                       "logits.log_softmax(-1), so that every step adds a log-probability"),
         "bos_counted": BOS_COUNTED, "bos_counted_all": BOS_COUNTED,
         "no_penalty": ("length penalty ignored", "every score is log-prob / length_penalty(length, alpha): the "
                        "finished hypotheses', the live ones' at max_len, and the bound for stopping early"),
@@ -111,16 +118,23 @@ LIVE_DROPPED = mistake("live hypotheses dropped at max_len", "when max_len is re
                        "finished ones (divided by length_penalty(max_len, alpha)): with none finished, they are all "
                        "there is")
 # (seed, beam size, alpha, max_len, EOS bias): widths 1 to 5, alpha 0 to 2, some rows never end by max_len
-BEAMS = [(10, 1, 0.6, 7, -0.5), (11, 2, 0.0, 7, -0.5), (12, 3, 0.6, 7, -0.5), (11, 2, 1.5, 7, -0.5),
+# (seed 12 before 11: there stopping at the first finished hypothesis and at beam_size finished differ)
+BEAMS = [(10, 1, 0.6, 7, -0.5), (12, 3, 0.6, 7, -0.5), (11, 2, 0.0, 7, -0.5), (11, 2, 1.5, 7, -0.5),
          (10, 2, 1.5, 7, -0.5), (13, 2, 1.5, 7, -0.5), (14, 5, 1.0, 7, -0.5), (15, 3, 2.0, 7, -0.5),
          (22, 2, 1.5, 7, -0.5), (13, 3, 1.5, 4, -1.5), (12, 2, 2.0, 5, -1.0), (13, 3, 1.0, 6, 0.0)]
+
+
+def unnormalised(tables, seed):
+    """The tables as logits, not log-probabilities: each row shifted by a constant of its
+    own (softmax gives the same probabilities; summing raw logits ranks beams otherwise)."""
+    return tables + np.random.default_rng(seed + 100).normal(0.0, 3.0, tables.shape[:-1] + (1,))
 
 
 def check_beam_search():
     from transformer.decoding import beam_search
     judge = Judge()
     for seed, beam, alpha, max_len, bias in BEAMS:
-        tables, sources = tables_of(seed, sources=4, vocab=9, eos_bias=bias), np.array([0, 2, 1, 3])
+        tables, sources = unnormalised(tables_of(seed, sources=4, vocab=9, eos_bias=bias), seed), np.array([0, 2, 1, 3])
         case = f"beam {beam}, alpha {alpha}, 4 rows with sources (0, 2, 1, 3), max_len {max_len} (seed {seed})"
         try:
             got = beam_search(StandInModel(tables), np.stack([sources, sources], axis=1), max_len, BOS, EOS,

@@ -176,7 +176,7 @@ def judge_rms_norm_dx(judge):
     """The exercise's second region, RMSNormFn.backward's dx (autograd/ops/norm.py), through the op."""
     from autograd import Tensor
     from autograd.ops import RMSNormFn
-    for seed, shape in enumerate(((1, 4), (3, 5), (2, 7))):
+    for seed, shape in enumerate(((3, 5), (2, 7), (1, 4))):         # N != 1 and N != D first
         r = np.random.default_rng(100 + seed)
         x, w, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape)
         leaf = Tensor(x, requires_grad=True)
@@ -189,6 +189,9 @@ def judge_rms_norm_dx(judge):
                         expect("rms_norm_dx_no_rstd", x, w, g, 1e-6)),
                        ("sums instead of means", "the projection is the row's mean of dL/dxhat * xhat, not its sum",
                         expect("rms_norm_dx_summed", x, w, g, 1e-6)),
+                       ("divided by the rows, not the width", "the projection is each row's mean over its D "
+                        "features: divide by xhat.shape[1], not by the number of rows",
+                        expect("rms_norm_dx_over_rows", x, w, g, 1e-6)),
                        ("weight missing from dx", "the gradient reaching xhat is g * weight (grad_xhat)",
                         expect("rms_norm_dx", x, np.ones_like(w), g, 1e-6))], atol=1e-8)
 

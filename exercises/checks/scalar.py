@@ -2,6 +2,7 @@
 topological order, on graphs where values are used more than once, asymmetrically, and
 upstream gradients are not 1."""
 
+import numpy as np
 
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
@@ -75,6 +76,13 @@ BREADTH_FIRST = mistake("reversed breadth-first order", "reversing a breadth-fir
                         "are in")
 EXPANDED_TWICE = mistake("a Value listed twice", "a Value can be pushed twice before it is first visited (y * y "
                          "pushes y twice): when you pop a Value already visited, skip it")
+MARKED_AT_PUSH = mistake("visited when pushed", "a Value reached again by another path, while a parent of it is "
+                        "still on the stack, is listed before that parent: mark a Value visited when it is popped "
+                        "and expanded, not when it is pushed")
+REVERSED_PREORDER = mistake("reversed preorder", "listing a Value when it is first reached and reversing the list "
+                           "works on trees, not where a Value is reached by two paths: list a Value once all its "
+                           "parents are in (append it when its parents are done)")
+CLASSIC_WALKS = {"breadth_first": BREADTH_FIRST, "marked_at_push": MARKED_AT_PUSH, "preorder": REVERSED_PREORDER}
 RECURSION = mistake("recursion", "backward must work on deep graphs (a chain of thousands of Values), and a recursive "
                     "walk overflows Python's stack there (about 1000 calls deep): use an explicit stack")
 
@@ -88,26 +96,54 @@ def _ladder(rungs):
     return start, x
 
 
+# Graphs where a Value is reused asymmetrically, so a walk that marks Values visited when it
+# pushes them lists one before a parent still on the stack: s = a + a; s * (b * s) and kin.
+REUSE_GRAPHS = [
+    ("s * (b * s) with s = a + a, a = 0.7, b = -1.3", (0.7, -1.3), (("add", 0, 0), ("mul", 1, 2), ("mul", 2, 3))),
+    ("(b * s) * s with s = a + a, a = 0.7, b = -1.3", (0.7, -1.3), (("add", 0, 0), ("mul", 1, 2), ("mul", 3, 2))),
+    ("s + tanh(s * b) with s = a * c, a = 0.6, b = 1.1, c = -0.8", (0.6, 1.1, -0.8),
+     (("mul", 0, 2), ("mul", 3, 1), ("tanh", 4), ("add", 3, 5))),
+]
+
+
+def _random_dag(seed, leaves=3, ops=12):
+    """(case, leaf values, program) of a seeded random graph whose ops reuse earlier Values."""
+    r = np.random.default_rng(seed)
+    program = []
+    for i in range(leaves, leaves + ops):
+        op = ("mul", "add", "tanh")[r.integers(3)]
+        program.append((op, *map(int, r.integers(max(0, i - 5), i, 2)))[: 2 if op == "tanh" else 3])
+    values = tuple(round(float(v), 3) for v in r.uniform(-1, 1, leaves))
+    return f"a random graph of {leaves} leaves and {ops} ops (seed {seed})", values, tuple(program)
+
+
+RANDOM_GRAPHS = [_random_dag(seed) for seed in range(6)]
+
+
 def _order_cases():
+    """[(case, its Values, the output last, leaves, program)], leaves and program None where no
+    program makes the graph."""
     from autograd.scalar import Value
     chain = Value(0.5)
     for _ in range(3000):
         chain = chain + 1.0
-    return [(GRAPHS[0][0], build(*GRAPHS[0][1:])[-1]), ("a single Value", Value(1.0))] + \
-        [(g[0], build(*g[1:])[-1]) for g in (REUSED, TANH, SQUARED)] + [
-            ("12 diamonds in a row (4096 paths to the root)", _ladder(12)[1]), ("a chain of 3000 additions", chain)]
+    programs = [GRAPHS[0], ("a single Value", (1.0,), ()), TANH, REUSED, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS]
+    return [(case, build(leaves, program), leaves, program) for case, leaves, program in programs] + [
+        ("12 diamonds in a row (4096 paths to the root)", [_ladder(12)[1]], None, None),
+        ("a chain of 3000 additions", [chain], None, None)]
 
 
-def _reversed_breadth_first(root):
-    seen, queue, order = {id(root)}, [root], []
-    while queue:
-        node = queue.pop(0)
-        order.append(node)
-        for p in node.parents:
-            if id(p) not in seen:
-                seen.add(id(p))
-                queue.append(p)
-    return order[::-1]
+def _walks_matching(case, order, candidates):
+    """The classic wrong walks among candidates, (walk, parents reversed?), that give exactly
+    order on the case's graph; none where no program makes the graph."""
+    _, values, leaves, program = case
+    if program is None:
+        return set()
+    walks = {(walk, reverse): expect("walk_order", leaves, program, walk, reverse)   # every walk's, so that a
+             for walk in CLASSIC_WALKS for reverse in (False, True)}                  # copy records them all
+    index = {id(v): i for i, v in enumerate(values)}
+    got = [index.get(id(v), -1) for v in order]
+    return {key for key in candidates if np.array_equal(got, walks[key])}
 
 
 def _reachable(root):
@@ -131,9 +167,11 @@ def _shared(root):
     return len(uses) != len(set(uses))
 
 
-def _judge_order(case, root, order, shared_passed):
+def _judge_order(case, root, order, shared_passed, walks):
     """Raise Wrong unless order is a topological order of root's graph; shared_passed: an
-    earlier graph with a Value reachable by two paths came out right (so a visited set exists)."""
+    earlier graph with a Value reachable by two paths came out right (so a visited set exists);
+    walks: the classic wrong walks, (walk, parents reversed?), that gave this order and
+    every earlier one."""
     where = f"topological order of {case}"
     if len(order) != len({id(v) for v in order}):
         raise Wrong(f"{where}: {EXPANDED_TWICE if shared_passed else NO_VISITED_SET}")
@@ -147,8 +185,8 @@ def _judge_order(case, root, order, shared_passed):
         raise Wrong(f"{where}: {len(missing)} reachable Values are missing, e.g. {missing[0]!r}")
     if _valid(order) is None and order[-1] is root:
         return
-    if [id(v) for v in order] == [id(v) for v in _reversed_breadth_first(root)]:
-        raise Wrong(f"{where}: {BREADTH_FIRST}")
+    if len({walk for walk, _ in walks}) == 1:
+        raise Wrong(f"{where}: {CLASSIC_WALKS[next(iter(walks))[0]]}")
     if _valid(order[::-1]) is None:
         raise Wrong(f"{where}: {mistake('order reversed', 'parents come before their children, the output last')}")
     child, parent = _valid(order) or (root, order[-1])
@@ -158,18 +196,21 @@ def _judge_order(case, root, order, shared_passed):
 
 def check_topological_sort():
     from autograd.scalar import topological_order
-    shared_passed = False
-    for case, root in _order_cases():
+    shared_passed, walks = False, {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
+    for graph in _order_cases():
+        case, root = graph[0], graph[1][-1]
         try:
             order = list(topological_order(root))
         except RecursionError:
             raise Wrong(f"topological order of {case}: {RECURSION}") from None
-        _judge_order(case, root, order, shared_passed)
+        walks = _walks_matching(graph, order, walks)
+        _judge_order(case, root, order, shared_passed, walks)
         shared_passed = shared_passed or _shared(root)
     judge = Judge()
-    for case, leaves, program in (REUSED, TANH, SQUARED):
+    for case, leaves, program in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS):
         values = build(leaves, program)
         values[-1].backward()
         judge.compare("gradients through backward(), which runs in reverse topological order", case,
                       [v.grad for v in values[: len(leaves)]], expect("scalar_grads", leaves, program, "right"))
-    return "seven graphs (one Value, asymmetric reuse, y * y, 4096 paths, a chain of 3000): order and gradients"
+    return "sixteen graphs (one Value, asymmetric reuse, y * y, random graphs, 4096 paths, a chain of 3000): order " \
+        "and gradients"

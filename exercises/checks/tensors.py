@@ -36,11 +36,15 @@ def check_unbroadcast():
 
 
 MATMULS = [((3, 3), (3, 3)), ((2, 3), (3, 4)), ((4, 2), (2, 5)), ((3, 3, 3), (3, 3, 3)), ((2, 3, 4), (2, 4, 5)),
-           ((2, 3, 4), (4, 2)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,))]
+           ((2, 3, 4), (4, 2)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,)),
+           ((3,), (4, 3, 2)), ((4, 2, 3), (3,))]
 WRONG_DIMS = ("the wrong dims transposed", "a batch of matrices (T, M, K) needs only its last two dims swapped, "
               "np.swapaxes(x, -1, -2): .T reverses every dim, and swapping dims 0 and 1 moves the batch")
 COLUMN_KEPT = mistake("a vector's added dim kept", "a 1-D B was made a column (K, 1) for the product: drop that dim "
                       "from its gradient, grad_b[..., 0], as the forward drops it from the output")
+FIRST_BATCH_ONLY = mistake("a vector's gradient from the first batch only", "a 1-D A is a row (1, K) broadcast over "
+                           "B's batch, so its gradient sums every batch's part: drop the added dim with "
+                           "grad_a[..., 0, :]; grad_a[0] keeps the first batch's part only")
 MATMUL_MISTAKES = {
     "b_not_transposed": ("B not transposed", "dL/dA = grad @ B^T"),
     "a_not_transposed": ("A not transposed", "dL/dB = A^T @ grad"),
@@ -57,6 +61,16 @@ def _matmul_grads(a, b, g):
     (a @ b).backward(g)
     return np.concatenate([np.ravel(a.grad), np.ravel(b.grad)]) if a.grad is not None and b.grad is not None \
         else np.zeros(0)
+
+
+def _first_batch_only(a, b):
+    """Whether the project's dL/dA, for a 1-D a times a batched b, is only b's first matrix's part."""
+    from autograd import Tensor
+    a, b = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+    g = np.random.default_rng(0).standard_normal(b.shape[:-2] + b.shape[-1:])
+    (a @ b).backward(Tensor(g))
+    first = b.data.reshape((-1,) + b.shape[-2:])[0] @ g.reshape(-1, b.shape[-1])[0]
+    return a.grad is not None and np.size(a.grad) == first.size and np.allclose(np.ravel(a.grad), first)
 
 
 def check_matmul_backward():
@@ -77,9 +91,12 @@ def check_matmul_backward():
             gradcheck(lambda a, b: a @ b, [a, b])
         except (GradcheckError, ValueError) as err:
             kept = len(b_shape) == 1 and f"gradient of shape ({b_shape[0]}, 1) for its input 1" in str(err)
-            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: {COLUMN_KEPT if kept else err}") from None
+            first = len(a_shape) == 1 and len(b_shape) > 2 and _first_batch_only(a.data, b.data)
+            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: "
+                        f"{COLUMN_KEPT if kept else FIRST_BATCH_ONLY if first else err}") from None
     judge_training(judge)
-    return "square, non-square, batched, broadcast batches, vectors; random upstream gradients, and a seeded training run"
+    return "square, non-square, batched, broadcast batches, vectors (also against batches); random upstream " \
+        "gradients, and a seeded training run"
 
 
 FIRST_BATCH = ("only the first batch", "the rows run over every (t, i): t = row // m, i = row % m")

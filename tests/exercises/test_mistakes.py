@@ -251,6 +251,27 @@ PLANTED = [
     ("layer_norm_backward", "weight missing from dx", lambda b: b.replace("grad_xhat", "grad"), 1),
     ("layer_norm_backward", "given names changed", lambda b: b.replace("dx", "d_rows"), 1),
     ("kv_cache", "values joined to the cached keys", sub('cat([kv_cache["v"], v]', 'cat([kv_cache["k"], v]'), None),
+    # ----- accepted or named wrongly by the checks on the second, unseen set of wrong answers -----
+    ("topological_sort", "visited when pushed",
+     f"{S}order, visited = [], {{id(root)}}\n{S}stack = [(root, False)]\n{S}while stack:\n{E}node, done = stack.pop()\n"
+     f"{E}if done:\n{E}    order.append(node)\n{E}    continue\n{E}stack.append((node, True))\n{E}for p in node.parents:\n"
+     f"{E}    if id(p) not in visited:\n{E}        visited.add(id(p))\n{E}        stack.append((p, False))\n{S}return order\n",
+     None),
+    ("topological_sort", "reversed preorder",
+     f"{S}order, visited, stack = [], set(), [root]\n{S}while stack:\n{E}node = stack.pop()\n{E}if id(node) not in visited:\n"
+     f"{E}    visited.add(id(node))\n{E}    order.append(node)\n{E}    stack.extend(node.parents)\n{S}return order[::-1]\n", None),
+    ("matmul_backward", "a vector's gradient from the first batch only",
+     lambda b: b.replace("kernels.matmul_grad(grad, np.swapaxes(b2, -1, -2), a2)", "kernels.matmul(grad, np.swapaxes(b2, -1, -2))")
+     .replace("grad_a = grad_a[..., 0, :]", "grad_a = grad_a[0]"), None),
+    ("beam_search", "scores are raw logits, not log-probabilities", sub("logits.log_softmax(-1).data", "logits.data"), None),
+    ("beam_search", "stops once beam_size have finished",
+     sub("if best_finished >= scores.max()", "if len(finished) >= beam_size or best_finished >= scores.max()"), None),
+    ("layer_norm_backward", "divided by the rows, not the width", sub(" / xhat.shape[1]", " / xhat.shape[0]"), 1),
+    ("greedy_decode", "the last EOS not written",
+     sub("            ys = np.concatenate(", "            if (done | (next_token == eos)).all():\n                break\n"
+         "            ys = np.concatenate("), None),
+    ("sinusoidal", "table not float64", sub("np.zeros((max_len, d_model))", "np.zeros((max_len, d_model), dtype=np.float32)"),
+     None),
 ]
 NAMES = {name for _, name, _, _ in PLANTED}
 

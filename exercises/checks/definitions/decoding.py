@@ -1,9 +1,10 @@
 """Reference decoders on the checks' stand-in model (exercises/checks/decoding.py), and what
 each classic wrong decoder gives on it.
 
-The model's next-token log-probabilities are tables[source, position, last token]: they
-depend on the row's source, on the position of the last token fed (counted by the model's
-cache when there is one) and on that token.
+The model's next-token logits are tables[source, position, last token]: they depend on the
+row's source, on the position of the last token fed (counted by the model's cache when there
+is one) and on that token. Beam search's tables are not normalised: each row of logits is
+shifted by a constant of its own, so only log_softmax makes them log-probabilities.
 """
 
 import numpy as np
@@ -37,6 +38,8 @@ def greedy(tables, sources, max_len, use_cache, variant):
             done |= token == EOS
         if variant != "no_padding":
             token = np.where(done, EOS if variant == "eos_padding" else PAD, token)
+        if variant == "break_before_append" and (done | (token == EOS)).all():
+            break
         ys = np.concatenate([ys, token[:, None]], axis=1)
         done = token == EOS if variant == "done_reset" else done | (token == EOS)
         if (done.any() if variant == "first_row_stops" else done.all()) and variant != "to_max_len":
@@ -77,7 +80,8 @@ def _ranked(totals, log_probs, beam_size, variant):
 def _extend(tables, source, beams, totals, beam_size, finished, step, alpha, variant):
     """One step: the live beams' best extensions; finished hypotheses appended to finished."""
     log_probs = _next_log_probs(tables, np.full(len(beams), source), np.full(len(beams), step - 1), beams[:, -1])
-    log_probs = log_probs - np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    if variant != "raw_logits":
+        log_probs = log_probs - np.log(np.exp(log_probs).sum(-1, keepdims=True))
     candidates, order, keep = _ranked(totals, log_probs, beam_size, variant)
     new_beams, new_totals = [], []
     for flat in order:
@@ -99,7 +103,8 @@ def beam_one(tables, source, max_len, beam_size, alpha, variant):
     beams, totals, finished = np.full((1, 1), BOS), np.zeros(1), []
     for step in range(1, max_len + 1):
         new_beams, new_totals = _extend(tables, source, beams, totals, beam_size, finished, step, alpha, variant)
-        if not new_beams or (variant == "first_finished_stops" and finished):
+        if not new_beams or (variant == "first_finished_stops" and finished) or \
+                (variant == "k_finished_stops" and len(finished) >= beam_size):
             break
         beams, totals = np.array(new_beams), np.array(new_totals)
         if max((s for s, _ in finished), default=-np.inf) >= _score(totals.max(), max_len, alpha, variant, "bound"):

@@ -47,6 +47,62 @@ def _mul_backward(values, grads, a, b, g, variant):
 
 # ----- tensors -----
 
+# ----- the topological order: the orders classic wrong walks give -----
+
+def walk_order(leaves, program, walk, reverse):
+    """The indices of the program's values reachable from the last one, in the order a classic
+    wrong walk lists them, each value's parents (as Value keeps them) taken in order or
+    reversed: "breadth_first" reversed, "marked_at_push" (a value marked visited when pushed,
+    not when expanded) or "preorder" reversed."""
+    parents = [()] * len(leaves) + [tuple(args) for _, *args in program]
+    parents = [p[::-1] if reverse else p for p in parents]
+    walks = {"breadth_first": _reversed_breadth_first, "marked_at_push": _marked_at_push,
+             "preorder": _reversed_preorder}
+    return np.array(walks[walk](parents, len(parents) - 1), dtype=int)
+
+
+def _reversed_breadth_first(parents, root):
+    """A breadth-first walk from the root, reversed: can list a value before a parent reached by a longer path."""
+    seen, queue, order = {root}, [root], []
+    while queue:
+        node = queue.pop(0)
+        order.append(node)
+        for p in parents[node]:
+            if p not in seen:
+                seen.add(p)
+                queue.append(p)
+    return order[::-1]
+
+
+def _marked_at_push(parents, root):
+    """A depth-first walk marking a value visited when pushed: a value reached again by another path
+    is not pushed again, so it can be listed before a parent still on the stack."""
+    order, marked, stack = [], {root}, [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for p in parents[node]:
+            if p not in marked:
+                marked.add(p)
+                stack.append((p, False))
+    return order
+
+
+def _reversed_preorder(parents, root):
+    """Each value listed when first popped, the list reversed: a topological order on trees only."""
+    order, seen, stack = [], set(), [root]
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            order.append(node)
+            stack.extend(parents[node])
+    return order[::-1]
+
+
 def unbroadcast(grad, shape, variant):
     """grad summed back to shape (variant "right"), or as a classic wrong answer does it."""
     lead = tuple(range(grad.ndim - len(shape)))

@@ -211,6 +211,13 @@ def rms_norm_dx_summed(x, weight, grad, eps):
     return rstd * (gw - xhat * (gw * xhat).sum(axis=1, keepdims=True))
 
 
+def rms_norm_dx_over_rows(x, weight, grad, eps):
+    """RMSNorm's dx with the row's sum of dL/dxhat * xhat divided by the number of rows N, not its width D."""
+    xhat, rstd = rms_norm_parts(x, eps)
+    gw = grad * weight
+    return rstd * (gw - xhat * (gw * xhat).sum(axis=1, keepdims=True) / x.shape[0])
+
+
 def rms_norm_dx_no_rstd(x, weight, grad, eps):
     return rms_norm_dx(x, weight, grad, eps) / rms_norm_parts(x, eps)[1]
 
