@@ -2,6 +2,7 @@
 copy handing it out holds no second solution: each such function still gives what it gave
 (teacher side), and in a copy handing everything out raises the exercise's
 NotImplementedError (it really goes through the region); no causal mask is built by hand."""
+import importlib.util
 import json
 import os
 import re
@@ -73,7 +74,7 @@ def test_log_sum_exp_from_log_softmax_is_bit_for_bit_the_shifted_formula(dtype, 
 
 
 PROBE = '''
-import json, re, sys
+import importlib.util, json, re, sys
 import numpy as np
 from autograd import Tensor
 from autograd.kernels import reference
@@ -135,8 +136,9 @@ PROBES = {"attention_weights": attention_weights,
           "reference.attention_backward": reference_attention_backward,
           "reference.attention_backward's dscores": uniform_softmax(reference_attention_backward),
           "LogSumExp": logsumexp, "KVCache.extend": kv_cache_mask, "DecoderOnly.generate greedy": greedy_generate,
-          "pick_next_token": sampling_probabilities, "RMSNormFn.backward": rms_norm_backward,
-          "the PyTorch baseline bench": bench_causal_mask}
+          "pick_next_token": sampling_probabilities, "RMSNormFn.backward": rms_norm_backward}
+if importlib.util.find_spec("torch"):                  # the benchmark's baseline needs the optional PyTorch
+    PROBES["the PyTorch baseline bench"] = bench_causal_mask
 raised = {}
 for name, probe in PROBES.items():
     original = reference.softmax
@@ -160,7 +162,8 @@ def test_in_a_copy_each_rewritten_function_goes_through_the_exercise_it_calls(fr
         "reference.attention_forward's lse": "log_softmax", "reference.attention_backward": "softmax",
         "reference.attention_backward's dscores": "softmax_backward", "LogSumExp": "log_softmax",
         "KVCache.extend": "causal_mask", "DecoderOnly.generate greedy": "greedy_decode", "pick_next_token": "softmax",
-        "RMSNormFn.backward": "layer_norm_backward", "the PyTorch baseline bench": "causal_mask"}
+        "RMSNormFn.backward": "layer_norm_backward",
+        **({"the PyTorch baseline bench": "causal_mask"} if importlib.util.find_spec("torch") else {})}
 
 
 def test_a_copy_builds_no_triangle_of_its_own(fresh):
