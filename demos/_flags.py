@@ -120,6 +120,11 @@ def refuse_finished(prog, flag, asked, state):
 TRACEBACK_VARIABLE = "DEMOS_TRACEBACK"
 
 
+def counted(count, noun):
+    """'1 iteration', '2000 iterations': a count with its noun, in the plural unless 1."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def fail(prog, message):
     """A user's mistake: one line on stderr, exit status 2 (as argparse's own errors).
 

@@ -52,12 +52,13 @@ def debugger(breakpoints):
     for spec in breakpoints:
         error = debug.set_break(*breakpoint_line(spec))
         if error:
-            raise SystemExit(f"demos.debug: cannot set breakpoint {spec}: {error}")
+            raise ValueError(f"-b {spec}: cannot set that breakpoint: {error}")
     return debug
 
 
 def breakpoint_line(spec):
-    """(file, line) of a breakpoint given as FILE:LINE, FILE:FUNCTION or FILE:FUNCTION:TEXT."""
+    """(file, line) of a breakpoint given as FILE:LINE, FILE:FUNCTION or FILE:FUNCTION:TEXT;
+    a ValueError naming the spec where there is no such file, function or line."""
     filename, _, rest = spec.partition(":")
     if rest.isdigit():
         return filename, int(rest)
@@ -66,17 +67,17 @@ def breakpoint_line(spec):
         with open(filename) as f:
             source = f.read()
     except OSError as err:
-        raise SystemExit(f"demos.debug: cannot read {filename}: {err.strerror}") from None
+        raise ValueError(f"-b {spec}: cannot read {filename}: {err.strerror}") from None
     node = _function_node(ast.parse(source), function.split("."))
     if node is None:
-        raise SystemExit(f"demos.debug: {filename} defines no function {function!r}")
+        raise ValueError(f"-b {spec}: {filename} defines no function {function!r}")
     body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) \
         else node.body
     lines = source.split("\n")
     for line in range(body[0].lineno, node.end_lineno + 1):
         if text in lines[line - 1]:
             return filename, line
-    raise SystemExit(f"demos.debug: no line of {function} in {filename} holds {text!r}")
+    raise ValueError(f"-b {spec}: no line of {function} in {filename} holds {text!r}")
 
 
 def _function_node(tree, names):
@@ -104,7 +105,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if _missing(args.module):
         fail("demos.debug", f"module: no module {args.module!r} to run (e.g. demos.tour, demos.train)")
-    debug = debugger(args.breakpoints)
+    if not args.breakpoints:
+        fail("demos.debug", "-b: no breakpoint given, so nothing would stop the demo (e.g. -b autograd/engine.py:run_backward)")
+    try:
+        debug = debugger(args.breakpoints)
+    except ValueError as err:
+        fail("demos.debug", str(err))
     sys.argv = [args.module, *args.args]
     debug.reset()
     debug.botframe = sys._getframe()        # the bottom of every stack pdb steps through

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from autograd import detect_anomaly, kernels, manual_seed
-from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
+from demos._flags import (add_config_flags, command_line, counted, fail, fail_config, given, integer_at_least,
                           refuse_contradictions, refuse_finished)
 from transformer.config import ATTENTION_KINDS
 from transformer.data.bpe_training import train as train_bpe
@@ -211,9 +211,9 @@ def main(argv=None):
     print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "
           f"tokens: train {len(data.splits['train']):,}, validation {len(data.splits['val']):,} "
           f"({data.bytes_per_token['val']:.2f} bytes a token)")
-    print(f"GPT, {arch}'s block: {c.num_layers} layers, {c.num_heads} heads, d_model {c.d_model}, "
-          f"context {cfg.block_size}, "
-          f"{n_params:,} parameters; {cfg.max_iters} iterations of batch {cfg.batch_size}, {c.attention} attention")
+    print(f"GPT, {arch}'s block: {counted(c.num_layers, 'layer')}, {counted(c.num_heads, 'head')}, d_model {c.d_model}, "
+          f"context {cfg.block_size}, {n_params:,} parameters; {counted(cfg.max_iters, 'iteration')} of batch "
+          f"{cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = step_functions(model, cfg)
     job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)
     if state is not None:
@@ -243,7 +243,7 @@ def main(argv=None):
     metrics = write_metrics(out, source, text, data, n_params, cfg, model, history, arch)
     plots.lm_loss_curve(history, os.path.join(out, "loss.png"), title=title, unit=unit)
     final = history["evals"][-1]
-    print(f"\nafter {cfg.max_iters} iterations ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
+    print(f"\nafter {counted(cfg.max_iters, 'iteration')} ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
           f"validation loss {final['val']:.4f} nats a token, {metrics['val_bits_per_byte']:.4f} bits a byte")
     print(f"sample (temperature 0.8, top-k 200):\n{'-' * 60}\n{sample}\n{'-' * 60}")
     print(f"wrote {out}/checkpoint.npz, metrics.json, loss.png and sample.txt")

@@ -123,3 +123,18 @@ def test_a_value_out_of_range_is_refused_as_it_is_parsed(flag_type, text, says, 
         parser.parse_args(["--count", text])
     assert capsys.readouterr().err.startswith(f"demos.example: error: argument --count: {says} (")
     assert parser.parse_args(["--count", "1" if text != "1" else "0.5"]).count in (1, 0.5)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["-b", "autograd/nothere.py:f", "demos.tour"], "-b autograd/nothere.py:f: cannot read autograd/nothere.py: "),
+    (["-b", "autograd/engine.py:no_such_fn", "demos.tour"], "autograd/engine.py defines no function 'no_such_fn'"),
+    (["-b", "autograd/engine.py:run_backward:zzz", "demos.tour"], "no line of run_backward in autograd/engine.py holds"),
+    (["-b", "autograd/engine.py:99999", "demos.tour"], "-b autograd/engine.py:99999: cannot set that breakpoint"),
+    (["demos.tour"], "-b: no breakpoint given, so nothing would stop the demo")])
+def test_a_breakpoint_demos_debug_cannot_set_is_one_line_and_status_2(argv, says, capsys):
+    from demos import debug
+    with pytest.raises(SystemExit) as leaving:
+        debug.main(argv)
+    err = capsys.readouterr().err
+    assert leaving.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("demos.debug: error: ")
+    assert says in err, err
