@@ -105,8 +105,15 @@ def headline_table(record, order):
 
 def cpu_and_date(entry):
     """'AMD EPYC, 2026-12-03': the CPU model of a group's machine record (its text before the
-    first comma) and the date it was collected."""
-    return f"{entry['machine'].split(',')[0]}, {entry['collected']}"
+    first comma outside parentheses: '2-core Intel Xeon (Ice Lake, AVX-512)' is one name) and
+    the date it was collected."""
+    depth, machine = 0, entry["machine"]
+    for end, char in enumerate(machine):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            machine = machine[:end]
+            break
+    return f"{machine}, {entry['collected']}"
 
 
 def render(record, order, titles):

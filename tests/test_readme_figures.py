@@ -122,3 +122,11 @@ def _without_generated_blocks(text):
     """text with each block `python -m demos.figures` writes removed (markers and body)."""
     return re.sub(re.escape(_report.BEGIN.format("X")).replace("X", r"\w+") + r".*?" +
                   re.escape(_report.END.format("X")).replace("X", r"\w+"), "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("machine,cpu", [("AMD EPYC, 2 cores, 2 Numba threads", "AMD EPYC"),
+                                         ("2-core Intel Xeon (Ice Lake, AVX-512), as recorded then",
+                                          "2-core Intel Xeon (Ice Lake, AVX-512)"),
+                                         ("Apple M2 (8 cores)", "Apple M2 (8 cores)")])
+def test_the_headline_names_the_whole_cpu_with_its_parentheses(machine, cpu):
+    assert _report.cpu_and_date({"machine": machine, "collected": "2026-12-01"}) == f"{cpu}, 2026-12-01"
