@@ -57,7 +57,8 @@ HELPS = {"score": "self-attention's score function (transformer/scores.py), with
          "schedule": "cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr",
          "save_every": "checkpoint every N steps (0: only at the end)", "keep_last": "keep this many periodic checkpoints",
          "norm_first": "pre-norm instead of the paper's post-norm",
-         "attention": "composed: the ops you can step through; fused: one op, faster"}
+         "attention": "composed: the ops you can step through; fused: one op that keeps no weights "
+                      "(less memory; at this demo's short sequences not faster)"}
 CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS, "score": sorted(SCORES),
            "attention": ATTENTION_KINDS}
 PROG = "demos.train"

@@ -1,19 +1,23 @@
 """Milliseconds per training step (forward, backward, optimizer), ours against PyTorch.
 
     python -m demos.bench.train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
-    python -m demos.bench.train --model gpt [--threads 1] [--attention fused [composed]] [--recipe]
+    python -m demos.bench.train --model gpt [--threads 1] [--recipe]
+    either with --attention fused [composed]: our attention (two kinds: both timed, interleaved)
     either with --cpu NAME: the kernels compiled for another CPU's tuning and features (demos/bench/cpu.py)
     either with --clock cpu: steps timed in this thread's CPU time, not wall time (demos/bench/_clock.py)
 
 --model transformer (the default): the encoder-decoder on the reverse task, post-norm,
 dropout 0, Adam, at one of three sizes (d_model, heads, d_ff, layers per side, batch, length):
 S (the reference) 64, 4, 128, 2, 64, 10;  M 128, 4, 512, 3, 32, 32;  L 256, 8, 1024, 4, 32, 64.
-It also counts the step's matmul FLOPs and prints the time numpy's BLAS would need for them
-at its large-matrix rate (measured in the same run): the "BLAS limit" of the step.
+Ours runs the composed attention (the main demo's; at these short sequences it is faster
+than our fused one) unless --attention fused; PyTorch's nn.Transformer calls its fused
+scaled_dot_product_attention.  It also counts the step's matmul FLOPs (attention's
+products included, as the composed attention runs them) and prints the time numpy's BLAS
+would need for them at its large-matrix rate (measured in the same run): the "BLAS limit".
 --model gpt: nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12,
 exact GELU, no biases, tied embeddings), AdamW with clipping, both engines starting from
 the same weights, ours with the fused attention (as PyTorch's nanoGPT) unless --attention
-composed (--attention fused composed times both, interleaved), in 9 short interleaved
+composed, in 9 short interleaved
 rounds; it also prints the largest logit difference between them.  --recipe
 then trains both for the whole recipe (2000 iterations) on the same corpus, batches and
 seed, and compares validation losses and wall times.
@@ -37,9 +41,10 @@ def parse_args(argv=None):
     parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
     parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
-    parser.add_argument("--attention", choices=["fused", "composed"], nargs="+", default=["fused"],
-                        help="--model gpt: our attention (PyTorch's is its fused scaled_dot_product_attention); "
-                             "two kinds time our step with each, interleaved, the first for --recipe")
+    parser.add_argument("--attention", choices=["fused", "composed"], nargs="+",
+                        help="our attention (default: fused for the GPT, composed for the transformer; PyTorch's is "
+                             "its fused scaled_dot_product_attention); two kinds time our step with each, "
+                             "interleaved, the first for --recipe")
     parser.add_argument("--size", choices=sorted(SIZES), default="S", help="--model transformer: the model's size")
     parser.add_argument("--threads", type=integer_at_least(1), default=1)
     parser.add_argument("--steps", type=int, default=60)
@@ -48,7 +53,12 @@ def parse_args(argv=None):
     parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
                         help="time steps in wall time or in this thread's CPU time (demos/bench/_clock.py)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.attention = args.attention or [DEFAULT_ATTENTION[args.model]]
+    return args
+
+
+DEFAULT_ATTENTION = {"gpt": "fused", "transformer": "composed"}     # as demos.gpt and demos.train train them
 
 
 SIZES = {   # name: (model, batch, length)
@@ -59,8 +69,9 @@ SIZES = {   # name: (model, batch, length)
 SYMBOLS = 10
 
 
-def ours(size):
-    """One training step of our Transformer at `size`, as a function (its loss as a float)."""
+def ours(size, attention="composed"):
+    """One training step of our Transformer at `size`, its attention run as `attention`
+    ("fused" or "composed"), as a function (its loss as a float)."""
     from autograd import manual_seed
     from nn import functional as F
     from nn.optim import Adam
@@ -70,7 +81,8 @@ def ours(size):
     config, batch_size, length = SIZES[size]
     manual_seed(0)
     vocab = tasks.vocab_size(SYMBOLS)
-    model = Transformer(TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=length + 2, dropout=0.0, **config))
+    model = Transformer(TransformerConfig(src_vocab=vocab, tgt_vocab=vocab, max_len=length + 2, dropout=0.0,
+                                        attention=attention, **config))
     optimizer = Adam(model.parameters(), lr=1e-3)
     batch = tasks.heldout_set("reverse", batch_size, length, SYMBOLS, seed=0)
 
@@ -147,10 +159,10 @@ def interleaved_medians(steps_by_engine, steps, rounds=3):
     return {name: sorted(times)[len(times) // 2] for name, times in by_round.items()}, by_round
 
 
-def ratio_of_rounds(result):
-    """ours / PyTorch as the median of the interleaved rounds' ratios: a load that falls on
-    one round then moves neither engine's figure alone."""
-    ratios = sorted(o / p for o, p in zip(result["ours_rounds_ms"], result["pytorch_rounds_ms"]))
+def ratio_of_rounds(result, engine="ours"):
+    """engine / PyTorch as the median of the interleaved rounds' ratios: a load that falls
+    on one round then moves neither engine's figure alone."""
+    ratios = sorted(o / p for o, p in zip(result[f"{engine}_rounds_ms"], result["pytorch_rounds_ms"]))
     return ratios[len(ratios) // 2]
 
 
@@ -195,34 +207,36 @@ def main(argv=None):
             raise SystemExit("bench_train --model gpt compares with PyTorch: pip install -e '.[bench]'")
         return gpt(args)
     from demos.bench.gemm_calls import blas_rate, record_matmuls
-    step = ours(args.size)
-    engines = {"ours": step}
+    kinds = tuple(dict.fromkeys(args.attention))
+    engines = {"ours": ours(args.size, kinds[0])} | {kind: ours(args.size, kind) for kind in kinds[1:]}
     torch_step = pytorch(args.size)
     if torch_step is not None:
         engines["pytorch"] = torch_step
     medians, rounds = interleaved_medians(engines, args.steps)
-    calls = record_matmuls(step)
+    calls = record_matmuls(ours(args.size))     # the composed attention: its products are matmuls
     gflop = sum(call["flops"] * call["count"] for call in calls) / 1e9
     rate = blas_rate()
     config, batch_size, length = SIZES[args.size]
     result = {"machine": machine_record(), "size": args.size, "threads": args.threads, "clock": args.clock,
-              "ours_ms": medians["ours"] * 1e3,
-              "ours_rounds_ms": [t * 1e3 for t in rounds["ours"]], "matmul_gflop": gflop,
-              "blas_gflops": rate, "blas_limit_ms": gflop / rate * 1e3}
+              "attention": kinds[0], "matmul_gflop": gflop, "blas_gflops": rate, "blas_limit_ms": gflop / rate * 1e3}
+    for engine, seconds in rounds.items():
+        result[f"{engine}_ms"], result[f"{engine}_rounds_ms"] = medians[engine] * 1e3, [t * 1e3 for t in seconds]
     print(f"machine: {result['machine']}")
     print(f"size {args.size} ({', '.join(f'{k} {v}' for k, v in config.items())}, batch {batch_size}, length "
           f"{length}), {args.threads} thread(s), median of {args.steps} steps in 3 interleaved rounds, {args.clock} time")
     print(f"  matmul work: {gflop:.2f} GFLOP per step; at numpy's large-matrix rate ({rate:.0f} GFLOP/s) "
           f"that is {result['blas_limit_ms']:.1f} ms (the BLAS limit)")
-    print(f"  ours (numba kernels): {medians['ours'] * 1e3:7.2f} ms/step")
+    for engine, kind in [("ours", kinds[0]), *((kind, kind) for kind in kinds[1:])]:
+        print(f"  ours, {kind + ' attention:':<19} {result[f'{engine}_ms']:7.2f} ms/step", end="")
+        if "pytorch" in medians:
+            result[f"{kind}_ratio_vs_pytorch"] = ratio = ratio_of_rounds(result, engine)
+            print(f"   ours / PyTorch = {ratio:.2f}x", end="")
+        print()
     if "pytorch" in medians:
-        result["pytorch_ms"] = medians["pytorch"] * 1e3
-        result["pytorch_rounds_ms"] = [t * 1e3 for t in rounds["pytorch"]]
-        result["ratio_vs_pytorch"] = ratio_of_rounds(result)
-        print(f"  PyTorch CPU:          {result['pytorch_ms']:7.2f} ms/step   ours / PyTorch = "
-              f"{result['ratio_vs_pytorch']:.2f}x")
+        result["ratio_vs_pytorch"] = result[f"{kinds[0]}_ratio_vs_pytorch"]
+        print(f"  PyTorch CPU:               {result['pytorch_ms']:7.2f} ms/step (its scaled_dot_product_attention)")
     if args.profile:
-        profile(step)
+        profile(engines["ours"])
     if args.json:
         write_json(args.json, result)
     return result

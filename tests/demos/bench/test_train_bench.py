@@ -1,0 +1,49 @@
+"""demos.bench.train's choice of our attention: each model as its demo trains it by default,
+either kind on request, both timed side by side, and the step's work counted the same way."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ENGINE_ROOM_ABSENT
+
+pytest.importorskip("autograd.engine_room", reason=ENGINE_ROOM_ABSENT)
+
+from demos.bench import train as bench_train  # noqa: E402  (it measures the engine room)
+
+
+@pytest.mark.parametrize("argv,kinds", [([], ["composed"]), (["--model", "gpt"], ["fused"]),
+                                        (["--attention", "fused"], ["fused"]),
+                                        (["--model", "gpt", "--attention", "composed", "fused"], ["composed", "fused"])])
+def test_each_model_runs_the_attention_its_demo_trains_with_unless_told(argv, kinds):
+    assert bench_train.parse_args(argv).attention == kinds
+
+
+def test_two_kinds_are_timed_side_by_side_and_count_the_same_matmul_work(tmp_path):
+    """--attention fused composed: a time (and, with PyTorch, a ratio) for each kind, the
+    first as "ours"; the matmul FLOPs (the BLAS limit's) are the composed step's whichever
+    kind is timed, since the fused op's products are not matmul calls."""
+    both, alone = (run(tmp_path / name, *flags) for name, flags in [("both.json", ["--attention", "fused", "composed"]),
+                                                                    ("alone.json", [])])
+    assert both["attention"] == "fused" and alone["attention"] == "composed"
+    assert both["ours_ms"] > 0 and both["composed_ms"] > 0 and len(both["composed_rounds_ms"]) == 3
+    assert both["matmul_gflop"] == alone["matmul_gflop"] > 0
+    if "pytorch_ms" in both:
+        assert both["ratio_vs_pytorch"] == both["fused_ratio_vs_pytorch"] == bench_train.ratio_of_rounds(both)
+        assert both["composed_ratio_vs_pytorch"] == bench_train.ratio_of_rounds(both, "composed")
+
+
+def run(path, *flags):
+    """demos.bench.train at size S for 3 steps in a process of its own (it fixes the thread
+    counts of the process it runs in), its JSON record."""
+    subprocess.run([sys.executable, "-m", "demos.bench.train", "--size", "S", "--steps", "3", *flags, "--json", str(path)],
+                   check=True, capture_output=True)
+    return json.loads(path.read_text())
+
+
+def test_a_ratio_of_rounds_is_the_median_of_each_rounds_ratio():
+    result = {"ours_rounds_ms": [10, 30, 20], "fused_rounds_ms": [5, 60, 40], "pytorch_rounds_ms": [20, 20, 10]}
+    assert bench_train.ratio_of_rounds(result) == 1.5                    # ratios 0.5, 1.5, 2
+    assert bench_train.ratio_of_rounds(result, "fused") == 3.0           # ratios 0.25, 3, 4
