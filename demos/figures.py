@@ -441,7 +441,7 @@ def collect_attention(runs):
 
 
 
-TUNING_STEPS = {"S": 30, "M": 15, "L": 12, "gpt": 30}     # steps timed per benchmark (few: the group runs in minutes)
+TUNING_STEPS = {"S": 60, "M": 30, "L": 24, "gpt": 45}     # steps timed per benchmark (the group runs in minutes)
 
 
 def tunings():
