@@ -116,7 +116,9 @@ def collect_train(runs):
         image("Training loss and held-out exact match", "reverse_loss.png"),
     ]
     def span(values, form):
-        return f"{form(min(values))}-{form(max(values))}"
+        """'800-1000', or '800' when every run gave the same."""
+        low, high = form(min(values)), form(max(values))
+        return low if low == high else f"{low}-{high}"
 
     headline = [(f"Transformer learns to {task} ({len(ms)} seeds)",
                  f"{span([m['exact_match'] for m in ms], pct)} exact match in {span([m['steps'] for m in ms], str)} "
