@@ -502,6 +502,19 @@ def tuning_rows(runs, tuning):
     return rows, g["machine"], k["machine"]
 
 
+def kernel_widths(machine):
+    """'; the kernels' widest packed registers: zmm (512 bits) gemm, gelu; ymm (256 bits)
+    softmax' from a kernels record (demos/bench/widths.py); '' for a record without them."""
+    by_width = {}
+    for kernel, width in machine.get("kernel_widths", {}).items():
+        by_width.setdefault(width, []).append(kernel)
+    if not by_width:
+        return ""
+    bits = {"zmm": 512, "ymm": 256, "xmm": 128, None: "no packed"}
+    return "; the kernels' widest packed registers: " + "; ".join(
+        f"{width} ({bits[width]} bits) {', '.join(kernels)}" for width, kernels in by_width.items())
+
+
 def collect_tunings(runs):
     """A summary of the steps against PyTorch for each tuning, then one table per tuning
     naming the CPU, its features and what the kernels were compiled for."""
@@ -514,7 +527,8 @@ def collect_tunings(runs):
                 f"{' '.join(machine['host_vector_features'])}. Kernels compiled for {machine['compiled_for']} with "
                 f"{' '.join(machine['compiled_vector_features'])}; GEMM tile {machine['gemm_tile_float32']} (float32), "
                 f"L2 {machine['l2_bytes'] // 1024} KiB; vector multiply-adds in the GEMM drivers by register width: "
-                f"{kernels_machine['gemm_multiply_adds']}. Baselines: numpy's OpenBLAS {machine['openblas_kernel']} "
+                f"{kernels_machine['gemm_multiply_adds']}{kernel_widths(kernels_machine)}. Baselines: numpy's "
+                f"OpenBLAS {machine['openblas_kernel']} "
                 f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']}.")
         flag = ("" if tuning == "host" else f" --cpu {tuning}") + " --clock cpu"
         tables.append(table(f"Compiled for {compiled} (CPU time)", ["what", "unit", "ours", "against", "theirs",

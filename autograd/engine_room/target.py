@@ -117,9 +117,22 @@ def cache_bytes(level):
 def fma_registers(asm):
     """{"zmm": count, "ymm": count, "xmm": count} of the vector fused multiply-adds
     (vfmadd...) in x86 assembly text, by the width of their destination register."""
+    return registers_of(asm, r"vfn?madd")
+
+
+def packed_registers(asm):
+    """The same count for every packed floating-point instruction (v...ps, v...pd: whole
+    vectors loaded, stored, compared or computed): the widths a kernel's loops run at."""
+    return registers_of(asm, r"v\w*p[sd]\b")
+
+
+def registers_of(asm, mnemonic):
+    """{"zmm": count, "ymm": count, "xmm": count} of the instructions whose name starts
+    with the regular expression `mnemonic`, by the width of their last register operand
+    (AT&T syntax: the destination)."""
     counts = {"zmm": 0, "ymm": 0, "xmm": 0}
     for line in asm.splitlines():
-        if "vfmadd" in line or "vfnmadd" in line:
+        if re.match(r"\s*" + mnemonic, line):
             registers = re.findall(r"%([xyz]mm)\d+", line)
             if registers:
                 counts[registers[-1]] += 1

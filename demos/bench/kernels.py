@@ -14,8 +14,8 @@ Thread counts are fixed before numpy is imported, so BLAS, Numba and PyTorch all
 `--threads` threads.  --cpu NAME compiles the kernels for another CPU's tuning and
 features (demos/bench/cpu.py: sapphirerapids, icelake-server, znver4, znver3, haswell,
 x86-64-v2), in a Numba cache of its own; every run records the CPU model, its features,
-what the kernels were compiled for, and how many of the GEMM drivers' vector
-multiply-adds use each register width.
+what the kernels were compiled for, how many of the GEMM drivers' vector multiply-adds
+use each register width, and the widest register each kernel runs at (widths.py).
 """
 
 import json
@@ -27,7 +27,7 @@ import time
 
 from demos._flags import command_line, integer_at_least
 from demos._results import write_json
-from demos.bench import _clock, need_engine_room
+from demos.bench import _clock, need_engine_room, widths
 from demos.bench._threads import use_threads
 from demos.bench.cpu import TARGETS, machine_record, rerun_as
 
@@ -216,26 +216,6 @@ def bench_compile():
     return {"cold_s": cold, "warm_s": warm, "first_run_s": first_run}
 
 
-HOT_LOOP_SCRIPT = """
-import json, numpy as np
-from autograd.engine_room import gemm, small_gemm, target
-drivers = {"goto": gemm.gemm_kernel(np.float32).compiled, "small": small_gemm.small_gemm_kernel(np.float32).compiled}
-print(json.dumps({name: target.fma_registers(d.inspect_asm(d.signatures[0])) for name, d in drivers.items()}))
-"""
-
-
-def hot_loop_registers():
-    """How many vector multiply-adds of the float32 GEMM drivers' machine code use each
-    register width (zmm 512 bits, ymm 256, xmm 128): where the CPU compiled for has AVX-512,
-    the micro-kernel's belong on zmm.  Compiled afresh in a child process (Numba shows no
-    assembly for kernels loaded from its cache)."""
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, AUTOGRAD_COMPILE_IN_PROCESS="1")
-        run = subprocess.run([sys.executable, "-c", HOT_LOOP_SCRIPT], env=env, cwd=ROOT, check=True,
-                             capture_output=True, text=True)
-    return json.loads(run.stdout)
-
-
 def main(argv=None):
     args = parse_args(argv)
     need_engine_room("demos.bench.kernels")
@@ -253,8 +233,11 @@ def main(argv=None):
     machine = dict(machine_record(), cores=os.cpu_count(), threads=args.threads, clock=args.clock, numpy=np.__version__,
                    torch=getattr(torch, "__version__", None))
     print(f"machine: {machine}")
-    machine["gemm_multiply_adds"] = hot_loop_registers()
+    registers = widths.register_widths()
+    machine["gemm_multiply_adds"] = {"goto": registers["gemm"]["fma"], "small": registers["small gemm"]["fma"]}
+    machine["kernel_widths"] = {name: widths.widest(counts) for name, counts in registers.items()}
     print(f"vector multiply-adds in the GEMM drivers' code, by register width: {machine['gemm_multiply_adds']}")
+    print(f"the widest register each kernel's packed instructions use: {machine['kernel_widths']}")
     kernels.prepare()
     warmup()
     print("matmul (GFLOP/s, higher is better):")

@@ -26,7 +26,8 @@ def write_records(runs, tuning, ratio):
         step = {"ours_ms": 10 * ratio, "pytorch_ms": 10.0, "ours_rounds_ms": [10 * ratio] * 3,
                 "pytorch_rounds_ms": [10.0] * 3}
         (folder / f"train-{size}.json").write_text(json.dumps(step))
-    kernels = {"machine": dict(machine(tuning), gemm_multiply_adds={"goto": {"zmm": 48}}),
+    kernels = {"machine": dict(machine(tuning), gemm_multiply_adds={"goto": {"zmm": 48}},
+                               kernel_widths={"gemm": "zmm", "softmax": "ymm" if tuning != "host" else "zmm", "gelu": "zmm"}),
                "matmul": [{"case": "square 512 float32", "numba_gflops": 90.0, "numpy_gflops": 80.0, "ratio_vs_numpy": 1.125},
                           {"case": "square 512 float64", "numba_gflops": 45.0, "numpy_gflops": 40.0, "ratio_vs_numpy": 1.125}],
                "rowwise": [{"case": "softmax (640, 1000) float32", "numba_us": 100.0, "torch_us": 200.0, "ratio_vs_torch": 0.5}]}
@@ -65,3 +66,9 @@ def test_one_table_per_tuning_with_its_ratios_and_what_it_ran_on(tmp_path, monke
         assert not any("float64" in name for name in rows)          # the float32 products only
         assert rows["softmax(640,1000), float32"][2:] == ["100", "PyTorch", "200", "0.50x"]
         assert (f"--cpu {tuning}" in table["command"]) == (tuning != "host")
+        widths = "zmm (512 bits) gemm, softmax, gelu" if tuning == "host" else "zmm (512 bits) gemm, gelu; ymm (256 bits) softmax"
+        assert f"the kernels' widest packed registers: {widths}." in table["note"]
+
+
+def test_a_kernels_record_without_widths_renders_without_them():
+    assert figures.kernel_widths({"gemm_multiply_adds": {}}) == ""

@@ -69,6 +69,15 @@ def test_fma_registers_counts_destination_widths():
     assert target.fma_registers(asm) == {"zmm": 2, "ymm": 1, "xmm": 1}
 
 
+def test_packed_registers_count_whole_vector_float_instructions_only():
+    """Packed float instructions (ps, pd) by destination width; scalar ones (ss, sd),
+    integer vector ones (vpmaxsd, vpaddd) and moves of scalars are left out."""
+    asm = ("\tvmovups\t(%rdi), %zmm0\n\tvaddps\t%zmm0, %zmm1, %zmm1\n\tvmulpd\t%ymm2, %ymm3, %ymm3\n"
+           "\tvfmadd231ps\t%xmm1, %xmm2, %xmm3\n\tvaddss\t%xmm1, %xmm2, %xmm3\n\tvpmaxsd\t%zmm1, %zmm2, %zmm3\n"
+           "\tvpaddd\t%ymm1, %ymm2, %ymm3\n\tvmovups\t%zmm1, (%rax)\n\tvcvtps2pd\t%ymm1, %zmm2\n")
+    assert target.packed_registers(asm) == {"zmm": 4, "ymm": 1, "xmm": 1}
+
+
 @pytest.mark.skipif(numba.config.DISABLE_JIT, reason="inspects compiled code")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_micro_kernel_runs_on_the_widest_registers(dtype):
