@@ -341,6 +341,8 @@ def collect_kernels(runs):
         table("Compiling the kernels from an empty cache", ["what", "seconds"], compiles, command)])
 
 
+MEDIAN_OF_RATIOS = ("ours / PyTorch is the median of the interleaved rounds' ratios (a round's ratio compares "
+                    "two engines timed seconds apart), not the ratio of the two medians shown.")
 STEP_SIZES = {"S": 60, "M": 30, "L": 12}      # size: steps timed (3 interleaved rounds)
 
 
@@ -362,7 +364,7 @@ def collect_steps(runs):
                          "M 128, 4, 512, 3, 32, 32; L 256, 8, 1024, 4, 32, 64. Ours runs the composed "
                          "attention, as the main demo does, and at one thread also the fused one; PyTorch's "
                          "nn.Transformer runs its fused scaled_dot_product_attention. The BLAS limit is the step's "
-                         "matmul FLOPs at numpy's large-product rate in the same run.")],
+                         "matmul FLOPs at numpy's large-product rate in the same run. " + MEDIAN_OF_RATIOS)],
                  headline=[("Encoder-decoder training step, size M, one thread", f"{ratios['M', 1]:.2f}x PyTorch's time",
                             "python -m demos.bench.train --size M --threads 1")])
 
@@ -394,7 +396,8 @@ def collect_gpt_steps(runs):
     return group([table("The GPT's training step against the same GPT in PyTorch (median of interleaved rounds)",
                          ["threads", "ours ms/step", "PyTorch ms/step", "ours / PyTorch", "ours tokens/s"], rows,
                          "python -m demos.bench.train --model gpt --threads 1|2",
-                         f"With the fused attention our step took {g['ours_vs_composed']:.2f}x the composed one's time.")],
+                         f"With the fused attention our step took {g['ours_vs_composed']:.2f}x the composed one's time. "
+                         + MEDIAN_OF_RATIOS)],
                  headline=[("GPT training step, one thread", f"{rows[0][3]} PyTorch's time",
                             "python -m demos.bench.train --model gpt --threads 1")])
 
@@ -538,8 +541,9 @@ def collect_tunings(runs):
     return group([table("Training steps against PyTorch, by the tuning the kernels were compiled for (ours / PyTorch's "
                         "time, medians of interleaved rounds)", ["compiled for", "instructions", "GPT", "S", "M", "L"],
                         summary, "python -m demos.figures --only tunings",
-                        f"Few steps each (GPT {TUNING_STEPS['gpt']}, S {TUNING_STEPS['S']}, M {TUNING_STEPS['M']}, "
-                        f"L {TUNING_STEPS['L']}) so that the group runs in minutes, one thread, each timed in its "
+                        f"Few steps each (--steps: GPT {TUNING_STEPS['gpt']}, that is 9 rounds of "
+                        f"{TUNING_STEPS['gpt'] // 3}; S {TUNING_STEPS['S']}, M {TUNING_STEPS['M']} and "
+                        f"L {TUNING_STEPS['L']} in 3 rounds) so that the group runs in minutes, one thread, each timed in its "
                         "CPU time (--clock cpu: the time the process waited for a core left out), so these "
                         "figures are not the other sections' wall times and are noisier than them. "
                         "The baselines run on the host's own kernels, except under an AVX2 tuning, where numpy's "

@@ -6,8 +6,9 @@
     python -m demos.train --checkpoint runs/reverse --decode "a b c d"   # decode your own input
 
 Ctrl-C stops after the current step and writes everything so far (checkpoint, metrics,
-plots), then prints the command that resumes; --save-every N also checkpoints every N
-steps, keeping the last --keep-last of them (step-N.npz) and the best (best.npz).
+plots), then prints the command that resumes.  A run checkpoints its last step (step-N.npz)
+and its best evaluation (best.npz); --save-every N also every N steps, keeping the last
+--keep-last of them.
 --average-last K evaluates the average of the last K checkpoints too (a training tip of
 the original Transformer).  --detect-anomaly stops at the first op that makes a NaN or inf.
 
@@ -15,7 +16,7 @@ Prints progress and sample decodes, compares greedy decoding with beam search, a
 writes to --out: loss.png (training loss and held-out accuracy), attention_*.png (one
 panel per head for encoder self-attention, decoder masked self-attention and
 encoder-decoder cross-attention; for reverse, cross-attention shows the anti-diagonal),
-metrics.json and checkpoint.npz.
+metrics.json, checkpoint.npz, step-N.npz and best.npz.
 """
 
 import argparse
@@ -55,10 +56,10 @@ HELPS = {"score": "self-attention's score function (transformer/scores.py), with
          "lr": "peak learning rate (warm-up, then decay)", "decay_steps": "cosine decay to lr/10 over this many steps",
          "max_len": "longest training sequence; held-out sequences have this length",
          "schedule": "cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr",
-         "save_every": "checkpoint every N steps (0: only at the end)", "keep_last": "keep this many periodic checkpoints",
+         "save_every": "also checkpoint every N steps (0: only the last step and the best)", "keep_last": "keep this many periodic checkpoints",
          "norm_first": "pre-norm instead of the paper's post-norm",
          "attention": "composed: the ops you can step through; fused: one op that keeps no weights "
-                      "(less memory; at this demo's short sequences not faster)"}
+                      "(slower at this demo's short sequences, faster at a GPT's 64-token blocks)"}
 CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS, "score": sorted(SCORES),
            "attention": ATTENTION_KINDS}
 PROG = "demos.train"

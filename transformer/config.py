@@ -68,8 +68,8 @@ class BlockConfig:
     score: str = "scaled_dot"         # self-attention's score function: any of transformer.scores.SCORES
     dtype: str = "float32"            # of every parameter ("float64" for gradient checks)
     # how attention runs: "composed" (matmul, masked_fill, softmax, matmul: the nodes a learner
-    # steps through) or "fused" (one op that keeps no weights, autograd/ops/attention.py: less
-    # memory; faster at a GPT's 64-token blocks, slower at the main demo's short sequences)
+    # steps through) or "fused" (one op that keeps no weights, autograd/ops/attention.py:
+    # faster at a GPT's 64-token blocks, slower at the main demo's short sequences)
     attention: str = "composed"
 
     positive_fields = ()

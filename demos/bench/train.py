@@ -27,9 +27,10 @@ in the same run, rounds of ours and theirs interleaved.  --profile prints where 
 spends its time.
 """
 
+import os
 import sys
 
-from demos._flags import command_line, integer_at_least
+from demos._flags import a_path, command_line, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, need_engine_room
 from demos.bench._threads import use_threads
@@ -38,24 +39,46 @@ from demos.bench.cpu import TARGETS, machine_record, rerun_as
 
 def parse_args(argv=None):
     parser = command_line("demos.bench.train", __doc__)
-    parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer")
+    parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer", help="(default: transformer)")
     parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
-    parser.add_argument("--data", help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
+    parser.add_argument("--data", type=a_path,
+                        help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
     parser.add_argument("--attention", choices=["fused", "composed"], nargs="+",
                         help="our attention (default: fused for the GPT, composed for the transformer; PyTorch's is "
                              "its fused scaled_dot_product_attention); two kinds time our step with each, "
                              "interleaved, the first for --recipe")
-    parser.add_argument("--size", choices=sorted(SIZES), default="S", help="--model transformer: the model's size")
-    parser.add_argument("--threads", type=integer_at_least(1), default=1)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--size", choices=sorted(SIZES), help="--model transformer: the model's size (default: S)")
+    parser.add_argument("--threads", type=integer_at_least(1), default=1, help="(default: 1)")
+    parser.add_argument("--steps", type=integer_at_least(3), default=60,
+                        help="how many steps to time (default: 60): the transformer's N in 3 interleaved rounds "
+                             "of N / 3 each; the GPT's 9 rounds of N / 3 (3N in all)")
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=a_path)
     parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
-                        help="time steps in wall time or in this thread's CPU time (demos/bench/_clock.py)")
+                        help="time steps in wall time or in this thread's CPU time (demos/bench/_clock.py; "
+                             "default: wall)")
     args = parser.parse_args(argv)
+    refuse_misplaced_flags(parser, args)
+    args.size = args.size or "S"
     args.attention = args.attention or [DEFAULT_ATTENTION[args.model]]
     return args
+
+
+def refuse_misplaced_flags(parser, args):
+    """One line and exit status 2, before anything is timed, for a flag the chosen model
+    does not read, a --data file that is not there, or more threads than cores."""
+    gpt = args.model == "gpt"
+    for flag, given, read, owner in (("--size", args.size is not None, not gpt, "--model transformer"),
+                                     ("--recipe", args.recipe, gpt, "--model gpt"),
+                                     ("--data", args.data is not None, gpt and args.recipe, "--model gpt --recipe")):
+        if given and not read:
+            parser.error(f"{flag} is for {owner}")
+    if args.data is not None and not os.path.isfile(args.data):
+        parser.error(f"--data {args.data}: no such file")
+    if args.threads > (os.cpu_count() or 1):
+        parser.error(f"--threads {args.threads}: this machine has {os.cpu_count()} cores (more threads would time "
+                     "the engines fighting over them)")
 
 
 DEFAULT_ATTENTION = {"gpt": "fused", "transformer": "composed"}     # as demos.gpt and demos.train train them
@@ -166,6 +189,17 @@ def ratio_of_rounds(result, engine="ours"):
     return ratios[len(ratios) // 2]
 
 
+def unsteady(rounds_ms):
+    """A warning when some engine's slowest round took over 1.5 times its fastest (the
+    machine's load moved during the run: its ratios are not to be trusted), else None."""
+    spread = {name: max(times) / min(times) for name, times in rounds_ms.items() if min(times) > 0}
+    worst = max(spread, key=spread.get)
+    if spread[worst] > 1.5:
+        return (f"warning: {worst}'s rounds differ {spread[worst]:.1f}-fold: the machine's load moved during the "
+                "run; run again on a quiet machine, or time CPU time with --clock cpu")
+    return None
+
+
 def _median(step, steps):
     """Median seconds of step() over `steps` calls, on the benchmark's clock (_clock.py)."""
     times = []
@@ -230,11 +264,13 @@ def main(argv=None):
         print(f"  ours, {kind + ' attention:':<19} {result[f'{engine}_ms']:7.2f} ms/step", end="")
         if "pytorch" in medians:
             result[f"{kind}_ratio_vs_pytorch"] = ratio = ratio_of_rounds(result, engine)
-            print(f"   ours / PyTorch = {ratio:.2f}x", end="")
+            print(f"   ours / PyTorch = {ratio:.2f}x (median of the rounds' ratios)", end="")
         print()
     if "pytorch" in medians:
         result["ratio_vs_pytorch"] = result[f"{kinds[0]}_ratio_vs_pytorch"]
         print(f"  PyTorch CPU:               {result['pytorch_ms']:7.2f} ms/step (its scaled_dot_product_attention)")
+    if warning := unsteady({engine: result[f"{engine}_rounds_ms"] for engine in rounds}):
+        print(warning)
     if args.profile:
         profile(engines["ours"])
     if args.json:
@@ -258,10 +294,12 @@ def gpt(args):
         rounds = ", ".join(f"{ms:.1f}" for ms in result[f"{engine}_ms"])
         print(f"  {label:<25} {result[f'{engine}_median_ms']:7.2f} ms/step ({rounds}), "
               f"{result[f'{engine}_tokens_per_s']:8.0f} tokens/s")
-    print(f"  ours / PyTorch = {result['ratio_vs_pytorch']:.2f}x (medians of the rounds' ratios)")
+    print(f"  ours / PyTorch = {result['ratio_vs_pytorch']:.2f}x (median of the rounds' ratios)")
     for kind, _ in engines[1:]:
         print(f"  ours with {kind} attention / PyTorch = {result[f'{kind}_ratio_vs_pytorch']:.2f}x;  "
               f"{result['attention']} / {kind} = {result[f'ours_vs_{kind}']:.2f}x")
+    if warning := unsteady({engine: result[f"{engine}_ms"] for engine, _ in engines + [("pytorch", "")]}):
+        print(warning)
     if args.recipe:
         result["recipe"] = runs = bench_gpt.recipe(args.data, attention=result["attention"])
         print(f"\nafter the recipe: validation loss ours {runs['ours']['val_loss']:.4f} in {runs['ours']['seconds']:.0f} s, "

@@ -47,3 +47,22 @@ def test_a_ratio_of_rounds_is_the_median_of_each_rounds_ratio():
     result = {"ours_rounds_ms": [10, 30, 20], "fused_rounds_ms": [5, 60, 40], "pytorch_rounds_ms": [20, 20, 10]}
     assert bench_train.ratio_of_rounds(result) == 1.5                    # ratios 0.5, 1.5, 2
     assert bench_train.ratio_of_rounds(result, "fused") == 3.0           # ratios 0.25, 3, 4
+
+
+@pytest.mark.parametrize("argv,message", [(["--steps", "2"], "--steps: must be an integer >= 3, got 2"),
+                                          (["--model", "gpt", "--size", "M"], "--size is for --model transformer"),
+                                          (["--recipe"], "--recipe is for --model gpt"),
+                                          (["--model", "gpt", "--data", "x.txt"], "--data is for --model gpt --recipe"),
+                                          (["--model", "gpt", "--recipe", "--data", "/no/such.txt"],
+                                           "--data /no/such.txt: no such file"),
+                                          (["--threads", "4096"], "--threads 4096: this machine has")])
+def test_a_flag_the_run_would_ignore_or_fail_on_later_is_one_line_before_anything_is_timed(capsys, argv, message):
+    with pytest.raises(SystemExit) as stop:
+        bench_train.parse_args(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_rounds_that_differ_over_one_and_a_half_fold_are_called_unsteady():
+    assert bench_train.unsteady({"ours": [10, 11, 12], "pytorch": [20, 21, 29]}) is None
+    warning = bench_train.unsteady({"ours": [10, 11, 12], "pytorch": [495, 700, 1615]})
+    assert warning.startswith("warning: pytorch's rounds differ 3.3-fold")
