@@ -52,6 +52,14 @@ def a_path(text):
     return text
 
 
+def a_file_to_write(text):
+    """An argparse type: a path to write a file to, refused at once if it is empty or a
+    folder (else the run would fail only at its end, when it writes)."""
+    if os.path.isdir(a_path(text)):
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name in it")
+    return text
+
+
 def number(ok, expected):
     """An argparse type: a float for which ok(value) holds, e.g. number(lambda x: x > 0, "> 0")."""
     def parse(text):

@@ -341,7 +341,7 @@ def collect_kernels(runs):
         table("Compiling the kernels from an empty cache", ["what", "seconds"], compiles, command)])
 
 
-MEDIAN_OF_RATIOS = ("ours / PyTorch is the median of the interleaved rounds' ratios (a round's ratio compares "
+MEDIAN_OF_RATIOS = ("Each ratio is the median of the interleaved rounds' ratios (a round's ratio compares "
                     "two engines timed seconds apart), not the ratio of the two medians shown.")
 STEP_SIZES = {"S": 60, "M": 30, "L": 12}      # size: steps timed (3 interleaved rounds)
 
@@ -514,7 +514,8 @@ def kernel_widths(machine):
     if not by_width:
         return ""
     bits = {"zmm": 512, "ymm": 256, "xmm": 128, None: "no packed"}
-    return "; the kernels' widest packed registers: " + "; ".join(
+    return ("; the widest register among each kernel's packed float instructions, counted in its machine code "
+            "(demos/bench/widths.py; a kernel can mix widths): ") + "; ".join(
         f"{width} ({bits[width]} bits) {', '.join(kernels)}" for width, kernels in by_width.items())
 
 
@@ -536,8 +537,8 @@ def collect_tunings(runs):
         flag = ("" if tuning == "host" else f" --cpu {tuning}") + " --clock cpu"
         tables.append(table(f"Compiled for {compiled} (CPU time)", ["what", "unit", "ours", "against", "theirs",
                                                                     "ours / theirs"],
-                            rows, f"python -m demos.bench.train --size S|M|L | --model gpt{flag}; "
-                                  f"python -m demos.bench.kernels --quick{flag}", note))
+                            rows, f"python -m demos.bench.train --size S (M, L) or --model gpt{flag}; "
+                                  f"python -m demos.bench.kernels --quick --sizes{flag}", note + " " + MEDIAN_OF_RATIOS))
     return group([table("Training steps against PyTorch, by the tuning the kernels were compiled for (ours / PyTorch's "
                         "time, medians of interleaved rounds)", ["compiled for", "instructions", "GPT", "S", "M", "L"],
                         summary, "python -m demos.figures --only tunings",
@@ -547,7 +548,10 @@ def collect_tunings(runs):
                         "CPU time (--clock cpu: the time the process waited for a core left out), so these "
                         "figures are not the other sections' wall times and are noisier than them. "
                         "The baselines run on the host's own kernels, except under an AVX2 tuning, where numpy's "
-                        "OpenBLAS and PyTorch are held to AVX2 too."), *tables])
+                        "OpenBLAS and PyTorch are held to AVX2 too. --cpu NAME compiles our kernels with LLVM's "
+                        "tuning for NAME (its preferred vector width, its scheduling); an AVX-512 target keeps this "
+                        "CPU's own instructions, so its row is the other vendor's code generation run on this "
+                        "CPU's cores, not the other vendor's CPU (demos/bench/cpu.py)."), *tables])
 
 GROUPS = {
     "train": (train_commands, collect_train),

@@ -28,7 +28,7 @@ import time
 from demos._results import write_json
 from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
-from demos._flags import command_line, integer_at_least
+from demos._flags import a_file_to_write, command_line, integer_at_least
 
 
 def median_ms(fn, repeats):
@@ -51,7 +51,7 @@ def main(argv=None):
     parser.add_argument("--d-head", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=a_file_to_write)
     args = parser.parse_args(argv)
     need_engine_room("demos.bench.attention")
     torch = use_threads(args.threads)

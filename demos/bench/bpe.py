@@ -18,7 +18,7 @@ import time
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")        # tokenizers' trainer: one thread, as ours
 
-from demos._flags import command_line
+from demos._flags import a_file_to_write, command_line
 from demos._results import write_json  # noqa: E402
 from transformer.data import bpe, bpe_training  # noqa: E402
 from transformer.data.text import stdlib_docstrings  # noqa: E402
@@ -63,7 +63,7 @@ def main(argv=None):
     p.add_argument("--merges", type=int, default=1000)
     p.add_argument("--reference-merges", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--json", help="write the figures to this file")
+    p.add_argument("--json", type=a_file_to_write, help="write the figures to this file")
     args = p.parse_args(argv)
     text = stdlib_docstrings()
     size = len(text.encode("utf-8"))

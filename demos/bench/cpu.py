@@ -46,9 +46,11 @@ def host_features():
 def feature_string(name):
     """NUMBA_CPU_FEATURES for target `name`: its features on, and every other vector
     extension the host has off (LLVM adds a named CPU's own features to the string)."""
-    _, features, _ = TARGETS[name]
+    instructions, features, _ = TARGETS[name]
     host = host_features()
     if features is None:
+        if instructions == "AVX-512" and "avx512f" not in host:
+            raise SystemExit(f"--cpu {name}: this CPU lacks avx512f, which code compiled for {name} uses")
         return ",".join(f"+{f}" for f in sorted(host))
     missing = sorted(set(features) - host)
     if missing:

@@ -21,7 +21,7 @@ import time
 
 from demos._results import write_json
 from demos.bench import need_engine_room
-from demos._flags import command_line
+from demos._flags import a_file_to_write, command_line
 
 DEMOS = {"demos.train --task reverse": ["demos.train", "--task", "reverse"], "demos.gpt": ["demos.gpt"]}
 
@@ -53,7 +53,7 @@ def time_to_progress(module_args, cache, out, one_core):
 def main(argv=None):
     p = command_line("demos.bench.first_run", __doc__)
     p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--json", help="write the figures to this file")
+    p.add_argument("--json", type=a_file_to_write, help="write the figures to this file")
     args = p.parse_args(argv)
     need_engine_room("demos.bench.first_run")
     cores = len(os.sched_getaffinity(0))

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from demos._flags import command_line, integer_at_least
+from demos._flags import a_file_to_write, command_line, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, need_engine_room, widths
 from demos.bench._threads import use_threads
@@ -37,9 +37,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def parse_args(argv=None):
     parser = command_line("demos.bench.kernels", __doc__)
     parser.add_argument("--threads", type=integer_at_least(1), default=1)
-    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--json", type=a_file_to_write, help="also write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions, no compile-time measurement")
-    parser.add_argument("--sizes", nargs="*", default=["S", "M", "L"], help="training-step sizes for the GEMM-shape table")
+    parser.add_argument("--sizes", nargs="*", choices=["S", "M", "L"], default=["S", "M", "L"],
+                        help="training-step sizes for the GEMM-shape table (none: no such table)")
     parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
                         help="time in wall time or in this thread's CPU time (demos/bench/_clock.py; not compile times)")

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from demos._flags import command_line
+from demos._flags import a_file_to_write, command_line
 from demos._results import write_json
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,7 +31,7 @@ def parse_args(argv=None):
     parser.add_argument("--d-model", type=int, default=16)
     parser.add_argument("--block-size", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=2)
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=a_file_to_write)
     return parser.parse_args(argv)
 
 

@@ -16,7 +16,7 @@ of a few more steps.
 import cProfile
 import pstats
 
-from demos._flags import command_line, integer_at_least
+from demos._flags import a_file_to_write, command_line, integer_at_least
 from demos._results import write_json
 from demos.bench.attention import median_ms
 from demos.bench._threads import use_threads
@@ -67,7 +67,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=integer_at_least(1), default=1)
     parser.add_argument("--rounds", type=integer_at_least(1), default=9)
     parser.add_argument("--steps", type=integer_at_least(1), default=6, help="steps of each model per round")
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=a_file_to_write)
     args = parser.parse_args(argv)
     use_threads(args.threads)
     import numpy as np

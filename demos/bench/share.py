@@ -19,7 +19,7 @@ import tempfile
 
 from demos._results import write_json
 from demos.bench import need_engine_room
-from demos._flags import command_line
+from demos._flags import a_file_to_write, command_line
 
 
 def start(folder, iters, share):
@@ -41,7 +41,7 @@ def main(argv=None):
     p = command_line("demos.bench.share", __doc__)
     p.add_argument("--iters", type=int, default=150)
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--json", help="write the figures to this file")
+    p.add_argument("--json", type=a_file_to_write, help="write the figures to this file")
     args = p.parse_args(argv)
     need_engine_room("demos.bench.share")
     figures = {(share, mode): [] for share in (True, False) for mode in ("alone", "side by side")}

@@ -19,7 +19,7 @@ its ops calls numpy's matmul.
 from demos._results import write_json
 from demos.bench import need_engine_room
 from demos.bench._threads import use_threads
-from demos._flags import command_line, integer_at_least
+from demos._flags import a_file_to_write, command_line, integer_at_least
 
 STEPS_PER_ROUND = {"S": 20, "M": 6, "L": 2}
 
@@ -76,7 +76,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=integer_at_least(1), default=2)
     parser.add_argument("--sizes", nargs="+", choices=sorted(STEPS_PER_ROUND), default=["S", "M", "L"])
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--json")
+    parser.add_argument("--json", type=a_file_to_write)
     args = parser.parse_args(argv)
     need_engine_room("demos.bench.threads")
     if args.threads < 2:

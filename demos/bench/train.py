@@ -30,7 +30,7 @@ spends its time.
 import os
 import sys
 
-from demos._flags import a_path, command_line, integer_at_least
+from demos._flags import a_file_to_write, a_path, command_line, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, need_engine_room
 from demos.bench._threads import use_threads
@@ -53,7 +53,7 @@ def parse_args(argv=None):
                         help="how many steps to time (default: 60): the transformer's N in 3 interleaved rounds "
                              "of N / 3 each; the GPT's 9 rounds of N / 3 (3N in all)")
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--json", type=a_path)
+    parser.add_argument("--json", type=a_file_to_write)
     parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
                         help="time steps in wall time or in this thread's CPU time (demos/bench/_clock.py; "

@@ -5,7 +5,8 @@ zmm (512 bits), ymm (256) and xmm (128), and the GEMM drivers' vector multiply-a
 LLVM's tuning for a CPU sets a preferred vector width: 512 bits for AMD's Zen 4, 256 for
 Intel's AVX-512 cores (which slow their clock on 512-bit work).  The engine room asks for
 512-bit vectors where that was measured to pay (the GEMM's micro-kernel, GELU, the fused
-attention) and leaves the others to the tuning, so the same source runs at different
+attention) and leaves the others to the tuning (under which LLVM may still emit some
+512-bit instructions: LayerNorm's code mixes the two), so the same source runs at different
 widths under `--cpu sapphirerapids` and on this CPU; this is where to see which.  The
 kernels are compiled afresh in a child process with an empty cache: Numba shows no
 assembly for a kernel it loaded from its cache."""
@@ -69,6 +70,6 @@ def register_widths(names=KERNELS, cpu=None):
 
 def widest(counts):
     """The widest register one kernel's packed instructions use: "zmm", "ymm" or "xmm"
-    (None if it has none).  Its loops run at that width; narrower ones also appear in
-    any kernel (constants, reductions across a vector, short remainders)."""
+    (None if it has none).  Narrower ones appear in any kernel (constants, reductions
+    across a vector, short remainders), and a kernel can mix widths (the counts say how)."""
     return next((width for width in ("zmm", "ymm", "xmm") if counts["packed"][width]), None)

@@ -67,7 +67,7 @@ def test_one_table_per_tuning_with_its_ratios_and_what_it_ran_on(tmp_path, monke
         assert rows["softmax(640,1000), float32"][2:] == ["100", "PyTorch", "200", "0.50x"]
         assert (f"--cpu {tuning}" in table["command"]) == (tuning != "host")
         widths = "zmm (512 bits) gemm, softmax, gelu" if tuning == "host" else "zmm (512 bits) gemm, gelu; ymm (256 bits) softmax"
-        assert f"the kernels' widest packed registers: {widths}." in table["note"]
+        assert f"(demos/bench/widths.py; a kernel can mix widths): {widths}." in table["note"]
 
 
 def test_a_kernels_record_without_widths_renders_without_them():

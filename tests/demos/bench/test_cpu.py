@@ -38,3 +38,10 @@ def test_a_target_the_host_cannot_run_or_an_unknown_one_is_refused(monkeypatch):
         cpu.target_environment("haswell")
     with pytest.raises(SystemExit, match="unknown target"):
         cpu.target_environment("pentium")
+
+
+@pytest.mark.parametrize("name", ["sapphirerapids", "icelake-server", "znver4"])
+def test_an_avx512_tuning_is_refused_on_a_cpu_without_avx512_not_built_as_avx2_under_its_name(monkeypatch, name):
+    monkeypatch.setattr(cpu, "host_features", lambda: X86_HOST - {"avx512f", "avx512bw", "avx512vl"})
+    with pytest.raises(SystemExit, match=f"--cpu {name}: this CPU lacks avx512f"):
+        cpu.feature_string(name)

@@ -66,3 +66,15 @@ def test_rounds_that_differ_over_one_and_a_half_fold_are_called_unsteady():
     assert bench_train.unsteady({"ours": [10, 11, 12], "pytorch": [20, 21, 29]}) is None
     warning = bench_train.unsteady({"ours": [10, 11, 12], "pytorch": [495, 700, 1615]})
     assert warning.startswith("warning: pytorch's rounds differ 3.3-fold")
+
+
+@pytest.mark.parametrize("module,argv,message", [("train", ["--json", "/"], "argument --json: / is a folder"),
+                                                 ("train", ["--json", ""], "argument --json: an empty path"),
+                                                 ("kernels", ["--sizes", "Q"], "argument --sizes: invalid choice: 'Q'"),
+                                                 ("kernels", ["--json", "/"], "argument --json: / is a folder")])
+def test_the_benchmarks_refuse_an_output_they_could_not_write_and_an_unknown_size_at_once(capsys, module, argv, message):
+    """Both failed only after the whole benchmark had run (a folder as --json, --sizes Q)."""
+    import importlib
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(f"demos.bench.{module}").parse_args(argv)
+    assert stop.value.code == 2 and message in capsys.readouterr().err
