@@ -96,7 +96,10 @@ def grade_one(parser, args, names):
             if args.gradescope:
                 reports.write_gradescope([Result(student, "", NO_PROJECT, why)], args.gradescope)
             parser.exit(2, f"python -m exercises: error: --project {given!r}: {NO_PROJECT}: {why}\n")
-        return grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory)
+        notes = []
+        results = grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory, notes=notes)
+        print("\n".join(notes), end="\n" if notes else "")
+        return results
 
 
 def check(parser, args):
@@ -130,7 +133,9 @@ def grade_class(parser, args):
         for result in unread:
             print(f"{result.student}: {result.line()}")
         projects = {student: project for student, (project, why) in found.items() if not why}
-        graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory) if projects else []
+        notes = []
+        graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory, notes) if projects else []
+        print("\n".join(notes), end="\n" if notes else "")
     order = {student: index for index, student in enumerate(found)}
     results = sorted(graded + unread, key=lambda r: order[r.student])
     reports.write_csv(results, args.out)
