@@ -44,8 +44,8 @@ def _take_limits(limits):
     """The task child's limits: address space, CPU seconds, bytes a file may reach, processes
     (its own user's, whole: it cannot fork much), open files, no core dumps."""
     import resource
-    _limit(resource.RLIMIT_AS, limits["memory_mb"] * 2 ** 20)
-    _limit(resource.RLIMIT_CPU, limits["cpu_seconds"])
+    _limit(resource.RLIMIT_AS, int(limits["memory_mb"] * 2 ** 20))
+    _limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]))
     _limit(resource.RLIMIT_FSIZE, limits["file_mb"] * 2 ** 20)
     _limit(resource.RLIMIT_NOFILE, 64)
     _limit(resource.RLIMIT_CORE, 0)
@@ -105,11 +105,21 @@ def _task(control, root, task, channel):
     control.close()
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    from exercises import wire
+    out_of_memory = wire.encode({"raised": {"type": "MemoryError", "message": "", "memory": True}})
     code = 0
     try:
         _take_limits(task["limits"])
         _serve(channel, root, task)
-    except BaseException:                                # noqa: BLE001  the judge sees the channel close
+    except MemoryError:
+        wire.write_all(channel, out_of_memory)
+        code = 1
+    except BaseException as err:                         # noqa: BLE001  told to the judge, if it can be
+        from exercises.probes import describe
+        try:
+            wire.send(channel, {"raised": describe(err, root)})
+        except BaseException:                            # noqa: BLE001  then the judge sees the channel close
+            pass
         code = 1
     os._exit(code)
 

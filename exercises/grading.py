@@ -26,18 +26,17 @@ from exercises.versions import versions
 NOT_IN_COPY = "not in that copy"
 NO_PROJECT = "no project found"           # a submission with nothing to grade: one Result, exercise ""
 MAX_REGION_CHARS = 200_000                # a region is a few lines; a larger one is refused, not sent
-# The exercises whose solutions a check needs in its child besides its own (the end-to-end
-# training runs an Embedding, a LayerNorm, a Linear, cross-entropy and Adam; attention a
-# softmax; the cache a whole attention layer and a GPT): everything else there is cut.
-TRAINING = ("unbroadcast", "matmul_backward", "softmax", "softmax_backward", "log_softmax", "layer_norm_backward",
-            "linear", "embedding", "adam_step")
-ATTENTION = ("softmax", "softmax_backward", "log_softmax", "unbroadcast", "matmul_backward", "linear", "attention",
-             "heads", "causal_mask")
-NEEDS = {"log_softmax": TRAINING, "layer_norm_backward": TRAINING, "adam_step": TRAINING, "matmul_backward": TRAINING,
-         "linear": TRAINING, "embedding": TRAINING, "attention": ("softmax", "softmax_backward", "unbroadcast"),
-         "heads": ATTENTION, "kv_cache": ATTENTION + ("embedding", "sinusoidal", "greedy_decode", "layer_norm_backward"),
-         "value_mul": ("topological_sort",), "topological_sort": ("value_mul",),
-         "greedy_decode": ("softmax", "log_softmax"), "beam_search": ("softmax", "log_softmax")}
+# The exercises whose solutions a check needs in its child besides its own (the smallest sets
+# with which every solution passes: the end-to-end training runs an Embedding, a LayerNorm, a
+# Linear, a matmul, cross-entropy and Adam; the cache a whole attention layer and a GPT);
+# every other exercise is cut there.
+TRAINING = ("matmul_backward", "log_softmax", "layer_norm_backward", "linear", "embedding", "adam_step")
+NEEDS = {"value_mul": ("topological_sort",), "topological_sort": ("value_mul",),
+         **{name: tuple(n for n in TRAINING if n != name) for name in TRAINING},
+         "matmul_backward": ("unbroadcast",) + TRAINING[1:],
+         "attention": ("softmax",), "beam_search": ("log_softmax",),
+         "log_softmax": ("softmax",) + TRAINING[:1] + TRAINING[2:],          # log(softmax(x)) is a classic mistake
+         "kv_cache": ("softmax", "linear", "attention", "heads", "causal_mask", "embedding", "greedy_decode")}
 
 
 @dataclass(frozen=True)
@@ -121,12 +120,17 @@ def origins_of(own, places):
     return origins
 
 
-def judge_of(name, overrides, origins):
+def judge_of(name, overrides, origins, teacher=True):
     """What the grader runs for this task: the check, on the task child, its message telling
-    lines as the submission has them."""
+    lines as the submission has them. In the teacher's grade (teacher), an exercise the code
+    calls that the check's child does not have (not in NEEDS) is not the copy's to do first."""
     def judge(task):
         from exercises.checks import run
         status, message = run(name, task)
+        needed = re.match(r"needs exercise (\w+),", message)
+        if teacher and needed:
+            message = (f"calls exercise {needed[1]}, which {name}'s check does not run with: write {name} without "
+                       f"calling {needed[1]}'s code")
         return status, at_submission_lines(message, overrides, origins)
     return judge
 

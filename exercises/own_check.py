@@ -86,7 +86,7 @@ def check_own_copy(root, names, timeout, memory_mb):
         if (error := syntax_error(spliced, origins)):
             verdicts[name] = ("not yet", error)
     changed = {path: text for path, text in texts.items() if text != made[path]}
-    tasks = [(name, changed, judge_of(name, changed, origins)) for name in names if name not in verdicts]
+    tasks = [(name, changed, judge_of(name, changed, origins, teacher=False)) for name in names if name not in verdicts]
     with tempfile.TemporaryDirectory(prefix="exercises-check-") as folder:
         os.chmod(folder, 0o711)
         write_tree(os.path.join(folder, "tree"), made)

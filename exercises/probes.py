@@ -171,15 +171,19 @@ def linear(x, weight, bias, upstream):
 
 
 def embedding(weight, ids, upstream):
-    """F.embedding(ids, weight): what it returned, and the table's gradient after backward."""
+    """F.embedding(ids, weight): what it returned, and the table's gradient after backward (or
+    what backward raised)."""
     from autograd import Tensor
     from nn import functional as F
     table = Tensor(weight, requires_grad=True)
     out = F.embedding(ids, table)
     found = {"tensor": isinstance(out, Tensor), "out": np.asarray(_data(out)),
-             "requires_grad": bool(getattr(out, "requires_grad", False)), "grad": None}
+             "requires_grad": bool(getattr(out, "requires_grad", False)), "grad": None, "backward_raised": None}
     if found["tensor"] and out.requires_grad:
-        out.backward(Tensor(upstream))
+        try:
+            out.backward(Tensor(upstream))
+        except Exception as err:                         # noqa: BLE001  the forward is judged first
+            found["backward_raised"] = describe(err)
         found["grad"] = table.grad
     return found
 

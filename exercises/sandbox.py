@@ -234,6 +234,9 @@ class Task:
         first = self._receive()
         if "import_failed" in first:
             raise Crashed("not yet", str(first["import_failed"])[:4000])
+        if "raised" in first and isinstance(first["raised"], dict):
+            err = rebuilt(first["raised"], self.memory_mb)
+            raise err if isinstance(err, Crashed) else Crashed("not yet", f"crashed: {type(err).__name__}: {err}"[:4000])
         if first != {"ready": 1}:
             raise self._broken(wire.WireError("the child did not say it was ready"))
 

@@ -6,6 +6,7 @@ import numpy as np
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake, require_dtype
+from exercises.sandbox import rebuilt
 
 LINEARS = [((3, 3), 3), ((1, 3), 3), ((2, 4), 4), ((2, 3, 4), 5), ((5, 2), 3), ((3, 1, 2, 6), 7)]
 
@@ -93,6 +94,8 @@ def check_embedding(task):
                       expect("embedding", weight, ids),
                       [(name, why, expect("embedding_wrong", weight, ids, v)) for name, why, v in EMBEDDING_MISTAKES])
         require_dtype("embedding: the table's dtype", case, found["out"], dtype)
+        if found["backward_raised"]:
+            raise rebuilt(found["backward_raised"], 0)
         if not found["requires_grad"] or found["grad"] is None:
             raise Wrong(f"embedding, {case}: {CUT_OFF}")
         judge.compare("the table's gradient: each id's row gets the sum of its positions' gradients", case,
