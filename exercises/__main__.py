@@ -86,9 +86,12 @@ def make(parser, args):
 
 
 def grade_one(parser, args, names):
-    """[Result] of the teacher grading the copy of --project (a folder or a .zip); no project
-    found there is one line, written to --gradescope too."""
-    given = args.project or ROOT
+    """[Result] of the teacher grading the copy of --project (a folder or a .zip; default this
+    project); no project found there, or a submission refused, is one line, written to
+    --gradescope too."""
+    if not args.project:                    # this project, the teacher's own: not a submission to walk
+        return grade(ROOT, {os.path.basename(ROOT): ROOT}, names, args.timeout, memory_mb=args.memory)
+    given = args.project
     student = os.path.basename(os.path.abspath(given))
     with tempfile.TemporaryDirectory(prefix="exercises-submission-") as scratch:
         project, why = find_project(given, scratch)
