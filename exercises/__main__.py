@@ -117,7 +117,7 @@ def check(parser, args):
     else:
         results = grade_one(parser, args, names)
     for result in results:
-        print(result.line())
+        print(reports.capped(result.line()))
     if args.gradescope:
         reports.write_gradescope(results, args.gradescope)
     if IS_STUDENT_COPY and outstanding(ROOT):
@@ -134,7 +134,7 @@ def grade_class(parser, args):
         found = find_projects(args.submissions, scratch)
         unread = [Result(student, "", NO_PROJECT, why) for student, (_, why) in found.items() if why]
         for result in unread:
-            print(f"{result.student}: {result.line()}")
+            print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
         notes = []
         graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory, notes) if projects else []
