@@ -64,8 +64,7 @@ def gradescope(results):
     tests = [_test(r) for r in results]
     report = {"score": sum(t["score"] for t in tests), "tests": tests}
     if (absent := [r for r in results if r.status == NOT_IN_COPY]):
-        report["output"] = capped(f"not graded, not in that copy: {', '.join(r.exercise for r in absent)} "
-                                  "(each test says why)")
+        report["output"] = capped("\n".join(r.line() for r in absent))
     return report
 
 
