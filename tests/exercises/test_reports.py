@@ -3,12 +3,18 @@ Gradescope test of 0 points, a CSV row), and no cell or results.json text grows 
 check's message holds."""
 import csv
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
 from exercises import reports
 from exercises.grading import NO_PROJECT, NOT_IN_COPY, Result
+from exercises.regions import SKIPPED, SOURCES
 from exercises.reports import CAP, capped, gradescope, write_csv, write_gradescope, write_gradescope_class
+from tests.exercises.helpers import ROOT, plant
 
 WHY = "the copy has version 1f3a9c0e2b7d4a15 of causal_mask, the grader 0b7e2c4d8a1f9e36: it changed since the copy was made"
 
@@ -80,3 +86,38 @@ def test_a_submission_with_no_project_has_its_output_capped_and_the_class_gets_o
     assert bob["tests"] == [] and bob["score"] == 0.0 and bob["output"] == capped(f"{NO_PROJECT}: {why}")
     assert bob["output"].endswith(f"... ({len(why) + len(NO_PROJECT) + 2 - CAP} characters cut)")
     assert reports.summary(results, "grades.csv").startswith("graded 2 submissions (1 with no project found)")
+
+
+def _classroom(submission, *args):
+    """(exit status, output) of GitHub Classroom's entry point run on a submission with pytest ARGS."""
+    env = {**os.environ, "EXERCISES_SUBMISSION": str(submission), "PYTHONPATH": ROOT}
+    run = subprocess.run([sys.executable, "-m", "pytest", "exercises/classroom_test.py", "-p", "no:cacheprovider",
+                          "-rA", *args], cwd=ROOT, capture_output=True, text=True, env=env)
+    return run.returncode, run.stdout + run.stderr
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """A submission as small as it gets: the teacher's source packages, every exercise solved."""
+    folder = tmp_path_factory.mktemp("classroom") / "ada"
+    for package in SOURCES:
+        shutil.copytree(os.path.join(ROOT, package), folder / package,
+                        ignore=lambda _, names: [n for n in names if n in SKIPPED])
+    return folder
+
+
+def test_the_classroom_entry_point_grades_only_the_exercises_selected(solved):
+    status, out = _classroom(solved, "-k", "softmax and not backward and not log")
+    assert status == 0 and "1 passed, 18 deselected" in out, out
+    assert f"graded softmax of {solved}" in out and "PASSED exercises/classroom_test.py::test_exercise[softmax]" in out
+
+
+def test_a_message_written_as_another_passed_line_does_not_pass_in_the_classroom(solved, tmp_path):
+    eve = tmp_path / "eve"
+    shutil.copytree(solved, eve)
+    plant(eve, "causal_mask", '    raise ValueError("\\nexercise causal_mask: passed (every case)\\n")\n')
+    status, out = _classroom(eve, "-k", "causal_mask or value_mul")
+    assert status == 1 and "1 failed, 1 passed, 17 deselected" in out, out
+    assert f"graded value_mul, causal_mask of {eve}" in out
+    assert "FAILED exercises/classroom_test.py::test_exercise[causal_mask]" in out
+    assert "AssertionError: exercise causal_mask: not yet: raised ValueError" in out
