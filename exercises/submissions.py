@@ -91,7 +91,8 @@ def _member_refusal(path, relative, info, device):
 
 def folder_refusal(folder):
     """Why the members of a folder submission may not be read, or None: walked with lstat,
-    never following a link, in name order, bounded by MAX_MEMBERS, MAX_BYTES and MAX_DEPTH."""
+    never following a link, folder by folder in name order (a folder's own members, then its
+    subfolders'), the first member refused named; bounded by MAX_MEMBERS, MAX_BYTES and MAX_DEPTH."""
     device = os.lstat(folder).st_dev
     pending, members, size = [(folder, 0)], 0, 0
     while pending:
@@ -103,7 +104,8 @@ def folder_refusal(folder):
                 if members + len(entries) > MAX_MEMBERS:
                     return f"it has more than {MAX_MEMBERS} members"
         members += len(entries)
-        for entry in sorted(entries, key=lambda e: e.name, reverse=True):       # popped in name order
+        subfolders = []
+        for entry in sorted(entries, key=lambda e: e.name):
             relative = os.path.relpath(entry.path, folder)
             info = entry.stat(follow_symlinks=False)
             if (refused := _member_refusal(entry.path, relative, info, device)):
@@ -113,7 +115,8 @@ def folder_refusal(folder):
             if stat.S_ISDIR(info.st_mode) and entry.name not in SKIPPED:
                 if depth + 1 > MAX_DEPTH:
                     return f"the member {relative!r} is more than {MAX_DEPTH} folders deep"
-                pending.append((entry.path, depth + 1))
+                subfolders.append((entry.path, depth + 1))
+        pending += reversed(subfolders)                                 # popped in name order
     return None
 
 

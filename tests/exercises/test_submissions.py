@@ -155,6 +155,17 @@ def test_a_hard_link_a_fifo_a_socket_and_a_device_are_refused_naming_each(tmp_pa
     assert find_project(str(eve), str(tmp_path)) == (str(eve), None)          # each refusal was that member's
 
 
+def test_the_first_member_refused_in_name_order_is_named_folder_by_folder(tmp_path):
+    _, eve = _honest(tmp_path)
+    for member in ("nn/b.py", "nn/a.py", "autograd/z/y.py", "transformer.py"):
+        os.makedirs(os.path.dirname(eve / member), exist_ok=True)
+        os.symlink("/etc/passwd", eve / member)
+    for first in ("transformer.py", "autograd/z/y.py", "nn/a.py", "nn/b.py"):   # a folder's own members first
+        assert _refusal(eve) == f"eve refused: the member {first!r} is a symbolic link (to '/etc/passwd')"
+        os.unlink(eve / first)
+    assert find_project(str(eve), str(tmp_path)) == (str(eve), None)
+
+
 def test_a_device_is_refused(tmp_path):
     _, eve = _honest(tmp_path)
     try:
