@@ -1,7 +1,8 @@
 """Writing grades: a CSV of student x exercise, and Gradescope's results.json.
 
 Whatever a check's message holds (a student's exception can carry 50 MB of text), every CSV
-cell and every text of a results.json is capped at CAP characters, the cut said at its end.
+cell and every text of a results.json is capped at CAP characters, the cut said at its end;
+a CSV cell that a spreadsheet would run as a formula is quoted.
 """
 
 import csv
@@ -11,6 +12,7 @@ import os
 from exercises.grading import NO_PROJECT, NOT_IN_COPY
 
 CAP = 2000                          # characters of a CSV cell or a results.json text: a long message fits
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # what a spreadsheet may read as the start of a formula
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this in its image: the teacher's project is /autograder/source (set up by
@@ -36,12 +38,19 @@ def capped(text):
     return text if cut <= 0 else f"{text[:CAP]}... ({plural(cut, 'character')} cut)"
 
 
+def _cell(text):
+    """A CSV cell of text: capped, and a leading = + - @ quoted with ' so that a spreadsheet
+    shows it rather than running it as a formula (a submission named =HYPERLINK(...))."""
+    text = capped(text)
+    return "'" + text if text[:1] in FORMULA_STARTS else text
+
+
 def write_csv(results, path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "exercise", "result", "message"])
         for r in results:
-            writer.writerow([capped(cell) for cell in (r.student, r.exercise, r.status, r.message)])
+            writer.writerow([_cell(cell) for cell in (r.student, r.exercise, r.status, r.message)])
 
 
 def _test(r):

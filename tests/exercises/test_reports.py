@@ -52,6 +52,13 @@ def test_the_csv_has_a_row_for_the_exercise_not_in_the_copy_with_its_reason(tmp_
     assert ["ada", "causal_mask", NOT_IN_COPY, WHY] in rows and len(rows) == 5
 
 
+@pytest.mark.parametrize("student", ["=HYPERLINK(\"http://x\",\"ada\")", "+1", "-2+3", "@SUM(A1)", "\t=1"])
+def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_is_quoted(tmp_path, student):
+    write_csv([Result(student, "softmax", "passed", "=1+1 in 3 cases")], tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as f:
+        assert list(csv.reader(f))[1] == ["'" + student, "softmax", "passed", "'=1+1 in 3 cases"]
+
+
 @pytest.mark.parametrize("extra, shown", [(0, None), (1, "... (1 character cut)"), (7, "... (7 characters cut)")])
 def test_capped_keeps_cap_characters_and_says_how_many_were_cut(extra, shown):
     text = "".join(chr(ord("a") + i % 26) for i in range(CAP + extra))
