@@ -29,12 +29,12 @@ def _results(student="ada", message="softmax: 3 cases"):
 def test_an_exercise_not_in_the_copy_is_a_test_of_no_points_naming_why():
     report = gradescope(_results())
     by_name = {t["name"]: t for t in report["tests"]}
-    assert list(by_name) == ["softmax", "causal_mask (not graded: not in that copy)", "linear", "heads"]
+    assert list(by_name) == ["softmax", "linear", "heads", "causal_mask (not graded: not in that copy)"]   # graded first
     absent = by_name["causal_mask (not graded: not in that copy)"]
     assert absent == {"name": "causal_mask (not graded: not in that copy)", "score": 0.0, "max_score": 0.0,
                       "output": f"exercise causal_mask: not in that copy: {WHY}"}
     assert [(t["score"], t["max_score"], t.get("status")) for t in report["tests"]] == [
-        (1.0, 1.0, "passed"), (0.0, 0.0, None), (0.0, 1.0, "failed"), (0.0, 1.0, "failed")]
+        (1.0, 1.0, "passed"), (0.0, 1.0, "failed"), (0.0, 1.0, "failed"), (0.0, 0.0, None)]
     assert report["score"] == 1.0 and sum(t["max_score"] for t in report["tests"]) == 3.0
     assert report["output"] == f"exercise causal_mask: not in that copy: {WHY}"
 
