@@ -102,8 +102,8 @@ def _parsed(path):
 
 def _names_used(node):
     """Every name the code reads, and every string constant (a definition named by a string)."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | \
-           {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    return {n.id if isinstance(n, ast.Name) else n.value for n in ast.walk(node)
+            if isinstance(n, ast.Name) or isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
 def definitions_in(folder):
