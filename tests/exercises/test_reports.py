@@ -16,7 +16,8 @@ from exercises.regions import SKIPPED, SOURCES
 from exercises.reports import CAP, capped, gradescope, write_csv, write_gradescope, write_gradescope_class
 from tests.exercises.helpers import ROOT, plant
 
-WHY = "the copy has version 1f3a9c0e2b7d4a15 of causal_mask, the grader 0b7e2c4d8a1f9e36: it changed since the copy was made"
+WHY = ("the copy has version 1f3a9c0e2b7d4a15 of causal_mask, the grader 0b7e2c4d8a1f9e36: it changed since the "
+       "copy was made")
 
 
 def _results(student="ada", message="softmax: 3 cases"):
@@ -29,7 +30,7 @@ def _results(student="ada", message="softmax: 3 cases"):
 def test_an_exercise_not_in_the_copy_is_a_test_of_no_points_naming_why():
     report = gradescope(_results())
     by_name = {t["name"]: t for t in report["tests"]}
-    assert list(by_name) == ["softmax", "linear", "heads", "causal_mask (not graded: not in that copy)"]   # graded first
+    assert list(by_name) == ["softmax", "linear", "heads", "causal_mask (not graded: not in that copy)"]  # graded 1st
     absent = by_name["causal_mask (not graded: not in that copy)"]
     assert absent == {"name": "causal_mask (not graded: not in that copy)", "score": 0.0, "max_score": 0.0,
                       "output": f"exercise causal_mask: not in that copy: {WHY}"}

@@ -39,10 +39,7 @@ CHANGED = {
     "an argument": SOLUTION.replace("weight.T", "weight"),
     "a string": SOLUTION.replace('"zero"', '"nil"'),
     "a comparison": SOLUTION.replace("is not None", "is None"),
-    "two statements swapped": SOLUTION.replace("        rows = x.reshape(-1, x.shape[-1])                       # (N, in)\n"
-                                               "        out = kernels.matmul(rows, weight.T)\n",
-                                               "        out = kernels.matmul(rows, weight.T)\n"
-                                               "        rows = x.reshape(-1, x.shape[-1])\n"),
+    "two statements swapped": "".join(SOLUTION.splitlines(keepends=True)[i] for i in (1, 0, 2, 3, 4)),
     "a line moved into the block": SOLUTION.replace("        return np.where", "            return np.where"),
 }
 
