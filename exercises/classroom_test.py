@@ -40,8 +40,11 @@ def graded(names, submission):
                              env={**os.environ, "PYTHONPATH": ROOT})
         if not os.path.isfile(results):
             return f"the grader failed: {(run.stderr.strip() or run.stdout.strip())[-500:]}"
-        with open(results) as f:
-            report = json.load(f)
+        try:
+            with open(results) as f:
+                report = json.load(f)
+        except ValueError as err:
+            return f"the grader's results.json could not be read: {err}"
     if not report["tests"]:
         return report.get("output", "the grader graded nothing")
     return {test["name"].split(" ")[0]: (test.get("status") == "passed", test["output"]) for test in report["tests"]}
