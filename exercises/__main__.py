@@ -89,12 +89,11 @@ def grade_one(parser, args, names):
     """[Result] of the teacher grading the copy of --project (a folder or a .zip; default this
     project); no project found there, or a submission refused, is one line, written to
     --gradescope too."""
-    if not args.project:                    # this project, the teacher's own: not a submission to walk
-        return grade(ROOT, {os.path.basename(ROOT): ROOT}, names, args.timeout, memory_mb=args.memory)
-    given = args.project
+    given = args.project or ROOT
     student = os.path.basename(os.path.abspath(given))
     with tempfile.TemporaryDirectory(prefix="exercises-submission-") as scratch:
-        project, why = find_project(given, scratch)
+        # this project, the teacher's own, is not a submission to walk
+        project, why = find_project(given, scratch) if args.project else (ROOT, None)
         if why:
             if args.gradescope:
                 reports.write_gradescope([Result(student, "", NO_PROJECT, why)], args.gradescope)
