@@ -13,10 +13,13 @@ layout) with every statement that is only a string (a docstring) left out. For t
 the body of each region (dedented; a region whose lines go back out of the block it started
 in is parsed inside blocks opened for it). For the check, its function, the module-level
 names of its module that it uses, and theirs in turn, and each definition of
-exercises/checks/definitions/ it names, by a name or a string (`expect("softmax", x)`): a
-changed case list, tolerance, or definition is a changed contract. The judging machinery it
-shares with every other check (exercises/checks/feedback.py, expected.py) is not part of any
-one exercise's version. The hash names a version; nothing of the solution can be read back.
+exercises/checks/definitions/ and each probe of exercises/probes.py it names, by a name or a
+string (`expect("softmax", x)`, `task.call("kernel", "softmax", x)`): a changed case list,
+tolerance, definition or probe is a changed contract. The judging machinery it shares with
+every other check (exercises/checks/feedback.py, expected.py) is not part of any one
+exercise's version. The hash names a version; nothing of the solution can be read back.
+Empty fields are left out of the tree's text, so it reads the same under the Python versions
+this project supports (3.12 added empty `type_params` to every function).
 """
 
 import ast
@@ -106,35 +109,38 @@ def _names_used(node):
             if isinstance(n, ast.Name) or isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
-def definitions_in(folder):
-    """{name: node} of every top-level name of the modules in folder (none if there is no folder)."""
+def definitions_in(*places):
+    """{name: [node]} of every top-level name of the modules at places (a module's file, or a
+    folder of them; a place that is not there holds none), as a check may name them by a string."""
+    files = [os.path.join(place, f) for place in places if os.path.isdir(place)
+             for f in sorted(os.listdir(place)) if f.endswith(".py")] + [p for p in places if os.path.isfile(p)]
     definitions = {}
-    for file in sorted(f for f in os.listdir(folder) if f.endswith(".py")) if os.path.isdir(folder) else ():
-        definitions.update({name: node for name, node in _parsed(os.path.join(folder, file)).items()
-                            if not name.startswith("__")})
+    for file in files:
+        for name, node in _parsed(file).items():
+            if not name.startswith("__"):
+                definitions.setdefault(name, []).append(node)
     return definitions
 
 
 def check_contract(function, definitions):
     """The normal form of a check: its function, the module-level names of its module it uses
-    (transitively), and each of `definitions` ({name: node}, definitions_in) it names (a name
-    of its own module first)."""
+    (transitively), and each of `definitions` ({name: [node]}, definitions_in) it names, by a
+    name (its own module's first) or a string, and theirs in turn."""
     module = _parsed(inspect.getsourcefile(function))
     if module.get(function.__name__) is None:          # not a def of its module (a lambda, a partial): its source
         return normal_form(inspect.getsource(function))
     seen, pending = {}, [("check", function.__name__)]
     while pending:
         where, name = pending.pop()
-        node = (module if where == "check" else definitions)[name]
         if (where, name) in seen:
             continue
-        seen[(where, name)] = node
-        for used in _names_used(node):
+        nodes = seen[(where, name)] = [module[name]] if where == "check" else definitions[name]
+        for used in set().union(*(_names_used(node) for node in nodes)):
             if used in module and where == "check":
                 pending.append(("check", used))
             elif used in definitions:
                 pending.append(("definitions", used))
-    parts = {_dump(node) for node in seen.values()}   # one node may hold several names (a, b = ...)
+    parts = {_dump(node) for nodes in seen.values() for node in nodes}   # a node may hold several names (a, b = )
     return "\n".join(sorted(parts))
 
 
@@ -143,7 +149,8 @@ def versions(root):
     and its check (the grader's, exercises/checks/), each in its normal form, hashed together."""
     from exercises import checks
     from exercises.regions import regions_of
-    definitions = definitions_in(os.path.join(os.path.dirname(os.path.abspath(checks.__file__)), "definitions"))
+    exercises = os.path.dirname(os.path.dirname(os.path.abspath(checks.__file__)))
+    definitions = definitions_in(os.path.join(exercises, "checks", "definitions"), os.path.join(exercises, "probes.py"))
     found = {}
     for name, places in regions_of(root).items():
         digest = hashlib.sha256(name.encode())

@@ -164,11 +164,24 @@ def unrelated():
     return "not used by the check"
 
 
-def check_thing():
+def check_thing(task):
     """Each case: twice a plus b, against the definition."""
     for a, b in CASES:
-        assert twice(a) + b > TOLERANCE, expect("doubled", a)
+        assert task.call("probe_doubled", a) + b > TOLERANCE, expect("doubled", twice(a))
     return "ok"
+'''
+PROBES = '''\
+def probe_doubled(x):
+    from project import double
+    return double(x)
+
+
+def doubled(x):
+    return "a probe of the same name as a definition"
+
+
+def probe_unused(x):
+    return x
 '''
 DEFINITIONS = '''\
 def doubled(x):
@@ -183,20 +196,23 @@ CHECK_SAME = {
     "a comment in the check": ("check", '    return "ok"', '    # all cases passed\n    return "ok"'),
     "a function the check does not use": ("check", '"not used by the check"', '"still not used"'),
     "a definition the check does not name": ("definitions", "3 * x", "x * 3"),
+    "a probe the check does not name": ("probes", "return x\n", "return [x]\n"),
     "a case list reflowed": ("check", "CASES = [(1, 2), (3, 4)]", "CASES = [\n    (1, 2),\n    (3, 4),\n]"),
 }
 CHECK_CHANGED = {
-    "the check's code": ("check", "twice(a) + b", "twice(a) - b"),
+    "the check's code": ("check", "a) + b", "a) - b"),
     "its cases": ("check", "(3, 4)", "(3, 5)"),
     "its tolerance": ("check", "1e-6", "1e-5"),
-    "a helper it calls": ("check", "return x * 2", "return x * 2.0"),
+    "a helper it calls": ("check", "return x * 2\n", "return x * 2.0\n"),
     "the definition it names by a string": ("definitions", "2 * x", "2 * x + 1"),
+    "the probe it names by a string": ("probes", "return double(x)", "return double(x + 0.5)"),
+    "a probe named as a definition it names": ("probes", '"a probe of the same name', '"another probe of the same name'),
 }
 
 
 def _contract(folder, edit=None):
     """check_contract of check_thing in a module written to folder (with edit (file, old, new) applied)."""
-    texts = {"check": CHECK_MODULE, "definitions": DEFINITIONS}
+    texts = {"check": CHECK_MODULE, "definitions": DEFINITIONS, "probes": PROBES}
     if edit:
         file, old, new = edit
         assert old in texts[file]
@@ -204,11 +220,12 @@ def _contract(folder, edit=None):
     os.makedirs(folder / "definitions")
     (folder / "definitions" / "numeric.py").write_text(texts["definitions"])
     (folder / "checks_of_thing.py").write_text(texts["check"])
+    (folder / "probes.py").write_text(texts["probes"])
     spec = importlib.util.spec_from_file_location(f"checks_of_thing_{abs(hash(str(folder)))}",
                                                   folder / "checks_of_thing.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return check_contract(module.check_thing, definitions_in(str(folder / "definitions")))
+    return check_contract(module.check_thing, definitions_in(str(folder / "definitions"), str(folder / "probes.py")))
 
 
 @pytest.mark.parametrize("how", CHECK_SAME)
