@@ -66,14 +66,15 @@ def _test(r):
 def gradescope(results):
     """Gradescope's results.json for one student's results: one test per exercise, 1 point each
     when graded; one not in that copy (not handed out, or changed since) is a test of 0 points
-    saying why, after those graded, and the submission's output names it too. No project found: no test, the
+    saying why, after those graded, and the submission's output names them in one line. No project found: no test, the
     output says why. Every text capped (capped)."""
     if any(r.status == NO_PROJECT for r in results):
         return {"score": 0.0, "tests": [], "output": capped("\n".join(r.line() for r in results))}
     tests = [_test(r) for r in sorted(results, key=lambda r: r.status == NOT_IN_COPY)]      # stable: graded first
     report = {"score": sum(t["score"] for t in tests), "tests": tests}
-    if (absent := [r for r in results if r.status == NOT_IN_COPY]):
-        report["output"] = capped("\n".join(r.line() for r in absent))
+    if (absent := [r.exercise for r in results if r.status == NOT_IN_COPY]):
+        report["output"] = capped(f"not graded, not in that copy (each test of 0 points below says why): "
+                                  f"{', '.join(absent)}")
     return report
 
 
