@@ -1,0 +1,198 @@
+"""Hostile students: a class graded with submissions written to cheat or to harm, each a
+softmax region that attacks the grader as a student who read it in their copy would. None
+may pass, the honest classmates graded beside them must all pass, the teacher's files must
+be unchanged, no process may outlive the run, and the grader's memory and its files stay
+bounded whatever the children write."""
+import csv
+import hashlib
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tests.exercises.helpers import ROOT, plant, region_files
+
+S = "    "
+
+
+def _lines(*lines):
+    return "".join(f"{S}{line}\n" for line in lines)
+
+
+ZEROS = "return np.zeros_like(x)"
+SOLUTION = ("e = np.exp(x - _row_max(x))", "s = e.sum(axis=-1, keepdims=True)",
+            "return np.divide(e, s, out=np.zeros_like(e), where=s != 0)")
+ATTACKS = {
+    "patches numpy's comparisons": _lines(
+        "np.allclose = np.array_equal = lambda *a, **k: True", "np.isclose = lambda a, b, **k: np.ones(np.shape(a), bool)",
+        ZEROS),
+    "patches the judge through sys.modules and the frames": _lines(
+        "import sys", "for m in list(sys.modules.values()):",
+        "    for n in ('compare', 'run', 'untouched', 'require_dtype', 'expect', 'difference'):",
+        "        try: setattr(m, n, lambda *a, **k: ('passed', 'all'))", "        except Exception: pass",
+        "f = sys._getframe()", "while f is not None:",
+        "    f.f_globals.update(Wrong=Exception, compare=lambda *a, **k: None)", "    f = f.f_back",
+        ZEROS),
+    "forges a verdict on every open descriptor, then exits": _lines(
+        "import os, json", "for body in (json.dumps(['passed', 'forged']), json.dumps({'value': {'out': 1, 'changed': False}}),",
+        "             json.dumps({'ended': 0})):", "    frame = len(body).to_bytes(4, 'big') + body.encode()",
+        "    for fd in range(3, 256):", "        try: os.write(fd, frame)", "        except OSError: pass",
+        "os._exit(0)"),
+    "imports the definitions": _lines(
+        "from exercises.checks.definitions import softmax as answer", "return answer(x)"),
+    "reads the teacher's files": _lines(
+        f"source = open({os.path.join(ROOT, 'autograd', 'kernels', 'reference.py')!r}).read()",
+        "body = source.split('# BEGIN EXERCISE softmax')[1].split('# END EXERCISE')[0]",
+        "exec(compile('def f(x):' + body, 'f', 'exec'), globals())", "return f(x)"),
+    "execs its own file's region": _lines(
+        "source = open(__file__).read()",
+        "body = source.split('# BEGIN EXERCISE softmax')[1].split('# END EXERCISE')[0].split(chr(10), 1)[1]",
+        "exec(compile('def f(x):' + chr(10) + body, 'f', 'exec'), globals())", "return f(x)"),
+    "rewrites the tree for the students after it": _lines(
+        "import os", "top = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))",
+        "for folder, _, files in os.walk(top):", "    for name in files:",
+        "        try:", "            with open(os.path.join(folder, name), 'w') as f: f.write('')",
+        "        except OSError: pass", ZEROS),
+    "appends to the teacher's checks": _lines(
+        f"try: open({os.path.join(ROOT, 'exercises', 'checks', '__init__.py')!r}, 'a').write('CHECKS.clear()')",
+        "except OSError: pass", ZEROS),
+    "kills every process it can": _lines(
+        "import os, signal", "for pid in [int(p) for p in os.listdir('/proc') if p.isdigit()] + [os.getppid()]:",
+        "    try: os.kill(pid, signal.SIGKILL) if pid != os.getpid() else None", "    except OSError: pass",
+        "try: os.kill(-1, signal.SIGKILL)", "except OSError: pass", ZEROS),
+    "forks fifty daemons, then answers right": _lines(
+        "import os, time", "for _ in range(50):", "    try: pid = os.fork()", "    except OSError: break",
+        "    if pid == 0:", "        os.setsid()", "        time.sleep(600)", "        os._exit(0)", *SOLUTION),
+    "floods the channel": _lines(
+        "import os", "junk = b'x' * (64 * 2 ** 20)", "for fd in range(3, 64):", "    for _ in range(6):",
+        "        try: os.write(fd, b'\\xff\\xff\\xff\\xff' + junk)", "        except OSError: break", ZEROS),
+    "raises a 50 MB message": _lines("raise ValueError('x' * 50_000_000)"),
+    "fills the disk": _lines(
+        "import os", "for place in ('/tmp/fill', os.path.join(os.path.dirname(__file__), 'fill'), 'fill'):",
+        "    try:", "        with open(place, 'wb') as f:", "            for _ in range(200): f.write(b'x' * 2 ** 20)",
+        "    except OSError: pass", ZEROS),
+    "phones home": _lines(
+        "import socket", "port = PORT",
+        "try: socket.create_connection(('127.0.0.1', port), timeout=2).sendall(b'pwned')", "except OSError: pass",
+        ZEROS),
+}
+
+
+def _fingerprint(root):
+    """A hash of the teacher's source and exercises (what a hostile child might edit)."""
+    digest = hashlib.sha256()
+    for package in ("autograd", "nn", "transformer", "exercises"):
+        for folder, folders, files in sorted(os.walk(os.path.join(root, package))):
+            folders[:] = sorted(f for f in folders if f != "__pycache__")
+            for name in sorted(files):
+                digest.update(name.encode())
+                with open(os.path.join(folder, name), "rb") as f:
+                    digest.update(f.read())
+    return digest.hexdigest()
+
+
+def _children_left():
+    run = subprocess.run(["pgrep", "-f", "from exercises.child import main"], capture_output=True, text=True)
+    return run.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def class_graded(tmp_path_factory):
+    """The hostile class, an honest student before and after them (alphabetically), graded at once."""
+    folder = tmp_path_factory.mktemp("hostile")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.5)                         # the test listens on loopback; a child must not reach it
+    received, stop = [], threading.Event()
+
+    def listen():
+        while not stop.is_set():
+            try:
+                received.append(listener.accept()[0].recv(100))
+            except OSError:
+                pass
+    threading.Thread(target=listen, daemon=True).start()
+    submissions = folder / "submissions"
+    for index, (attack, body) in enumerate(ATTACKS.items()):
+        student = submissions / f"m{index:02d}"
+        region_files(ROOT, student)
+        plant(student, "softmax", body.replace("PORT", str(listener.getsockname()[1])))
+    for honest in ("a_honest", "z_honest"):
+        region_files(ROOT, submissions / honest)
+    before, children_before = _fingerprint(ROOT), _children_left()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(submissions), "--out", str(folder / "g.csv"),
+                          "--gradescope", str(folder / "gs"), "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": ROOT}, timeout=1200)
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    stop.set()
+    with open(folder / "g.csv", newline="") as f:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+    return {"run": run, "rows": rows, "unchanged": _fingerprint(ROOT) == before, "left": set(_children_left()) -
+            set(children_before), "peak_mb": peak_mb if peak_mb > usage / 1024 else None, "received": received,
+            "folder": folder}
+
+
+@pytest.mark.parametrize("index", range(len(ATTACKS)), ids=list(ATTACKS))
+def test_a_hostile_submission_does_not_pass(class_graded, index):
+    row = class_graded["rows"][(f"m{index:02d}", "softmax")]
+    attack = list(ATTACKS)[index]
+    if attack.endswith("then answers right"):
+        assert row["result"] == "passed", row                     # a right answer, not hidden by its forks
+    else:
+        assert row["result"] != "passed", row
+
+
+def test_the_honest_students_beside_them_pass_everything(class_graded):
+    from exercises.catalog import EXERCISES
+    assert class_graded["run"].returncode == 0, class_graded["run"].stderr[-2000:]
+    for student in ("a_honest", "z_honest"):
+        assert [class_graded["rows"][(student, n)]["result"] for n in EXERCISES] == ["passed"] * len(EXERCISES), \
+            [class_graded["rows"][(student, n)]["message"] for n in EXERCISES]
+
+
+def test_the_other_exercises_of_a_hostile_student_are_graded_as_usual(class_graded):
+    rows = [r for (s, n), r in class_graded["rows"].items() if s.startswith("m") and n == "causal_mask"]
+    assert len(rows) == len(ATTACKS) and {r["result"] for r in rows} == {"passed"}
+
+
+def test_the_teacher_s_files_are_unchanged_and_nothing_outlives_the_run(class_graded):
+    assert class_graded["unchanged"]
+    assert class_graded["left"] == set()
+
+
+def test_no_child_reaches_the_network_and_the_grader_stays_bounded(class_graded):
+    assert class_graded["received"] == []
+    rows = class_graded["rows"].values()
+    assert max(len(r["message"]) for r in rows) <= 2100
+    assert os.path.getsize(class_graded["folder"] / "g.csv") < 2 * 2 ** 20
+    if class_graded["peak_mb"] is not None:
+        assert class_graded["peak_mb"] < 1200, class_graded["peak_mb"]
+
+
+@pytest.mark.parametrize("mode", ["userns", "process"])
+def test_in_a_user_namespace_the_same_attacks_fail_and_by_process_only_the_grade_says_so(tmp_path, mode):
+    """A user namespace is what a teacher who is not root gets; process-only isolation what
+    macOS or a Linux without user namespaces gets (there the grade says so in one line)."""
+    if mode == "userns" and subprocess.run(["unshare", "--user", "--map-root-user", "true"],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("this system has no unprivileged user namespaces")
+    attacks = ["reads the teacher's files", "rewrites the tree for the students after it", "kills every process it can"] \
+        if mode == "userns" else ["imports the definitions"]        # by process only, an attack may well succeed
+    for index, attack in enumerate(attacks):
+        region_files(ROOT, tmp_path / "s" / f"m{index}")
+        plant(tmp_path / "s" / f"m{index}", "softmax", ATTACKS[attack])
+    region_files(ROOT, tmp_path / "s" / "z_honest")
+    run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(tmp_path / "s"), "--out", str(tmp_path / "g.csv"),
+                          "--jobs", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "PYTHONPATH": ROOT, "EXERCISES_ISOLATION": mode})
+    with open(tmp_path / "g.csv", newline="") as f:
+        rows = {(r["student"], r["exercise"]): r["result"] for r in csv.DictReader(f)}
+    assert ("isolation by process only" in run.stdout) == (mode == "process"), run.stdout
+    assert {result for (student, _), result in rows.items() if student == "z_honest"} == {"passed"}
+    assert [rows[(f"m{i}", "softmax")] for i in range(len(attacks))] == ["not yet"] * len(attacks)
