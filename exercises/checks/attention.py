@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.checks.feedback import FRESH, Judge, Wrong, mistake, with_fresh
 
 # batch dims, T_q, T_k, d_k, d_v: 3-D (B, T, d) and 4-D (B, H, T, d), one with H == T_k == d_k
 ATTENTIONS = [((1,), 2, 3, 4, 3), ((2,), 3, 5, 16, 4), ((2, 3), 4, 3, 3, 2), ((1,), 4, 4, 5, 7), ((2,), 2, 3, 9, 2),
@@ -49,7 +49,7 @@ def _attention_mistakes(q, k, mask):
 
 def check_attention(task):
     judge = Judge()
-    for seed, (lead, t_q, t_k, d_k, d_v) in enumerate(ATTENTIONS):
+    for seed, (lead, t_q, t_k, d_k, d_v) in with_fresh(ATTENTIONS, again=1):
         r = np.random.default_rng(seed)
         q, k, v = r.standard_normal(lead + (t_q, d_k)) * 2, r.standard_normal(lead + (t_k, d_k)) * 2, \
             r.standard_normal(lead + (t_k, d_v))
@@ -66,7 +66,7 @@ def check_attention(task):
 
 def check_heads(task):
     judge = Judge()
-    for seed, (batch, length, d_model, heads) in enumerate(((1, 2, 6, 3), (3, 5, 8, 2), (2, 4, 6, 6), (2, 3, 12, 3))):
+    for seed, (batch, length, d_model, heads) in with_fresh(((1, 2, 6, 3), (3, 5, 8, 2), (2, 4, 6, 6), (2, 3, 12, 3))):
         r = np.random.default_rng(seed)
         x = r.standard_normal((batch, length, d_model))
         case = f"(B={batch}, T={length}, d_model={d_model}), {heads} heads"
@@ -106,7 +106,8 @@ NOT_FLOAT64 = mistake("table not float64", "the table is a float64 constant, cas
 
 def check_sinusoidal(task):
     judge = Judge()
-    for max_len, d in ((1, 2), (4, 4), (6, 8), (5, 7), (40, 16), (3, 1)):
+    fresh = [tuple(int(n) for n in np.random.default_rng(seed).integers((2, 2), (60, 30))) for seed in FRESH]
+    for max_len, d in ((1, 2), (4, 4), (6, 8), (5, 7), (40, 16), (3, 1), *fresh):
         what, case = "sinusoidal_table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)", \
             f"max_len {max_len}, d_model {d}"
         try:
@@ -123,7 +124,7 @@ def check_sinusoidal(task):
 
 def check_causal_mask(task):
     judge = Judge()
-    for n in (3, 5, 2, 1):
+    for n in (3, 5, 2, 1, *(int(np.random.default_rng(seed).integers(6, 40)) for seed in FRESH)):
         mask = np.asarray(task.call("causal_mask", n))
         judge.compare("causal_mask: query t may see keys 0..t (True = may attend)", f"length {n}", mask,
                       expect("causal_mask", n, 0),

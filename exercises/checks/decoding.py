@@ -6,7 +6,7 @@ seeded GPT-style model's generation."""
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.checks.feedback import FRESH, Judge, Wrong, mistake
 
 BOS, EOS, PAD = 0, 1, 2
 
@@ -44,7 +44,8 @@ def check_greedy_decode(task):
     judge = Judge()
     # seed 1 first: its rows end two steps apart, so no two classic stops give the same output there
     for seed, bias, rows, endless in ((1, 0.5, (0, 1, 2), ()), (0, 1.0, (0, 1), ()), (2, 1.5, (2, 0, 1, 1), ()),
-                                      (3, 0.0, (1, 2), ()), (4, 1.0, (0, 1, 2), (1,))):
+                                      (3, 0.0, (1, 2), ()), (4, 1.0, (0, 1, 2), (1,)),
+                                      *((seed, 1.0, (0, 1, 2), ()) for seed in FRESH)):
         tables, sources = tables_of(seed, eos_bias=bias, endless=endless), np.array(rows)
         src = np.stack([sources, sources], axis=1)                     # (B, 2)
         for use_cache in (True, False):
@@ -101,7 +102,7 @@ def unnormalised(tables, seed):
 
 def check_beam_search(task):
     judge = Judge()
-    for seed, beam, alpha, max_len, bias in BEAMS:
+    for seed, beam, alpha, max_len, bias in BEAMS + [(seed, 3, 1.0, 7, -0.5) for seed in FRESH]:
         tables, sources = unnormalised(tables_of(seed, sources=4, vocab=9, eos_bias=bias), seed), np.array([0, 2, 1, 3])
         case = f"beam {beam}, alpha {alpha}, 4 rows with sources (0, 2, 1, 3), max_len {max_len} (seed {seed})"
         try:

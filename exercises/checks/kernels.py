@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, cases, mistake, require_dtype, untouched
+from exercises.checks.feedback import FRESH, Judge, Wrong, cases, mistake, require_dtype, untouched, with_fresh
 
 NO_SHIFT = ("max not subtracted", "exp overflows to inf for large logits (NaN after the division): subtract each "
             "row's max before exp")
@@ -38,8 +38,10 @@ def logits():
     masked = cases()[1].standard_normal((3, 4))
     masked[0], masked[1, :2] = -np.inf, -np.inf                        # a fully and a partly masked row
     square = ("(3, 3) logits", cases()[2].standard_normal((3, 3)) * 3)
+    fresh = [(f"(4, 6) logits, seed {seed} (drawn for this grading)", np.random.default_rng(seed).standard_normal((4, 6))
+              * 3) for seed in FRESH]
     return found[:3] + [square] + found[3:] + [("(3, 6) logits spread over 1e4, a row 20000 lower", spread),
-                                              ("(3, 4) logits, row 0 fully masked (-inf), row 1 half", masked)]
+                                              ("(3, 4) logits, row 0 fully masked (-inf), row 1 half", masked)] + fresh
 
 
 def poisoned():
@@ -74,7 +76,8 @@ def check_softmax(task):
 
 def check_softmax_backward(task):
     judge = Judge()
-    for case, x in [logits()[3]] + logits()[:3] + logits()[4:6] + [float32_logits()]:
+    every = logits()
+    for case, x in [every[3]] + every[:3] + every[4:6] + [float32_logits()] + every[8:]:
         y = expect("softmax", x).astype(x.dtype)
         dy = np.random.default_rng(x.size).standard_normal(x.shape).astype(x.dtype)
         got = untouched("softmax_backward", case, task.call("kernel", "softmax_backward", y, dy))
@@ -137,7 +140,7 @@ def layer_norm_forward(x, eps):
 
 def check_layer_norm_backward(task):
     judge = Judge()
-    for seed, shape in enumerate(((1, 4), (3, 5), (4, 7), (2, 2))):
+    for seed, shape in with_fresh(((1, 4), (3, 5), (4, 7), (2, 2)), again=2):
         r = np.random.default_rng(seed)
         x, w, b, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape[1]), \
             r.standard_normal(shape)
@@ -233,7 +236,7 @@ ADAM_VARIANTS = ("right", "no_correction", "eps_inside", "v_of_g", "step_from_ze
 
 def check_adam_step(task):
     judge = Judge()
-    for seed, (size, lr, b1, b2, eps) in enumerate(((3, 0.1, 0.9, 0.999, 1e-8), (7, 0.01, 0.8, 0.99, 1e-3))):
+    for seed, (size, lr, b1, b2, eps) in with_fresh(((3, 0.1, 0.9, 0.999, 1e-8), (7, 0.01, 0.8, 0.99, 1e-3))):
         r = np.random.default_rng(seed)
         p0, grads = r.standard_normal(size), r.standard_normal((4, size)) * 0.3
         p, m, v = p0.copy(), np.zeros(size), np.zeros(size)

@@ -5,7 +5,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake, require_dtype
+from exercises.checks.feedback import Judge, Wrong, mistake, require_dtype, with_fresh
 from exercises.sandbox import rebuilt
 
 LINEARS = [((3, 3), 3), ((1, 3), 3), ((2, 4), 4), ((2, 3, 4), 5), ((5, 2), 3), ((3, 1, 2, 6), 7)]
@@ -18,7 +18,7 @@ NONE_BIAS = mistake("a missing bias added", "F.linear(x, W) passes bias=None: ad
 
 def check_linear(task):
     judge = Judge()
-    for seed, (x_shape, out) in enumerate(LINEARS):
+    for seed, (x_shape, out) in with_fresh(LINEARS, again=3):
         r = np.random.default_rng(seed)
         x, w, b = r.standard_normal(x_shape), r.standard_normal((out, x_shape[-1])), r.standard_normal(out)
         case = f"x {x_shape}, W {w.shape}, b ({out},)"
@@ -79,8 +79,8 @@ EMBEDDING_MISTAKES = (("ids flattened", "the rows keep the ids' shape: (..., dim
 
 def check_embedding(task):
     judge = Judge()
-    for seed, (vocab, dim, ids_shape, dtype) in enumerate(((5, 2, (3,), np.float64), (7, 3, (2, 4), np.float64),
-                                                           (4, 5, (2, 3, 2), np.float64), (6, 3, (2, 2), np.float32))):
+    for seed, (vocab, dim, ids_shape, dtype) in with_fresh(((5, 2, (3,), np.float64), (7, 3, (2, 4), np.float64),
+                                                            (4, 5, (2, 3, 2), np.float64), (6, 3, (2, 2), np.float32)), 1):
         r = np.random.default_rng(seed)
         weight = r.standard_normal((vocab, dim)).astype(dtype)
         ids = r.integers(0, vocab, ids_shape)

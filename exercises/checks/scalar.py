@@ -5,7 +5,7 @@ upstream gradients are not 1."""
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.checks.feedback import FRESH, Judge, Wrong, mistake
 
 # (case, leaf values, program: ("mul" | "add", i, j) or ("tanh", i) over the values so far)
 GRAPHS = [
@@ -42,7 +42,7 @@ DIVIDED = mistake("divided by a factor", "d(a*b)/da is b itself; out.data / a is
 
 def check_value_mul(task):
     judge = Judge()
-    for case, leaves, program in GRAPHS:
+    for case, leaves, program in GRAPHS + [_random_dag(seed) for seed in FRESH]:
         try:
             found = task.call("value_grads", leaves, program)
         except ZeroDivisionError:
@@ -192,7 +192,7 @@ def _judge_order(case, graph, order, shared_passed, walks):
 
 def check_topological_sort(task):
     shared_passed, walks = False, {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
-    for index, (case, leaves, program) in enumerate(ORDER_CASES):
+    for index, (case, leaves, program) in enumerate(ORDER_CASES + [_random_dag(seed) for seed in FRESH]):
         graph = Graph(leaves, program)
         try:
             order = [int(i) for i in task.call("order", leaves, program)]
@@ -202,7 +202,7 @@ def check_topological_sort(task):
         _judge_order(case, graph, order, shared_passed, walks)
         shared_passed = shared_passed or graph.shared()
     judge = Judge()
-    for case, leaves, program in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS):
+    for case, leaves, program in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS, *map(_random_dag, FRESH)):
         judge.compare("gradients through backward(), which runs in reverse topological order", case,
                       task.call("value_grads", leaves, program)["grads"], expect("scalar_grads", leaves, program, "right"))
     return "sixteen graphs (one Value, asymmetric reuse, y * y, random graphs, 4096 paths, a chain of 3000): order " \

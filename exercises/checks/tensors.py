@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.checks.feedback import Judge, Wrong, mistake, with_fresh
 from exercises.sandbox import Raised
 
 REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
@@ -16,7 +16,7 @@ REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3
 
 def check_unbroadcast(task):
     judge = Judge()
-    for seed, (grad_shape, shape) in enumerate(REDUCTIONS):
+    for seed, (grad_shape, shape) in with_fresh(REDUCTIONS, again=4):
         g = np.random.default_rng(seed).standard_normal(grad_shape)
         judge.compare("unbroadcast: the gradient summed over the dims broadcasting added or stretched, to the "
                       "input's shape", f"a {grad_shape} gradient to shape {shape}", task.call("unbroadcast", g, shape),
@@ -68,7 +68,7 @@ def _joined(found, a_shape, b_shape, case):
 
 def check_matmul_backward(task):
     judge = Judge()
-    for seed, (a_shape, b_shape) in enumerate(MATMULS):
+    for seed, (a_shape, b_shape) in with_fresh(MATMULS, again=4):
         r = np.random.default_rng(seed)
         a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
         case = f"A {a_shape} @ B {b_shape}, random upstream gradient (seed {seed})"
@@ -106,8 +106,8 @@ def check_matmul_loops(task):
     judge = Judge()
     for compiled in (False, True):
         how = "compiled by Numba" if compiled else "run as Python (NUMBA_DISABLE_JIT=1)"
-        for seed, (a_shape, b_shape) in enumerate((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
-                                                   ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4)))):
+        for seed, (a_shape, b_shape) in with_fresh((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
+                                                    ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4))), 3):
             r = np.random.default_rng(seed)
             a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
             batch = int(np.prod(a_shape[:-2]))

@@ -196,3 +196,38 @@ def test_in_a_user_namespace_the_same_attacks_fail_and_by_process_only_the_grade
     assert ("isolation by process only" in run.stdout) == (mode == "process"), run.stdout
     assert {result for (student, _), result in rows.items() if student == "z_honest"} == {"passed"}
     assert [rows[(f"m{i}", "softmax")] for i in range(len(attacks))] == ["not yet"] * len(attacks)
+
+
+def _table_of_recorded_answers():
+    """A softmax region that answers from a table of the copy's recorded cases (their inputs
+    are in the copy's checks, their results in its expected.npz), and gives zeros elsewhere."""
+    import base64
+    import io
+
+    import numpy as np
+
+    from exercises.checks.definitions import softmax
+    from exercises.checks.kernels import float32_logits, logits, poisoned
+    with np.errstate(all="ignore"):
+        table = {hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest(): softmax(x).astype(x.dtype)
+                 for _, x in logits() + [poisoned(), float32_logits()]}
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f"k{key}": value for key, value in table.items()})
+    packed = base64.b64encode(buffer.getvalue()).decode()
+    return _lines("import base64, hashlib, io", f"table = np.load(io.BytesIO(base64.b64decode({packed!r})))",
+                  "key = 'k' + hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()",
+                  "return table[key] if key in table.files else np.zeros_like(x)")
+
+
+def test_a_table_of_the_copy_s_recorded_answers_passes_its_own_check_but_not_the_grade(fresh, tmp_path):
+    """The teacher's grade adds cases drawn afresh each run (feedback.FRESH) to the fixed ones."""
+    import shutil
+
+    from tests.exercises.helpers import exercises
+    copy = tmp_path / "copy"
+    shutil.copytree(fresh, copy)
+    plant(copy, "softmax", _table_of_recorded_answers())
+    status, own = exercises("check", "softmax", cwd=copy)
+    assert "exercise softmax: passed" in own, own
+    status, graded = exercises("check", "softmax", "--project", str(copy))
+    assert status == 1 and "exercise softmax: not yet: " in graded and "drawn for this grading" in graded, graded
