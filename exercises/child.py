@@ -144,11 +144,28 @@ def _clean_up(child, pid_one):
     return status
 
 
+def _warm_up_numba():
+    """Compile one small loop kernel (not any exercise's: an elementwise sum) once, so that a
+    task child that compiles a student's kernel finds Numba and LLVM already set up."""
+    import numba
+    import numpy as np
+
+    def add_into(a, c):
+        for t in range(c.shape[0]):
+            for i in range(c.shape[1]):
+                for j in range(c.shape[2]):
+                    c[t, i, j] += a[t, i, j]
+    numba.config.DISABLE_JIT = False
+    numba.njit(add_into)(np.ones((1, 1, 1)), np.zeros((1, 1, 1)))
+    numba.config.DISABLE_JIT = True
+
+
 def _zygote(config, root):
     from exercises import wire
     control = socket.socket(fileno=config["control_fd"])
     for module in PRELOADED:
         __import__(module)
+    _warm_up_numba()
     pid_one = os.getpid() == 1
     wire.send(control.fileno(), {"zygote": config["isolation"]})
     while True:

@@ -77,6 +77,9 @@ def matmul_grads(a, b, upstream):
     return {"a": ta.grad, "b": tb.grad}
 
 
+_COMPILED = {}           # the student's kernel, compiled once in this task child
+
+
 def matmul_loops(a, b, compiled):
     """loops.matmul(a, b), run as Python (compiled False) or compiled by Numba (True)."""
     from autograd.kernels import loops
@@ -85,7 +88,9 @@ def matmul_loops(a, b, compiled):
     import numba
     numba.config.DISABLE_JIT = False
     python_loops = loops.matmul_loops
-    loops.matmul_loops = numba.njit(getattr(python_loops, "py_func", python_loops))
+    if python_loops not in _COMPILED:
+        _COMPILED[python_loops] = numba.njit(getattr(python_loops, "py_func", python_loops))
+    loops.matmul_loops = _COMPILED[python_loops]
     try:
         return np.asarray(loops.matmul(a, b))
     finally:
