@@ -270,6 +270,16 @@ PLANTED = [
     ("greedy_decode", "the last EOS not written",
      sub("            ys = np.concatenate(", "            if (done | (next_token == eos)).all():\n                break\n"
          "            ys = np.concatenate("), None),
+    # ----- the third, unseen set: caught since the judge left the child
+    ("linear", "dtype changed", sub("out = kernels.matmul(rows, weight.T)",
+                                    "out = kernels.matmul(rows.astype(float), weight.T.astype(float))"), None),
+    ("layer_norm_backward", "upstream gradient changed in place",
+     sub("dx = grad_xhat - xhat * projection\n        dx *= rstd", "grad_xhat -= xhat * projection\n        dx = grad_xhat * rstd"),
+     1),
+    ("matmul_loops", "not compilable", f"{S}c[...] = np.matmul(a, b)\n", None),
+    ("matmul_loops", "not compilable", f"{S}for t in range(c.shape[0]):\n{E}c[t] = a[t] @ b[t]\n", None),
+    ("beam_search", "alpha ignored in the finished scores",
+     sub("candidates[flat] / length_penalty(step, alpha)", "candidates[flat] / length_penalty(step, 0.6)"), None),
     ("sinusoidal", "table not float64", sub("np.zeros((max_len, d_model))", "np.zeros((max_len, d_model), dtype=np.float32)"),
      None),
 ]

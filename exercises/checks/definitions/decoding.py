@@ -64,7 +64,8 @@ def _score(total, length, alpha, variant, where):
     variant computes it for a finished one, a live one at max_len, or the bound to stop early."""
     if variant in RAW[where]:
         return total
-    penalty = length_penalty(length + (variant in BOS_COUNTED[where]), _alpha(alpha, variant))
+    ignored = variant == "alpha_ignored_finished" and where == "finished"
+    penalty = length_penalty(length + (variant in BOS_COUNTED[where]), 0.6 if ignored else _alpha(alpha, variant))
     return total * penalty if variant == "multiplied" else total / penalty
 
 
