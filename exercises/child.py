@@ -145,18 +145,17 @@ def _clean_up(child, pid_one):
 
 
 def _warm_up_numba():
-    """Compile one small loop kernel (not any exercise's: an elementwise sum) once, so that a
-    task child that compiles a student's kernel finds Numba and LLVM already set up."""
+    """Compile one small loop kernel of its own (doubling a matrix: no exercise's) once, so that
+    a task child that compiles a student's kernel finds Numba and LLVM already set up."""
     import numba
     import numpy as np
 
-    def add_into(a, c):
-        for t in range(c.shape[0]):
-            for i in range(c.shape[1]):
-                for j in range(c.shape[2]):
-                    c[t, i, j] += a[t, i, j]
+    def doubled(matrix, out):
+        for row in range(out.shape[0]):
+            for col in range(out.shape[1]):
+                out[row, col] = 2.0 * matrix[row, col]
     numba.config.DISABLE_JIT = False
-    numba.njit(add_into)(np.ones((1, 1, 1)), np.zeros((1, 1, 1)))
+    numba.njit(doubled)(np.ones((1, 1)), np.zeros((1, 1)))
     numba.config.DISABLE_JIT = True
 
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
 from exercises.regions import find_regions, line_in_submission, python_files, read, regions_of, rewrite, splice
-from exercises.sandbox import MEMORY_MB, run_jobs, write_tree
+from exercises.sandbox import MEMORY_MB, run_jobs
+from exercises.tree import write_tree
 from exercises.versions import versions
 
 NOT_IN_COPY = "not in that copy"

@@ -71,7 +71,8 @@ def check_own_copy(root, names, timeout, memory_mb):
     from exercises.checks import NOT_STARTED
     from exercises.grading import NOT_IN_COPY, Result, judge_of, syntax_error
     from exercises.handout import outstanding
-    from exercises.sandbox import run_jobs, write_tree
+    from exercises.sandbox import run_jobs
+    from exercises.tree import write_tree
     if not os.path.exists(os.path.join(root, AS_MADE)):
         made, notes = {path: read(root, path) for path in python_files(root)}, [OLD_COPY]
     else:

@@ -44,7 +44,7 @@ def _where(err):
 def run(name, task):
     """Run one exercise's check on a task child (exercises/sandbox.py's Task): (status,
     message), status "passed" or "not yet". A Crashed task (a death, a time-out) passes through."""
-    from exercises.sandbox import Crashed, Raised
+    from exercises.zygote import Crashed, Raised
     try:
         what = CHECKS[name](task)
     except Crashed:

@@ -71,7 +71,7 @@ def record_expectations(path):
     checks' children have) and save every expected result to path."""
     global _recording
     from exercises.checks import CHECKS, feedback
-    from exercises.sandbox import CHECK_ENVIRONMENT
+    from exercises.zygote import CHECK_ENVIRONMENT
     os.environ.update(CHECK_ENVIRONMENT)
     feedback.FRESH.clear()                                # a copy's checks have only the fixed cases
     _recording = {}

@@ -6,7 +6,7 @@ import numpy as np
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake, require_dtype, with_fresh
-from exercises.sandbox import rebuilt
+from exercises.zygote import rebuilt
 
 LINEARS = [((3, 3), 3), ((1, 3), 3), ((2, 4), 4), ((2, 3, 4), 5), ((5, 2), 3), ((3, 1, 2, 6), 7)]
 
