@@ -96,8 +96,16 @@ def _fingerprint(root):
 
 
 def _children_left():
-    run = subprocess.run(["pgrep", "-f", "from exercises.child import main"], capture_output=True, text=True)
-    return run.stdout.split()
+    """The process ids of every check child (zygote or task) alive on this machine."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"from exercises.child import main" in f.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
 
 
 @pytest.fixture(scope="module")
