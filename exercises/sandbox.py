@@ -62,6 +62,43 @@ def first_zygote(tree, scratch, hide, notes):
     return Zygote(tree, os.path.join(scratch, "0"), mode, hide)
 
 
+class Slots:
+    """`jobs` threads, each with a zygote of its own, taking tasks from one queue and putting
+    (key, verdict) on another; ("failed", error) stops the run (the grader's own failure, or a
+    tree that changed: then no grade of the run can be trusted)."""
+
+    def __init__(self, tasks, tree, timeout, limits, hide, first):
+        self.tree, self.timeout, self.limits, self.hide, self.first = tree, timeout, limits, hide, first
+        self.expected, self.scratch = fingerprint(tree), os.path.dirname(first.scratch)
+        self.pending, self.done = queue.Queue(), queue.Queue()
+        for task in tasks:
+            self.pending.put(task)
+
+    def work(self, slot):
+        zygote = self.first if slot == 0 else None
+        try:
+            while not self.pending.empty():
+                key, overrides, judge = self.pending.get_nowait()
+                zygote = zygote or Zygote(self.tree, os.path.join(self.scratch, str(slot)), self.first.mode, self.hide)
+                verdict, keep = _judged(zygote, overrides, judge, self.limits, time.monotonic() + self.timeout,
+                                        self.timeout)
+                if not keep:
+                    zygote.kill()
+                    zygote = None
+                self.done.put((key, verdict))
+                if fingerprint(self.tree) != self.expected:
+                    raise RuntimeError("the child's tree changed during grading: isolation failed, no grade of this "
+                                       "run can be trusted")
+        except queue.Empty:
+            pass
+        except BaseException as err:                     # noqa: BLE001  passed on to the grader's thread
+            self.done.put(("failed", err))
+        finally:
+            if zygote:
+                zygote.kill()
+            self.done.put(("slot done", None))
+
+
 def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=None):
     """Run each task (key, overrides {file: text}, judge) with the texts put into a task child of
     a zygote on `tree` (write_tree), judge(task) in this process, `jobs` at a time; yields
@@ -70,58 +107,27 @@ def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=Non
     tasks = list(tasks)
     if not tasks:
         return
-    expected = fingerprint(tree)
-    limits = {"memory_mb": memory_mb, "cpu_seconds": int(timeout) + 5, "file_mb": 8, "processes": 8}
-    pending, done = queue.Queue(), queue.Queue()
-    for task in tasks:
-        pending.put(task)
     scratch = tempfile.mkdtemp(prefix="exercises-children-")
     os.chmod(scratch, 0o711)
-    first = first_zygote(tree, scratch, hide, notes if notes is not None else [])
-    mode = first.mode
-
-    def worker(slot):
-        zygote = first if slot == 0 else None
-        while True:
-            try:
-                key, overrides, judge = pending.get_nowait()
-            except queue.Empty:
-                break
-            try:
-                zygote = zygote or Zygote(tree, os.path.join(scratch, str(slot)), mode, hide)
-                verdict, keep = _judged(zygote, overrides, judge, limits, time.monotonic() + timeout, timeout)
-            except BaseException as err:                 # noqa: BLE001  the grader's own failure, passed on
-                done.put(("failed", err))
-                break
-            if not keep:
-                zygote.kill()
-                zygote = None
-            done.put((key, verdict))
-            if fingerprint(tree) != expected:
-                done.put(("failed", RuntimeError("the child's tree changed during grading: isolation failed, "
-                                                 "no grade of this run can be trusted")))
-                break
-        if zygote:
-            zygote.kill()
-        done.put(("worker done", None))
-
-    workers = [threading.Thread(target=worker, args=(slot,), daemon=True) for slot in range(max(1, jobs))]
-    for thread in workers:
-        thread.start()
+    limits = {"memory_mb": memory_mb, "cpu_seconds": int(timeout) + 5, "file_mb": 8, "processes": 8}
+    slots, threads = None, []
     try:
+        slots = Slots(tasks, tree, timeout, limits, hide, first_zygote(tree, scratch, hide, [] if notes is None else notes))
+        threads = [threading.Thread(target=slots.work, args=(slot,), daemon=True) for slot in range(max(1, jobs))]
+        for thread in threads:
+            thread.start()
         finished = 0
-        while finished < len(workers):
-            key, verdict = done.get()
-            if key == "worker done":
-                finished += 1
-            elif key == "failed":
+        while finished < len(threads):
+            key, verdict = slots.done.get()
+            finished += key == "slot done"
+            if key == "failed":
                 raise verdict
-            else:
+            if key != "slot done":
                 yield key, verdict
     finally:
-        while not pending.empty():
-            pending.get_nowait()
-        for thread in workers:
+        while slots and not slots.pending.empty():          # a failure: the other slots stop after their task
+            slots.pending.get_nowait()
+        for thread in threads:
             thread.join()
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -66,7 +66,7 @@ class Zygote:
     """One child process, started afresh, that forks a task child per exercise."""
 
     def __init__(self, tree, scratch, mode, hide=()):
-        self.mode = mode
+        self.mode, self.scratch = mode, scratch
         ours, theirs = socket.socketpair()
         config = {"tree": tree, "isolation": mode, "control_fd": theirs.fileno(), "scratch": scratch,
                   "new_root": os.path.join(scratch, "root"), "scratch_mb": 16, "environment": ENVIRONMENT,
