@@ -1,10 +1,11 @@
-"""python -m demos.bench.grading [--students 200] [--jobs N]: how long a class takes to grade.
+"""python -m demos.bench.grading [--students 200] [--jobs N] [--json FILE]: how long a class takes to grade.
 
 Writes `--students` submissions of every exercise, each solved (the files of this project
 that hold exercise regions, the teacher's solution in every one: every check runs to the
 end, the slowest case), and times `python -m exercises grade` on them with `--jobs` checks
 at once. Prints the submissions, checks passed, seconds and checks a second. On a machine
-shared with other work the time includes waiting for the cores.
+shared with other work the time includes waiting for the cores. The checks run isolated as
+the grader does on this machine (the grade's first line says when by process only).
 """
 
 import csv
@@ -15,7 +16,8 @@ import sys
 import tempfile
 import time
 
-from demos._flags import command_line, integer_at_least
+from demos._flags import a_file_to_write, command_line, integer_at_least
+from demos._results import write_json
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = ("autograd", "nn", "transformer")
@@ -50,6 +52,7 @@ def main(argv=None):
     parser.add_argument("--students", type=integer_at_least(1), default=200)
     parser.add_argument("--jobs", type=integer_at_least(1), default=os.cpu_count() or 1,
                         help="checks at once (default: cores)")
+    parser.add_argument("--json", type=a_file_to_write, help="write the figures to this file")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
         write_class(os.path.join(folder, "submissions"), args.students)
@@ -63,8 +66,12 @@ def main(argv=None):
         with open(grades) as f:
             rows = list(csv.DictReader(f))
     passed = sum(row["result"] == "passed" for row in rows)
-    print(f"graded {args.students} submissions, {len(rows)} checks ({passed} passed) with {args.jobs} jobs "
-          f"in {seconds:.1f} s: {len(rows) / seconds:.1f} checks/s")
+    isolation = "by process only" if "isolation by process only" in run.stdout else "namespaces"
+    print(f"graded {args.students} submissions, {len(rows)} checks ({passed} passed) with {args.jobs} jobs, "
+          f"isolated in {isolation}, in {seconds:.1f} s: {len(rows) / seconds:.1f} checks/s")
+    if args.json:
+        write_json(args.json, {"students": args.students, "checks": len(rows), "passed": passed, "jobs": args.jobs,
+                               "isolation": isolation, "seconds": seconds})
     return 0 if passed == len(rows) else 1
 
 
