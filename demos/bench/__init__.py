@@ -22,13 +22,13 @@ CUT = re.compile(r"twin of exercise (\w+), cut from this copy")
 
 
 def cut_from_this_copy(*paths):
-    """The exercises a student copy cut code from these files for (exercises/twins.py), in
-    order, or []: read as text, importing nothing."""
-    cut = []
+    """The exercises a student copy cut code from these files for (exercises/twins.py),
+    sorted, or []: read as text, importing nothing."""
+    cut = set()
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            cut += [name for name in CUT.findall(f.read()) if name not in cut]
-    return cut
+            cut.update(CUT.findall(f.read()))
+    return sorted(cut)
 
 
 def need_engine_room(prog):
