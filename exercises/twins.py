@@ -54,7 +54,7 @@ def cut_twins(text, handed_out):
     return "".join(out)
 
 
-def twins_cut(handed_out):
+def kernels_cut(handed_out):
     """{kernel name: [exercise]}: the kernels whose faster twins a copy handing out these is without."""
     kernels = {}
     for name in handed_out:
@@ -77,7 +77,7 @@ def cut_twins_in_copy(copy, handed_out):
             if "# BEGIN TWIN" in text:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(cut_twins(text, handed_out))
-    if (kernels := twins_cut(handed_out)):
+    if (kernels := kernels_cut(handed_out)):
         with open(os.path.join(copy, CUT_LIST), "w", encoding="utf-8") as f:
             f.write(f'"""Written by `python -m exercises make`: the kernels whose faster twins this copy is without,\n'
                     f'each with the exercises it answers (autograd/kernels/twins.py)."""\n\nTWINS_CUT = {kernels!r}\n')

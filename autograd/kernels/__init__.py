@@ -29,7 +29,7 @@ import sys
 import types
 
 from autograd.kernels import reference
-from autograd.kernels.twins import twins_cut
+from autograd.kernels.twins import kernels_cut
 
 TIERS = ("numpy", "loops", "fast")
 KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
@@ -46,7 +46,7 @@ def _namespace(module):
     """The tier's kernels: the module's own, the numpy definition for any it does not write
     or whose twin this student copy is without (twins.py)."""
     global _said_cut
-    cut = twins_cut()
+    cut = kernels_cut()
     if cut and not _said_cut:
         print(f"autograd: in this student copy {', '.join(cut)} run their numpy definitions (reference.py), the "
               "exercises' own code, in every tier: their faster twins are cut from it", file=sys.stderr, flush=True)
@@ -158,12 +158,12 @@ def prepare(dtype="float32", fused_attention=False):
     kernels too; it also keeps freed memory for the next step (engine_room/allocator.py).
     The loops tier, with the JIT on, compiles (or loads) its kernels for dtype here, saying so."""
     if _tier == "fast":
-        _engine_room("prepare", dtype, fused_attention and "attention_forward" not in twins_cut())
+        _engine_room("prepare", dtype, fused_attention and "attention_forward" not in kernels_cut())
     if _current is None:
         _bind()
     if _tier == "loops":
         from autograd.kernels import loops
-        loops.warmup(dtype, skip=twins_cut())
+        loops.warmup(dtype, skip=kernels_cut())
 
 
 def prepare_in_background(dtype="float32", fused_attention=False):
@@ -171,7 +171,7 @@ def prepare_in_background(dtype="float32", fused_attention=False):
     compiling the kernels (in child processes) if this is their first run, and prepare()
     later waits for them.  A demo calls this before it reads its data, so the two overlap."""
     if _tier == "fast":
-        _engine_room("start", dtype, fused_attention and "attention_forward" not in twins_cut())
+        _engine_room("start", dtype, fused_attention and "attention_forward" not in kernels_cut())
 
 
 def _default_tier():

@@ -9,7 +9,7 @@ runs. The teacher's project has no such file: every tier is whole.
 """
 
 
-def twins_cut():
+def kernels_cut():
     """{kernel name: [exercise]} of the kernels whose faster twins this copy is without ({} if none)."""
     try:
         from autograd.kernels.twins_cut import TWINS_CUT

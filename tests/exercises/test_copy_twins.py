@@ -14,7 +14,7 @@ import pytest
 
 from exercises.catalog import EXERCISES, TWIN_KERNELS
 from exercises.regions import SKIPPED
-from exercises.twins import BEGIN_TWIN, cut_twins, twins_cut
+from exercises.twins import BEGIN_TWIN, cut_twins, kernels_cut
 from tests.exercises.helpers import ROOT, exercises
 
 TEXT = '''def kept():
@@ -109,7 +109,7 @@ def test_every_twin_names_an_exercise_and_every_twin_kernel_has_its_code_marked(
     assert {"autograd/kernels/reference.py", "transformer/attention.py", "demos/bench/attention.py",
             "autograd/engine_room/attention.py"} <= set(found["attention"])
     assert found["heads"] == ["demos/bench/torch_gpt.py"]
-    assert twins_cut(["heads", "softmax", "adam_step"]) == {
+    assert kernels_cut(["heads", "softmax", "adam_step"]) == {
         "softmax": ["softmax"], "attention_forward": ["softmax"], "attention_backward": ["softmax"],
         "adam_step": ["adam_step"]}
 
@@ -117,12 +117,12 @@ def test_every_twin_names_an_exercise_and_every_twin_kernel_has_its_code_marked(
 def test_the_teacher_s_registry_routes_nothing_and_a_copy_s_routes_its_cut_kernels_to_numpy(monkeypatch, capsys):
     from autograd import kernels
     from autograd.kernels import loops, reference
-    assert kernels.twins_cut() == {}                   # no twins_cut.py here: every tier whole
+    assert kernels.kernels_cut() == {}                   # no twins_cut.py here: every tier whole
     before = kernels.tier()
     try:
         kernels.use_tier("loops")
         assert kernels.softmax is loops.softmax and kernels.adam_step is reference.adam_step   # loops writes no Adam
-        monkeypatch.setattr(kernels, "twins_cut", lambda: {"softmax": ["softmax"], "log_softmax": ["log_softmax"]})
+        monkeypatch.setattr(kernels, "kernels_cut", lambda: {"softmax": ["softmax"], "log_softmax": ["log_softmax"]})
         monkeypatch.setattr(kernels, "_said_cut", False)
         capsys.readouterr()
         for _ in range(2):
