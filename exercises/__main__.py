@@ -86,17 +86,22 @@ def make(parser, args):
 
 
 def grade_one(parser, args, names):
-    """[Result] of the teacher grading the copy of --project (a folder or a .zip); no project
-    found there is one line, written to --gradescope too."""
+    """[Result] of the teacher grading the copy of --project (a folder or a .zip; default this
+    project); no project found there, or a submission refused, is one line, written to
+    --gradescope too."""
     given = args.project or ROOT
     student = os.path.basename(os.path.abspath(given))
     with tempfile.TemporaryDirectory(prefix="exercises-submission-") as scratch:
-        project, why = find_project(given, scratch)
+        # this project, the teacher's own, is not a submission to walk
+        project, why = find_project(given, scratch) if args.project else (ROOT, None)
         if why:
             if args.gradescope:
                 reports.write_gradescope([Result(student, "", NO_PROJECT, why)], args.gradescope)
             parser.exit(2, f"python -m exercises: error: --project {given!r}: {NO_PROJECT}: {why}\n")
-        return grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory)
+        notes = []
+        results = grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory, notes=notes)
+        print("\n".join(notes), end="\n" if notes else "")
+        return results
 
 
 def check(parser, args):
@@ -111,7 +116,7 @@ def check(parser, args):
     else:
         results = grade_one(parser, args, names)
     for result in results:
-        print(result.line())
+        print(reports.capped(result.line()))
     if args.gradescope:
         reports.write_gradescope(results, args.gradescope)
     if IS_STUDENT_COPY and outstanding(ROOT):
@@ -128,9 +133,11 @@ def grade_class(parser, args):
         found = find_projects(args.submissions, scratch)
         unread = [Result(student, "", NO_PROJECT, why) for student, (_, why) in found.items() if why]
         for result in unread:
-            print(f"{result.student}: {result.line()}")
+            print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
-        graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory) if projects else []
+        notes = []
+        graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory, notes) if projects else []
+        print("\n".join(notes), end="\n" if notes else "")
     order = {student: index for index, student in enumerate(found)}
     results = sorted(graded + unread, key=lambda r: order[r.student])
     reports.write_csv(results, args.out)

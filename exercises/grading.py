@@ -1,36 +1,42 @@
-"""Grading submissions with the teacher's code only.
+"""Grading submissions with the teacher's code only, the student's code isolated from it.
 
 A submission's exercise regions are read as text; nothing else in it is read, imported or
-run. For each exercise, the grader takes a pristine temporary copy of the teacher's own
-source packages, splices the submission's regions of that exercise into it (in memory),
-leaves every other region the teacher's solution, and runs the
-teacher's check in a child process with a time limit. So the submission's exercises/,
-tests, conftest.py or any other file it changed make no difference to its grade.
-
-The grader imports the pristine project once, before the children fork; each child swaps
-the learner's code into the functions it changed (exercises/hotpatch.py), or, when that
-cannot be done, imports the project afresh with the spliced files.
+run. The grader writes, once per run, the child's tree: the teacher's source packages with
+every exercise cut (no solution at all). For each exercise of each submission, it takes the
+files holding that exercise's regions from that tree, splices the submission's regions in
+(and, in the files of the exercises its check needs, their solutions: NEEDS), and sends these
+texts to a task child (exercises/sandbox.py), which runs the submission's code on the inputs
+the check chooses and sends back data. The check, the judge, runs here, in the grader,
+with the definitions: nothing that judges and no answer of the exercise is in the child. So
+the submission's exercises/, tests, conftest.py or any other file it changed make no
+difference to its grade, and its code cannot reach the judge, the teacher's files or another
+student's check.
 """
 
-import compileall
 import os
 import re
-import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
-from exercises.hotpatch import patch
-from exercises.regions import SKIPPED, SOURCES, find_regions, line_in_submission, read, regions_of, splice
-from exercises.sandbox import MEMORY_MB, prepare_grader, run_jobs
+from exercises.regions import find_regions, line_in_submission, python_files, read, regions_of, rewrite, splice
+from exercises.sandbox import MEMORY_MB, run_jobs, write_tree
 from exercises.versions import versions
 
 NOT_IN_COPY = "not in that copy"
 NO_PROJECT = "no project found"           # a submission with nothing to grade: one Result, exercise ""
-PRELOADED = ("autograd", "nn", "nn.functional", "transformer", "transformer.attention", "transformer.decoding",
-             "transformer.families.decoder_only", "transformer.masks", "transformer.positional",
-             "autograd.kernels.loops", "autograd.kernels.reference")
+MAX_REGION_CHARS = 200_000                # a region is a few lines; a larger one is refused, not sent
+# The exercises whose solutions a check needs in its child besides its own (the smallest sets
+# with which every solution passes: the end-to-end training runs an Embedding, a LayerNorm, a
+# Linear, a matmul, cross-entropy and Adam; the cache a whole attention layer and a GPT);
+# every other exercise is cut there.
+TRAINING = ("matmul_backward", "log_softmax", "layer_norm_backward", "linear", "embedding", "adam_step")
+NEEDS = {"value_mul": ("topological_sort",), "topological_sort": ("value_mul",),
+         **{name: tuple(n for n in TRAINING if n != name) for name in TRAINING},
+         "matmul_backward": ("unbroadcast",) + TRAINING[1:],
+         "attention": ("softmax",), "beam_search": ("log_softmax",),
+         "log_softmax": ("softmax",) + TRAINING[:1] + TRAINING[2:],          # log(softmax(x)) is a classic mistake
+         "kv_cache": ("softmax", "linear", "attention", "heads", "causal_mask", "embedding", "greedy_decode")}
 
 
 @dataclass(frozen=True)
@@ -51,21 +57,22 @@ class Result:
 
 
 class Teacher:
-    """The teacher's project as the grader sees it: a pristine copy of its source packages
-    (made once per grading run), its regions, and the current version of each exercise."""
+    """The teacher's project as the grader sees it: its regions, the current version of each
+    exercise, and the child's tree (every exercise cut), written once per grading run."""
 
     def __init__(self, root, folder):
-        for package in SOURCES:
-            shutil.copytree(os.path.join(root, package), os.path.join(folder, package),
-                            ignore=lambda _, names: [n for n in names if n in SKIPPED])
-        compileall.compile_dir(folder, quiet=2)        # each check then imports the rest from .pyc
-        self.root = folder
-        self.regions = regions_of(folder)
-        self.versions = versions(folder)
+        from exercises.handout import cut_all
+        self.regions = regions_of(root)
+        self.versions = versions(root)
+        texts = {path: read(root, path) for path in python_files(root)}
+        self.cut = {path: rewrite(text, cut_all(self.versions)) for path, text in texts.items()}
+        self.tree = os.path.join(folder, "tree")
+        write_tree(self.tree, self.cut)
 
     def overrides(self, name, submitted):
-        """{file: text} of the pristine files holding `name`, with the submitted bodies spliced in;
-        or a str saying why this exercise is not in the submission."""
+        """{file: text} of the files holding `name` or an exercise its check needs, from the tree,
+        the submitted bodies of `name` and the solutions of those needed spliced in; or a str
+        saying why this exercise is not in the submission."""
         own = self.regions[name]
         if not submitted:
             return (f"the copy has no region for {name}: it was made before {name} was added, or without it "
@@ -77,11 +84,17 @@ class Teacher:
         if len(submitted) != len(own):
             return (f"the copy has {len(submitted)} regions for {name}, the grader {len(own)}: it changed since "
                     "the copy was made, or some of its # BEGIN EXERCISE and # END EXERCISE lines were removed")
-        bodies = iter(body for _, _, body in submitted)
+        bodies = {name: [body for _, _, body in submitted]}
+        bodies.update({needed: [body for _, _, body in self.regions[needed]] for needed in NEEDS.get(name, ())})
         out = {}
-        for path in dict.fromkeys(f for f, _, _ in own):
-            count = sum(f == path for f, _, _ in own)
-            out[path] = splice(read(self.root, path), name, [next(bodies) for _ in range(count)])
+        for exercise, places in ((n, self.regions[n]) for n in bodies):
+            for path in dict.fromkeys(f for f, _, _ in places):
+                out.setdefault(path, self.cut[path])
+        for exercise, texts in bodies.items():
+            queue = list(texts)
+            for path in dict.fromkeys(f for f, _, _ in self.regions[exercise]):
+                count = sum(f == path for f, _, _ in self.regions[exercise])
+                out[path] = splice(out[path], exercise, [queue.pop(0) for _ in range(count)])
         return out
 
 
@@ -107,29 +120,19 @@ def origins_of(own, places):
     return origins
 
 
-def _module_name(path):
-    return path[:-len(".py")].replace(os.sep, ".").removesuffix(".__init__")
-
-
-def _check_job(name, root, overrides, origins):
-    """What the child runs: the learner's regions swapped into the imported project's
-    functions (exercises/hotpatch.py), or, where that cannot be done, the project imported
-    afresh with the spliced files (an error there is an import-time error); then the check."""
-    def job():
-        import importlib
-        patched = all(patch(_module_name(path), os.path.join(root, path), read(root, path), text)
-                      for path, text in overrides.items())
-        if not patched:
-            _forget_project()
-            for path in overrides:
-                try:
-                    importlib.import_module(_module_name(path))
-                except BaseException as err:             # noqa: BLE001  reported, not raised
-                    return "not yet", f"importing {path} raised {type(err).__name__}: {err}"
+def judge_of(name, overrides, origins, teacher=True):
+    """What the grader runs for this task: the check, on the task child, its message telling
+    lines as the submission has them. In the teacher's grade (teacher), an exercise the code
+    calls that the check's child does not have (not in NEEDS) is not the copy's to do first."""
+    def judge(task):
         from exercises.checks import run
-        status, message = run(name)
+        status, message = run(name, task)
+        needed = re.match(r"needs exercise (\w+),", message)
+        if teacher and needed:
+            message = (f"calls exercise {needed[1]}, which {name}'s check does not run with: write {name} without "
+                       f"calling {needed[1]}'s code")
         return status, at_submission_lines(message, overrides, origins)
-    return job
+    return judge
 
 
 def at_submission_lines(message, overrides, origins):
@@ -144,25 +147,14 @@ def at_submission_lines(message, overrides, origins):
     return re.sub(r"\(in (\S+) line (\d+)\)", moved, message)
 
 
-def _forget_project():
-    for module in [m for m in sys.modules if m.split(".")[0] in SOURCES]:
-        del sys.modules[module]
-
-
-def _import_pristine(folder):
-    """Import the pristine copy's modules that the regions and the checks live in, once,
-    before the children fork."""
-    import importlib
-    sys.path.insert(0, folder)
-    for module in PRELOADED + tuple(_module_name(p) for places in regions_of(folder).values() for p, _, _ in places):
-        importlib.import_module(module)
-
-
 def tasks_for(teacher, student, folder, names):
     """(tasks for run_jobs, results known without running anything) of one submission."""
     submitted, places = regions_of(folder), find_regions(folder)
     tasks, known = [], []
     for name in names:
+        if any(len(body) > MAX_REGION_CHARS for _, _, body in submitted.get(name, [])):
+            known.append(Result(student, name, "not yet", f"a region of {name} is over {MAX_REGION_CHARS} characters"))
+            continue
         overrides = teacher.overrides(name, submitted.get(name, []))
         if isinstance(overrides, str):
             known.append(Result(student, name, NOT_IN_COPY, overrides))
@@ -171,31 +163,27 @@ def tasks_for(teacher, student, folder, names):
         if (problem := syntax_error(overrides, origins)):
             known.append(Result(student, name, "not yet", problem))
         else:
-            tasks.append(((student, name), teacher.root, overrides, _check_job(name, teacher.root, overrides, origins)))
+            tasks.append(((student, name), overrides, judge_of(name, overrides, origins)))
     return tasks, known
 
 
-def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB):
+def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB, notes=None):
     """[Result] of the exercises `names` (default: all; or {student: names}) of every
     submission ({student: folder}), checked in parallel over `jobs` processes (default:
-    every core), each in at most `memory_mb` of memory."""
-    if any(m == p or m.startswith(p + ".") for m in sys.modules for p in SOURCES):
-        raise RuntimeError("exercises: the grader must not have imported the project before grading")
+    every core), each in at most `memory_mb` of memory. notes: a list that gets a line if the
+    checks' isolation is by process only."""
     wanted = names if isinstance(names, dict) else {student: list(names or EXERCISES) for student in submissions}
-    prepare_grader()
     with tempfile.TemporaryDirectory(prefix="exercises-teacher-") as folder:
+        os.chmod(folder, 0o711)
         teacher = Teacher(teacher_root, folder)
-        _import_pristine(folder)
         tasks, results = [], []
         for student, path in submissions.items():
             more, known = tasks_for(teacher, student, path, wanted[student])
             tasks += more
             results += known
-        try:
-            for (student, name), (status, message) in run_jobs(tasks, timeout, jobs or os.cpu_count() or 1, memory_mb):
-                results.append(Result(student, name, status, message))
-        finally:
-            _forget_project()
-            sys.path.remove(folder)
+        hide = [teacher_root, *submissions.values()]
+        for (student, name), (status, message) in run_jobs(tasks, teacher.tree, timeout, jobs or os.cpu_count() or 1,
+                                                           memory_mb, hide, notes):
+            results.append(Result(student, name, status, message))
     order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in wanted[s])}
     return sorted(results, key=lambda r: order[(r.student, r.exercise)])

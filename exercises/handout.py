@@ -46,6 +46,11 @@ def _cut(handed_out, versions):
     return replace
 
 
+def cut_all(versions):
+    """The rewrite (regions.rewrite) that cuts every exercise, as a copy handing all out has them."""
+    return _cut(set(EXERCISES), versions)
+
+
 def tests_left_out(handed_out):
     """{test file: [exercise]}: the files a copy handing out these exercises leaves out, as
     each gives the answer of those exercises away (catalog.TESTS_THAT_REVEAL)."""
@@ -83,7 +88,6 @@ def student_copy(root, destination, handed_out):
     out and the others solved; returns the source files an exercise was cut out of."""
     from exercises.checks.expected import record_expectations
     from exercises.own_check import record_as_made
-    from exercises.sandbox import prepare_grader
     from exercises.versions import versions
     if os.path.exists(destination) and not os.path.isdir(destination):
         raise FileExistsError(f"exercises make: {destination!r} is a file; expected a new or empty folder")
@@ -107,7 +111,6 @@ def student_copy(root, destination, handed_out):
     conftest = os.path.join(destination, "tests", "conftest.py")
     with open(conftest, "a") as f:
         f.write(OUTSTANDING_HOOKS)
-    prepare_grader()                      # the checks run here as they do when grading: numpy kernels
     record_expectations(os.path.join(destination, "exercises", "checks", "expected.npz"))
     return [path for path in changed if "# BEGIN EXERCISE" in read(destination, path)]
 

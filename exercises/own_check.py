@@ -4,9 +4,10 @@ The teacher's grade reads a submission's exercise regions as text and splices th
 teacher's files: whatever else the learner changed (a helper above a region, an edited
 import, another module) is not graded. So `check` in a copy does the same with the copy's
 source files as `make` wrote them (exercises/as_made.json: stubs where exercises were cut,
-no solution): it splices the copy's regions, read as text, into those, runs each check on
-them in a child process (exercises/sandbox.py), and names each file changed outside its
-regions, "changes outside the exercise regions are not graded: FILE".
+no solution): the child's tree is those files, it splices the copy's regions, read as text,
+into them, runs each check's probes on them in a child process while the check judges here
+(exercises/sandbox.py), and names each file changed outside its regions, "changes outside
+the exercise regions are not graded: FILE".
 """
 
 import collections
@@ -55,41 +56,28 @@ def as_graded(root, made):
     return texts, origins, problems
 
 
-def overrides_of(root, texts):
-    """{file: text or None}: what the checks' children import instead of the copy's files,
-    every file whose text differs from `texts`, and None (no such module) for a file that
-    was not in the copy as made."""
+def changed_outside(root, texts):
+    """The source files of the copy at root that differ from `texts` (the files as made with the
+    copy's regions spliced in), or were not in the copy as made: changes the grade ignores."""
     on_disk = set(python_files(root))
-    overrides = {path: text for path, text in texts.items() if path not in on_disk or read(root, path) != text}
-    overrides.update({path: None for path in on_disk - set(texts)})
-    return overrides
-
-
-def _job(name, texts, origins):
-    """What the child runs: the check, its message telling lines as the learner's files have them."""
-    def job():
-        from exercises.checks import run
-        from exercises.grading import at_submission_lines
-        status, message = run(name)
-        return status, at_submission_lines(message, texts, origins)
-    return job
+    return sorted({path for path, text in texts.items() if path not in on_disk or read(root, path) != text}
+                  | (on_disk - set(texts)))
 
 
 def check_own_copy(root, names, timeout, memory_mb):
     """([Result], [note]) of checking the copy at root as the teacher's grade will: its regions
     spliced into its files as made; a note names each file changed outside its regions."""
-    from exercises.checks import NOT_STARTED  # imported once, before the children fork
-    from exercises.grading import NOT_IN_COPY, Result, syntax_error
+    import tempfile
+    from exercises.checks import NOT_STARTED
+    from exercises.grading import NOT_IN_COPY, Result, judge_of, syntax_error
     from exercises.handout import outstanding
-    from exercises.sandbox import prepare_grader, run_jobs
+    from exercises.sandbox import run_jobs, write_tree
     if not os.path.exists(os.path.join(root, AS_MADE)):
         made, notes = {path: read(root, path) for path in python_files(root)}, [OLD_COPY]
     else:
         with open(os.path.join(root, AS_MADE), encoding="utf-8") as f:
             made, notes = json.load(f), []
     texts, origins, problems = as_graded(root, made)
-    overrides = overrides_of(root, texts)
-    prepare_grader()
     untouched = set(outstanding(root))    # "not started" first: not hidden behind another exercise it needs
     verdicts = {name: NOT_STARTED if name in untouched else (NOT_IN_COPY, problems[name])
                 for name in names if name in untouched or name in problems}
@@ -97,7 +85,12 @@ def check_own_copy(root, names, timeout, memory_mb):
         spliced = {path: texts[path] for path, named in origins.items() if name in named}
         if (error := syntax_error(spliced, origins)):
             verdicts[name] = ("not yet", error)
-    tasks = [(name, root, overrides, _job(name, texts, origins)) for name in names if name not in verdicts]
-    verdicts.update(run_jobs(tasks, timeout, os.cpu_count() or 1, memory_mb))
-    notes += [OUTSIDE.format(path) for path in sorted(overrides)]
+    changed = {path: text for path, text in texts.items() if text != made[path]}
+    tasks = [(name, changed, judge_of(name, changed, origins, teacher=False)) for name in names if name not in verdicts]
+    with tempfile.TemporaryDirectory(prefix="exercises-check-") as folder:
+        os.chmod(folder, 0o711)
+        write_tree(os.path.join(folder, "tree"), made)
+        verdicts.update(run_jobs(tasks, os.path.join(folder, "tree"), timeout, os.cpu_count() or 1, memory_mb,
+                                 hide=[root], notes=notes))
+    notes += [OUTSIDE.format(path) for path in changed_outside(root, texts)]
     return [Result("", name, *verdicts[name]) for name in names], notes

@@ -1,10 +1,18 @@
-"""Writing grades: a CSV of student x exercise, and Gradescope's results.json."""
+"""Writing grades: a CSV of student x exercise, and Gradescope's results.json.
+
+Whatever a check's message holds (a student's exception can carry 50 MB of text), every CSV
+cell and every text of a results.json is capped at CAP characters, the cut said at its end;
+a CSV cell that a spreadsheet would run as a formula is quoted.
+"""
 
 import csv
 import json
 import os
 
 from exercises.grading import NO_PROJECT, NOT_IN_COPY
+
+CAP = 2000                          # characters of a CSV cell or a results.json text: a long message fits
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # what a spreadsheet may read as the start of a formula
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this in its image: the teacher's project is /autograder/source (set up by
@@ -24,26 +32,49 @@ exit 0
 """
 
 
+def capped(text):
+    """text, or its first CAP characters and how many more were cut."""
+    cut = len(text) - CAP
+    return text if cut <= 0 else f"{text[:CAP]}... ({plural(cut, 'character')} cut)"
+
+
+def _cell(text):
+    """A CSV cell of text: capped, and a leading = + - @ quoted with ' so that a spreadsheet
+    shows it rather than running it as a formula (a submission named =HYPERLINK(...))."""
+    text = capped(text)
+    return "'" + text if text[:1] in FORMULA_STARTS else text
+
+
 def write_csv(results, path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "exercise", "result", "message"])
         for r in results:
-            writer.writerow([r.student, r.exercise, r.status, r.message])
+            writer.writerow([_cell(cell) for cell in (r.student, r.exercise, r.status, r.message)])
+
+
+def _test(r):
+    """One exercise's test: 1 point if graded; if not in that copy, 0 of 0 points, named so and
+    saying why (its line), neither passed nor failed: the student sees why it was not graded."""
+    if r.status == NOT_IN_COPY:
+        return {"name": f"{r.exercise} (not graded: {NOT_IN_COPY})", "score": 0.0, "max_score": 0.0,
+                "output": capped(r.line())}
+    return {"name": r.exercise, "score": float(r.status == "passed"), "max_score": 1.0,
+            "status": "passed" if r.status == "passed" else "failed", "output": capped(r.line())}
 
 
 def gradescope(results):
-    """Gradescope's results.json for one student's results: one test per exercise graded, 1
-    point each. An exercise not in that copy (not handed out, or changed since) is no test and
-    no point: the submission's output names it. No project found: no test, the output says why."""
+    """Gradescope's results.json for one student's results: one test per exercise, 1 point each
+    when graded; one not in that copy (not handed out, or changed since) is a test of 0 points
+    saying why, after those graded, and the submission's output names them in one line. No project found: no test, the
+    output says why. Every text capped (capped)."""
     if any(r.status == NO_PROJECT for r in results):
-        return {"score": 0.0, "tests": [], "output": "\n".join(r.line() for r in results)}
-    tests = [{"name": r.exercise, "score": float(r.status == "passed"), "max_score": 1.0,
-              "status": "passed" if r.status == "passed" else "failed", "output": r.line()}
-             for r in results if r.status != NOT_IN_COPY]
+        return {"score": 0.0, "tests": [], "output": capped("\n".join(r.line() for r in results))}
+    tests = [_test(r) for r in sorted(results, key=lambda r: r.status == NOT_IN_COPY)]      # stable: graded first
     report = {"score": sum(t["score"] for t in tests), "tests": tests}
-    if (absent := [r for r in results if r.status == NOT_IN_COPY]):
-        report["output"] = "\n".join(r.line() for r in absent)
+    if (absent := [r.exercise for r in results if r.status == NOT_IN_COPY]):
+        report["output"] = capped(f"not graded, not in that copy (each test of 0 points below says why): "
+                                  f"{', '.join(absent)}")
     return report
 
 

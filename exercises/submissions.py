@@ -1,10 +1,16 @@
 """Finding each student's project in what was handed in: a folder, a folder holding the
 project one or two folders down (`alice/class-copy/...`), or a .zip of either.
 
-A .zip is untrusted: it is extracted into a temporary folder only, and refused whole if any
-member's path is absolute or climbs out (`..`), if it holds a symlink, or if it is larger or
-has more members than a class copy could (MAX_BYTES, MAX_MEMBERS). Nothing found is read
-here but folder names: the grader reads the regions' text later (exercises/grading.py).
+What was handed in is data, and untrusted. A .zip is extracted into a temporary folder only,
+and refused whole if any member's path is absolute or climbs out (`..`), if it holds a
+symlink, or if it is larger or has more members than a class copy could (MAX_BYTES,
+MAX_MEMBERS). A folder is refused whole if it is itself a symbolic link, or if it holds one,
+a hard link (a file with more than one name, which may be a name of a file of the teacher's),
+a device, a FIFO, a socket or a folder another file system is mounted on: anything that reads
+as something other than the bytes the student handed in. It is walked without following any
+link, bounded as zips are and MAX_DEPTH folders deep; the folders the grader never reads
+(.git, .venv, __pycache__, ...: regions.SKIPPED) are not walked. Nothing found is read here
+but names and file types: the grader reads the regions' text later (exercises/grading.py).
 """
 
 import os
@@ -17,6 +23,8 @@ from exercises.regions import SKIPPED, SOURCES
 MAX_BYTES = 200 * 2 ** 20          # the whole project with its notebooks is a few MB
 MAX_MEMBERS = 20_000
 DEPTH = 2                          # how many folders down a project may sit
+MAX_DEPTH = 32                     # how deep a folder submission may nest (the project: 5)
+SHOWN = 120                        # characters of a symbolic link's target shown
 EXPECTED = (f"expected a copy of the project (its {', '.join(p + '/' for p in SOURCES)} folders) in the folder, "
             f"one or two folders down, or in a .zip of it")
 
@@ -61,6 +69,57 @@ def _refusal(archive):
     return None
 
 
+def _kind(path, info):
+    """What a member that is neither a regular file nor a folder is, in words."""
+    if stat.S_ISLNK(info.st_mode):
+        target = os.readlink(path)
+        return f"a symbolic link (to {target[:SHOWN]!r}{'...' if len(target) > SHOWN else ''})"
+    kinds = {stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
+    return kinds.get(stat.S_IFMT(info.st_mode), "neither a file nor a folder")
+
+
+def _member_refusal(path, relative, info, device):
+    """Why one member (lstat info) of a folder submission on file system `device` may not be read, or None."""
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return f"the member {relative!r} is {_kind(path, info)}"
+    if info.st_dev != device:
+        return f"the member {relative!r} is on another file system (mounted there)"
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return f"the member {relative!r} is a hard link (one of {info.st_nlink} names of one file)"
+    return None
+
+
+def folder_refusal(folder):
+    """Why the members of a folder submission may not be read, or None: walked with lstat,
+    never following a link, folder by folder in name order (a folder's own members, then its
+    subfolders'), the first member refused named; bounded by MAX_MEMBERS, MAX_BYTES and MAX_DEPTH."""
+    device = os.lstat(folder).st_dev
+    pending, members, size = [(folder, 0)], 0, 0
+    while pending:
+        current, depth = pending.pop()
+        entries = []
+        with os.scandir(current) as listing:
+            for entry in listing:
+                entries.append(entry)
+                if members + len(entries) > MAX_MEMBERS:
+                    return f"it has more than {MAX_MEMBERS} members"
+        members += len(entries)
+        subfolders = []
+        for entry in sorted(entries, key=lambda e: e.name):
+            relative = os.path.relpath(entry.path, folder)
+            info = entry.stat(follow_symlinks=False)
+            if (refused := _member_refusal(entry.path, relative, info, device)):
+                return refused
+            if stat.S_ISREG(info.st_mode) and (size := size + info.st_size) > MAX_BYTES:
+                return f"it holds more than {MAX_BYTES // 2 ** 20} MB"
+            if stat.S_ISDIR(info.st_mode) and entry.name not in SKIPPED:
+                if depth + 1 > MAX_DEPTH:
+                    return f"the member {relative!r} is more than {MAX_DEPTH} folders deep"
+                subfolders.append((entry.path, depth + 1))
+        pending += reversed(subfolders)                                 # popped in name order
+    return None
+
+
 def _extract(archive, destination):
     """Extract every member, refusing (ValueError) one that writes more than it declared."""
     for member in archive.infolist():
@@ -91,14 +150,24 @@ def unzip(path, destination):
 
 def find_project(path, scratch):
     """(the project folder, None) in path, a folder or a .zip (extracted into a new folder in
-    scratch); or (None, why there is none)."""
+    scratch); or (None, why there is none, or why what is there is refused)."""
+    path = os.path.normpath(path)                           # "alice/" -> "alice": the link itself, not its target
+    name = os.path.basename(path)
+    try:
+        if os.path.islink(path):
+            return None, f"{name} refused: it is {_kind(path, os.lstat(path))}"
+        refused = folder_refusal(path) if os.path.isdir(path) else None
+    except OSError as err:
+        return None, f"{name} cannot be read: {err.strerror or err}"
+    if refused:
+        return None, f"{name} refused: {refused}"
     if os.path.isfile(path) and path.lower().endswith(".zip"):
         destination = os.path.join(scratch, f"{len(os.listdir(scratch))}-{os.path.basename(path)[:-4]}")
         refused = unzip(path, destination)
         return (None, refused) if refused else project_in(destination)
     if os.path.isdir(path):
         return project_in(path)
-    return None, f"{os.path.basename(path)} is neither a folder nor a .zip; {EXPECTED}"
+    return None, f"{name} is neither a folder nor a .zip; {EXPECTED}"
 
 
 def find_projects(folder, scratch):

@@ -1,15 +1,15 @@
-"""The checks that grade each exercise, one module per part of the course.
+"""The checks that grade each exercise, one module per part of the course: the judge.
 
-Each check calls the learner's code on inputs chosen to expose the usual mistakes and
-compares with the definition: a gradient against finite differences, a forward against the
-numpy definition (exercises/checks/expected.py), a decoder on a model whose answers are
-known. On a mismatch it names the property checked, the smallest failing case, expected
-against got and, when the answer is a classic wrong one, the mistake. The grader runs each
-check in a child process of its own (exercises/sandbox.py).
+Each check chooses inputs that expose the usual mistakes, has the learner's code run on
+them in a child process apart from it (`task.call(probe, *inputs)`: exercises/sandbox.py runs
+the probes of exercises/probes.py there, and only data comes back), and compares what comes
+back with the definition: a gradient, a forward against the numpy definition
+(exercises/checks/expected.py), a decoder on a model whose answers are known. On a mismatch
+it names the property checked, the smallest failing case, expected against got and, when the
+answer is a classic wrong one, the mistake. Nothing here runs the learner's code.
 """
 
 import re
-import traceback
 
 from exercises.checks import attention, cache, decoding, kernels, layers, scalar, tensors
 from exercises.checks.feedback import Wrong, mistake
@@ -37,16 +37,20 @@ def _renamed(name, err):
 
 
 def _where(err):
-    """' (in FILE line N)': the last frame of the traceback outside exercises/, if any."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if "/exercises/" not in f.filename]
-    return f" (in {frames[-1].filename.rsplit('/', 2)[-2:][0]}/{frames[-1].filename.rsplit('/', 1)[-1]} line " \
-           f"{frames[-1].lineno})" if frames else ""
+    """' (in FILE line N)': where in the project the child's exception came from, if it said."""
+    return getattr(err, "where", "")
 
 
-def run(name):
-    """Run one exercise's check: (status, message), status "passed" or "not yet"."""
+def run(name, task):
+    """Run one exercise's check on a task child (exercises/sandbox.py's Task): (status,
+    message), status "passed" or "not yet". A Crashed task (a death, a time-out) passes through."""
+    from exercises.sandbox import Crashed, Raised
     try:
-        what = CHECKS[name]()
+        what = CHECKS[name](task)
+    except Crashed:
+        raise
+    except Raised as err:
+        return "not yet", f"raised {err.kind}: {err}{_where(err)}"
     except Wrong as err:
         return "not yet", str(err)
     except NotImplementedError as err:

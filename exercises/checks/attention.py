@@ -47,16 +47,15 @@ def _attention_mistakes(q, k, mask):
           expect("attention_weights_fixed_axes", q, k, mask, 1 / math.sqrt(d_k)))]
 
 
-def check_attention():
-    from autograd import Tensor
-    from transformer.attention import scaled_dot_product_attention
+def check_attention(task):
     judge = Judge()
     for seed, (lead, t_q, t_k, d_k, d_v) in enumerate(ATTENTIONS):
         r = np.random.default_rng(seed)
         q, k, v = r.standard_normal(lead + (t_q, d_k)) * 2, r.standard_normal(lead + (t_k, d_k)) * 2, \
             r.standard_normal(lead + (t_k, d_v))
         mask = _masks(lead, t_q, t_k, r)
-        out, weights = scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), mask)
+        found = task.call("attention", q, k, v, mask)
+        out, weights = found["out"], found["weights"]
         case = f"q {q.shape}, k {k.shape}, v {v.shape}, a padding mask, the last query fully masked"
         expected = expect("attention_weights", q, k, mask, 1 / math.sqrt(d_k), -np.inf)
         judge.compare("attention weights: softmax over the keys of q k^T / sqrt(d_k), masked keys -inf", case,
@@ -65,17 +64,14 @@ def check_attention():
     return "six sizes (d_k 3 to 16, d_v != d_k, with and without a heads dim), padding masks, a fully masked query"
 
 
-def check_heads():
-    from autograd import Tensor
-    from transformer.attention import MultiHeadAttention
+def check_heads(task):
     judge = Judge()
     for seed, (batch, length, d_model, heads) in enumerate(((1, 2, 6, 3), (3, 5, 8, 2), (2, 4, 6, 6), (2, 3, 12, 3))):
         r = np.random.default_rng(seed)
-        attention = MultiHeadAttention(d_model, heads)
         x = r.standard_normal((batch, length, d_model))
         case = f"(B={batch}, T={length}, d_model={d_model}), {heads} heads"
         judge.compare("_split_heads: (B, T, d_model) -> (B, H, T, d_head), head h taking its slice of every token",
-                      case, attention._split_heads(Tensor(x)), expect("split_heads", x, heads),
+                      case, task.call("heads", x, d_model, heads, "split"), expect("split_heads", x, heads),
                       [("reshaped straight to (B, H, T, d_head)", "reshape to (B, T, H, d_head) first, then swap T "
                         "and H", expect("split_heads_wrong", x, heads, "straight")),
                        ("T and H not swapped", "after the reshape to (B, T, H, d_head), transpose(1, 2)",
@@ -85,7 +81,7 @@ def check_heads():
                         expect("split_heads_wrong", x, heads, "strided"))])
         y = r.standard_normal((batch, heads, length, d_model // heads))
         judge.compare("_merge_heads: (B, H, T, d_head) -> (B, T, d_model), each token's heads side by side", case,
-                      attention._merge_heads(Tensor(y)), expect("merge_heads", y),
+                      task.call("heads", y, d_model, heads, "merge"), expect("merge_heads", y),
                       [("merged without swapping H and T back", "transpose (B, H, T, d) to (B, T, H, d) before the reshape",
                         expect("merge_heads_unswapped", y))])
     return "four sizes, one of them T == H, split and merge"
@@ -108,14 +104,13 @@ NOT_FLOAT64 = mistake("table not float64", "the table is a float64 constant, cas
                      "added: a float32 table puts float32 rounding (about 5e-7) into float64 models")
 
 
-def check_sinusoidal():
-    from transformer.positional import sinusoidal_table
+def check_sinusoidal(task):
     judge = Judge()
     for max_len, d in ((1, 2), (4, 4), (6, 8), (5, 7), (40, 16), (3, 1)):
         what, case = "sinusoidal_table: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...)", \
             f"max_len {max_len}, d_model {d}"
         try:
-            table = sinusoidal_table(max_len, d)
+            table = task.call("sinusoidal", max_len, d)
         except ValueError as err:
             raise Wrong(f"{what}, {case}: " + (ODD_WIDTH if d % 2 else f"raised ValueError: {err}")) from None
         judge.compare(what, case, table,
@@ -126,11 +121,10 @@ def check_sinusoidal():
     return "six sizes, even and odd widths, up to 40 positions"
 
 
-def check_causal_mask():
-    from transformer.masks import causal_mask
+def check_causal_mask(task):
     judge = Judge()
     for n in (3, 5, 2, 1):
-        mask = np.asarray(causal_mask(n))
+        mask = np.asarray(task.call("causal_mask", n))
         judge.compare("causal_mask: query t may see keys 0..t (True = may attend)", f"length {n}", mask,
                       expect("causal_mask", n, 0),
                       [("diagonal excluded", "a query may see itself: keep the diagonal", expect("causal_mask", n, -1)),

@@ -30,15 +30,14 @@ def mistake(name, why):
     return f"[mistake: {name}] {why}"
 
 
-def untouched(what, case, function, *arrays):
-    """function(*copies of arrays), raising Wrong if it wrote into any of them: a kernel's
-    inputs are its caller's arrays, still in use after the call."""
-    copies = [np.array(a, copy=True) for a in arrays]
-    out = function(*copies)
-    if any(not np.array_equal(c, a, equal_nan=True) for c, a in zip(copies, arrays)):
+def untouched(what, case, found):
+    """found["out"], from a probe that also said whether the code wrote into its inputs
+    (found["changed"]): raising Wrong if it did, as a kernel's inputs are its caller's arrays,
+    still in use after the call."""
+    if found["changed"]:
         raise Wrong(f"{what}, {case}: " + mistake("input changed in place", "the caller still uses the arrays it "
                                                   "passes in: compute into new arrays, not into them"))
-    return out
+    return found["out"]
 
 
 def require_dtype(what, case, got, dtype):

@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, cases, require_dtype, untouched
+from exercises.checks.feedback import Judge, Wrong, cases, mistake, require_dtype, untouched
 
 NO_SHIFT = ("max not subtracted", "exp overflows to inf for large logits (NaN after the division): subtract each "
             "row's max before exp")
@@ -54,12 +54,11 @@ def float32_logits():
     return "(2, 5) float32 logits", cases()[0].standard_normal((2, 5)).astype(np.float32) * 3
 
 
-def check_softmax():
-    from autograd.kernels import reference
+def check_softmax(task):
     judge = Judge()
     with np.errstate(all="ignore"):
         for case, x in logits() + [poisoned(), float32_logits()]:
-            got = untouched("softmax", case, reference.softmax, x)
+            got = untouched("softmax", case, task.call("kernel", "softmax", x))
             judge.compare("softmax: exp(x - row max) / row sum, each row summing to 1", case, got, expect("softmax", x),
                           [(*NO_SHIFT, expect("softmax_unshifted", x)), (*MEAN_SHIFT, expect("softmax_mean_shift", x)),
                            (*GLOBAL_MAX, expect("softmax_global_max", x)),
@@ -73,13 +72,12 @@ def check_softmax():
         "+inf, float32"
 
 
-def check_softmax_backward():
-    from autograd.kernels import reference
+def check_softmax_backward(task):
     judge = Judge()
     for case, x in [logits()[3]] + logits()[:3] + logits()[4:6] + [float32_logits()]:
         y = expect("softmax", x).astype(x.dtype)
         dy = np.random.default_rng(x.size).standard_normal(x.shape).astype(x.dtype)
-        got = untouched("softmax_backward", case, reference.softmax_backward, y, dy)
+        got = untouched("softmax_backward", case, task.call("kernel", "softmax_backward", y, dy))
         require_dtype("softmax_backward: y's dtype", case, got, x.dtype)
         judge.compare("softmax_backward: dx_i = y_i (dy_i - sum_j dy_j y_j)", f"y = softmax of {case}, random dy",
                       got, expect("softmax_backward", y, dy),
@@ -100,12 +98,11 @@ def check_softmax_backward():
     return "three seeds, square, 2-D and 3-D, float32, random upstream gradients"
 
 
-def check_log_softmax():
-    from autograd.kernels import reference
+def check_log_softmax(task):
     judge = Judge()
     with np.errstate(all="ignore"):
         for case, x in logits() + [poisoned(), float32_logits()]:
-            got = untouched("log_softmax", case, reference.log_softmax, x)
+            got = untouched("log_softmax", case, task.call("kernel", "log_softmax", x))
             require_dtype("log_softmax: the logits' dtype", case, got, x.dtype)
             judge.compare("log_softmax: (x - max) - log sum exp(x - max)", case, got, expect("log_softmax", x),
                           [("log of softmax", "log(softmax(x)) is -inf where softmax underflows to 0 (a row spread "
@@ -122,7 +119,7 @@ def check_log_softmax():
                             expect("log_softmax_added", x)), *[(*GLOBAL_MAX, expect("log_softmax_global_max", x, spelling))
                              for spelling in ("plain", "log_one", "zeroed")],
                            (*WHOLE_SUM, expect("log_softmax_whole_sum", x))])
-    judge_training(judge)
+    judge_training(judge, task)
     return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, NaN and +inf, " \
         "float32, and a seeded training run"
 
@@ -131,16 +128,22 @@ ROW_MEAN = ("averaged over the rows", "the weight and bias are used by every row
             "rows' contributions (sum over axis 0), not their mean")
 
 
-def check_layer_norm_backward():
-    from autograd.kernels import reference
+def layer_norm_forward(x, eps):
+    """(xhat, rstd) of LayerNorm over the rows of x: what its forward saves for the backward."""
+    mean = x.mean(axis=1, keepdims=True)
+    rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+    return (x - mean) * rstd, rstd
+
+
+def check_layer_norm_backward(task):
     judge = Judge()
     for seed, shape in enumerate(((1, 4), (3, 5), (4, 7), (2, 2))):
         r = np.random.default_rng(seed)
         x, w, b, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape[1]), \
             r.standard_normal(shape)
-        _, xhat, rstd = reference.layer_norm(x, w, b, 1e-5)
+        xhat, rstd = layer_norm_forward(x, 1e-5)
         case = f"x {shape}, random weight and upstream gradient (seed {seed})"
-        dx, dw, db = untouched("LayerNorm's backward", case, reference.layer_norm_backward, g, xhat, rstd, w)
+        dx, dw, db = untouched("LayerNorm's backward", case, task.call("kernel", "layer_norm_backward", g, xhat, rstd, w))
         judge.compare("LayerNorm's dx = rstd (g w - mean(g w) - xhat mean(g w xhat))", case, dx,
                       expect("layer_norm_dx", g, xhat, rstd, w),
                       [("mean terms missing", "x enters every output of its row through the mean and the variance",
@@ -166,23 +169,22 @@ def check_layer_norm_backward():
         judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
                         expect("layer_norm_dweight", g, xhat)), (*ROW_MEAN, expect("layer_norm_dbias_mean", g))])
-    judge_rms_norm_dx(judge)
-    judge_training(judge)
+    judge_rms_norm_dx(judge, task)
+    judge_training(judge, task)
     return ("four shapes, 1 row to 4, random weight and upstream gradient, RMSNorm's dx on three, "
             "and a seeded training run")
 
 
-def judge_rms_norm_dx(judge):
-    """The exercise's second region, RMSNormFn.backward's dx (autograd/ops/norm.py), through the op."""
-    from autograd import Tensor
-    from autograd.ops import RMSNormFn
+def judge_rms_norm_dx(judge, task):
+    """The exercise's second region, RMSNormFn.backward's dx (autograd/ops/norm.py), through the op;
+    then without a weight, rms_norm(x) + rms_norm(z), where both backwards get the same upstream
+    array: one that writes into it changes the other's gradient."""
     for seed, shape in enumerate(((3, 5), (2, 7), (1, 4))):         # N != 1 and N != D first
         r = np.random.default_rng(100 + seed)
         x, w, g = r.standard_normal(shape) * 3 + 1, r.standard_normal(shape[1]), r.standard_normal(shape)
-        leaf = Tensor(x, requires_grad=True)
-        RMSNormFn.apply(leaf, Tensor(w), eps=1e-6).backward(g)
+        got = task.call("rms_norm_dx", x, w, g, 1e-6)
         judge.compare("RMSNorm's dx = rstd (g w - xhat mean(g w xhat)), no mean taken",
-                      f"x {shape}, RMSNorm (autograd/ops/norm.py), seed {seed}", leaf.grad, expect("rms_norm_dx", x, w, g, 1e-6),
+                      f"x {shape}, RMSNorm (autograd/ops/norm.py), seed {seed}", got, expect("rms_norm_dx", x, w, g, 1e-6),
                       [("RMSNorm's dx with LayerNorm's mean term", "RMSNorm subtracts no mean in its forward, so "
                         "its dx has no - mean(g w) term", expect("rms_norm_dx_with_mean", x, w, g, 1e-6)),
                        ("RMSNorm's dx without rstd", "xhat = x rstd: the chain rule multiplies dx by rstd",
@@ -194,6 +196,26 @@ def judge_rms_norm_dx(judge):
                         expect("rms_norm_dx_over_rows", x, w, g, 1e-6)),
                        ("weight missing from dx", "the gradient reaching xhat is g * weight (grad_xhat)",
                         expect("rms_norm_dx", x, np.ones_like(w), g, 1e-6))], atol=1e-8)
+    for seed, shape in enumerate(((3, 5), (2, 4))):
+        r = np.random.default_rng(110 + seed)
+        x, z, g = r.standard_normal(shape) * 2 + 1, r.standard_normal(shape) * 2 - 1, r.standard_normal(shape)
+        got, ones = task.call("rms_norm_sum", x, z, g, 1e-6), np.ones(shape[1])
+        both = [got["x"], got["z"]]
+        try:
+            judge.compare("RMSNorm's dx without a weight, of rms_norm(x) + rms_norm(z): both get the same upstream "
+                          "gradient", f"x and z {shape}, no weight, seed {seed}",
+                          np.concatenate([np.ravel(a) for a in both]) if all(a is not None for a in both) else
+                          np.zeros(0), np.concatenate([np.ravel(expect("rms_norm_dx", a, ones, g, 1e-6)) for a in (x, z)]),
+                          atol=1e-8)
+        except Wrong as err:
+            if got["upstream_changed"]:
+                raise Wrong(f"RMSNorm's dx without a weight, x and z {shape}, seed {seed}: {IN_PLACE_UPSTREAM}") from None
+            raise
+
+
+IN_PLACE_UPSTREAM = mistake("upstream gradient changed in place", "without a weight, grad_xhat is the upstream "
+                            "gradient itself, which the other branch of the sum also reads: compute dx into a new "
+                            "array (dx = grad_xhat - ...), not with -= on grad_xhat")
 
 
 NOT_MOVED = ("parameters did not move", "p must change in place (p -= ..., not p = p - ..., which rebinds a local "
@@ -209,16 +231,16 @@ ADAM_MISTAKES = {"v_of_signed_g": ("v from g, not g^2", "v averages the squared 
 ADAM_VARIANTS = ("right", "no_correction", "eps_inside", "v_of_g", "step_from_zero", "not_in_place", *ADAM_MISTAKES)
 
 
-def check_adam_step():
-    from autograd.kernels import reference
+def check_adam_step(task):
     judge = Judge()
     for seed, (size, lr, b1, b2, eps) in enumerate(((3, 0.1, 0.9, 0.999, 1e-8), (7, 0.01, 0.8, 0.99, 1e-3))):
         r = np.random.default_rng(seed)
         p0, grads = r.standard_normal(size), r.standard_normal((4, size)) * 0.3
         p, m, v = p0.copy(), np.zeros(size), np.zeros(size)
         for step, g in enumerate(grads, 1):
-            untouched("Adam: the gradient", f"step {step}", lambda g: reference.adam_step(p, g, m, v, lr, b1, b2, eps,
-                                                                                     0.0, True, step), g)
+            found = task.call("adam_step", p, g, m, v, lr, b1, b2, eps, step)
+            untouched("Adam: the gradient", f"step {step}", {"changed": found["grad_changed"], "out": None})
+            p, m, v = found["p"], found["m"], found["v"]
             got = np.stack([p, m, v])
             variant = {name: expect("adam", p0, grads[:step], lr, b1, b2, eps, name) for name in ADAM_VARIANTS}
             judge.compare("Adam: [parameters, m, v] after each step", f"{size} parameters, lr {lr}, betas ({b1}, "
@@ -232,5 +254,5 @@ def check_adam_step():
                            ("m and v not updated in place", "m = ... rebinds a local name; the optimizer keeps the "
                             "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])]
                           + [(*ADAM_MISTAKES[name], variant[name]) for name in ADAM_MISTAKES])
-    judge_training(judge)
+    judge_training(judge, task)
     return "two settings, four steps each: parameters and both moments, and a seeded training run"

@@ -40,28 +40,16 @@ DIVIDED = mistake("divided by a factor", "d(a*b)/da is b itself; out.data / a is
                   "divides by zero at a = 0")
 
 
-def build(leaves, program):
-    """The Values of the program, leaves first."""
-    from autograd.scalar import Value
-    values = [Value(x) for x in leaves]
-    for op, *args in program:
-        values.append(values[args[0]] * values[args[1]] if op == "mul" else values[args[0]] + values[args[1]]
-                      if op == "add" else values[args[0]].tanh())
-    return values
-
-
-def check_value_mul():
-    from autograd.scalar import Value
+def check_value_mul(task):
     judge = Judge()
     for case, leaves, program in GRAPHS:
-        values = build(leaves, program)
         try:
-            values[-1].backward()
+            found = task.call("value_grads", leaves, program)
         except ZeroDivisionError:
             raise Wrong(f"d(output)/d(each leaf) through the product rule, {case}: {DIVIDED}") from None
-        if any(isinstance(v.grad, Value) for v in values):
+        if found["value_in_grad"]:
             raise Wrong(f"d(output)/d(each leaf) through the product rule, {case}: {VALUE_IN_GRAD}")
-        judge.compare("d(output)/d(each leaf) through the product rule", case, [v.grad for v in values[: len(leaves)]],
+        judge.compare("d(output)/d(each leaf) through the product rule", case, found["grads"],
                       expect("scalar_grads", leaves, program, "right"),
                       [(*MUL_MISTAKES[k], expect("scalar_grads", leaves, program, k)) for k in MUL_MISTAKES])
     return "eight graphs: upstream gradients other than 1, a Value used twice, asymmetric reuse, a zero factor"
@@ -88,12 +76,19 @@ RECURSION = mistake("recursion", "backward must work on deep graphs (a chain of 
 
 
 def _ladder(rungs):
-    """x -> (x*2, x+1) -> product -> ... rungs diamonds deep: 2^rungs paths to the root."""
-    from autograd.scalar import Value
-    x = start = Value(0.3)
+    """x -> (x*2, x+1) -> product -> ... rungs diamonds deep: 2^rungs paths to the root (the
+    constants 2 and 1 are leaves of their own)."""
+    program, x = [], 0
     for _ in range(rungs):
-        x = (x * 2.0) * (x + 1.0)
-    return start, x
+        first = 3 + len(program)
+        program += [("mul", x, 1), ("add", x, 2), ("mul", first, first + 1)]
+        x = first + 2
+    return (0.3, 2.0, 1.0), tuple(program)
+
+
+def _chain(length):
+    """0.5 + 1 + 1 + ... : a chain of `length` additions, deeper than Python's stack."""
+    return (0.5, 1.0), tuple(("add", 2 + i - 1 if i else 0, 1) for i in range(length))
 
 
 # Graphs where a Value is reused asymmetrically, so a walk that marks Values visited when it
@@ -118,99 +113,97 @@ def _random_dag(seed, leaves=3, ops=12):
 
 
 RANDOM_GRAPHS = [_random_dag(seed) for seed in range(6)]
+ORDER_CASES = [GRAPHS[0], ("a single Value", (1.0,), ()), TANH, REUSED, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS,
+               ("12 diamonds in a row (4096 paths to the root)", *_ladder(12)),
+               ("a chain of 3000 additions", *_chain(3000))]
+WALKED = len(ORDER_CASES) - 2                # the classic walks are compared on the graphs before these two
 
 
-def _order_cases():
-    """[(case, its Values, the output last, leaves, program)], leaves and program None where no
-    program makes the graph."""
-    from autograd.scalar import Value
-    chain = Value(0.5)
-    for _ in range(3000):
-        chain = chain + 1.0
-    programs = [GRAPHS[0], ("a single Value", (1.0,), ()), TANH, REUSED, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS]
-    return [(case, build(leaves, program), leaves, program) for case, leaves, program in programs] + [
-        ("12 diamonds in a row (4096 paths to the root)", [_ladder(12)[1]], None, None),
-        ("a chain of 3000 additions", [chain], None, None)]
+class Graph:
+    """The judge's own picture of a program's graph: each Value as its index, its parents' indices, its data."""
+
+    def __init__(self, leaves, program):
+        self.parents = [()] * len(leaves) + [tuple(args) for _, *args in program]
+        self.data = list(leaves)
+        for op, *args in program:
+            a = self.data[args[0]]
+            self.data.append(a * self.data[args[1]] if op == "mul" else a + self.data[args[1]] if op == "add"
+                             else float(np.tanh(a)))
+        self.root = len(self.parents) - 1
+
+    def name(self, i):
+        return f"Value(data={self.data[i]:.4g})" if 0 <= i < len(self.data) else "a Value not in the graph"
+
+    def reachable(self):
+        seen, stack = set(), [self.root]
+        while stack:
+            node = stack.pop()
+            if node not in seen:
+                seen.add(node)
+                stack.extend(self.parents[node])
+        return seen
+
+    def misplaced(self, order):
+        """(a Value, a parent of it listed after it or not at all), or None."""
+        position = {v: i for i, v in enumerate(order)}
+        return next(((v, p) for v in order for p in (self.parents[v] if v >= 0 else ())
+                     if position.get(p, len(order)) > position[v]), None)
+
+    def shared(self):
+        """Whether some Value is a parent more than once (reachable by two paths)."""
+        uses = [p for v in self.reachable() for p in self.parents[v]]
+        return len(uses) != len(set(uses))
 
 
-def _walks_matching(case, order, candidates):
-    """The classic wrong walks among candidates, (walk, parents reversed?), that give exactly
-    order on the case's graph; none where no program makes the graph."""
-    _, values, leaves, program = case
-    if program is None:
-        return set()
+def _walks_matching(leaves, program, order, candidates):
+    """The classic wrong walks among candidates, (walk, parents reversed?), that give exactly order."""
     walks = {(walk, reverse): expect("walk_order", leaves, program, walk, reverse)   # every walk's, so that a
              for walk in CLASSIC_WALKS for reverse in (False, True)}                  # copy records them all
-    index = {id(v): i for i, v in enumerate(values)}
-    got = [index.get(id(v), -1) for v in order]
-    return {key for key in candidates if np.array_equal(got, walks[key])}
+    return {key for key in candidates if np.array_equal(order, walks[key])}
 
 
-def _reachable(root):
-    seen, stack = {}, [root]
-    while stack:
-        node = stack.pop()
-        if id(node) not in seen:
-            seen[id(node)] = node
-            stack.extend(node.parents)
-    return seen
-
-
-def _valid(order):
-    position = {id(v): i for i, v in enumerate(order)}
-    return next(((v, p) for v in order for p in v.parents if position.get(id(p), len(order)) > position[id(v)]), None)
-
-
-def _shared(root):
-    """Whether some Value of the graph is a parent more than once (reachable by two paths)."""
-    uses = [id(p) for v in _reachable(root).values() for p in v.parents]
-    return len(uses) != len(set(uses))
-
-
-def _judge_order(case, root, order, shared_passed, walks):
-    """Raise Wrong unless order is a topological order of root's graph; shared_passed: an
+def _judge_order(case, graph, order, shared_passed, walks):
+    """Raise Wrong unless order is a topological order of the graph; shared_passed: an
     earlier graph with a Value reachable by two paths came out right (so a visited set exists);
     walks: the classic wrong walks, (walk, parents reversed?), that gave this order and
     every earlier one."""
     where = f"topological order of {case}"
-    if len(order) != len({id(v) for v in order}):
+    if len(order) != len(set(order)):
         raise Wrong(f"{where}: {EXPANDED_TWICE if shared_passed else NO_VISITED_SET}")
-    listed = {id(v) for v in order}
-    missing = [v for i, v in _reachable(root).items() if i not in listed]
-    if len(missing) == 1 and missing[0] is root and root.parents:
+    if -1 in order:
+        raise Wrong(f"{where}: it lists a Value that is not in the graph (only the Values reachable from the output)")
+    missing = sorted(graph.reachable() - set(order))
+    if missing == [graph.root] and graph.parents[graph.root]:
         raise Wrong(f"{where}: {ROOT_LEFT_OUT}")
-    if missing and all(not v.parents and v is not root for v in missing):
+    if missing and all(not graph.parents[v] and v != graph.root for v in missing):
         raise Wrong(f"{where}: {LEAVES_LEFT_OUT}")
     if missing:
-        raise Wrong(f"{where}: {len(missing)} reachable Values are missing, e.g. {missing[0]!r}")
-    if _valid(order) is None and order[-1] is root:
+        raise Wrong(f"{where}: {len(missing)} reachable Values are missing, e.g. {graph.name(missing[0])}")
+    if graph.misplaced(order) is None and order[-1] == graph.root:
         return
     if len({walk for walk, _ in walks}) == 1:
         raise Wrong(f"{where}: {CLASSIC_WALKS[next(iter(walks))[0]]}")
-    if _valid(order[::-1]) is None:
+    if graph.misplaced(order[::-1]) is None:
         raise Wrong(f"{where}: {mistake('order reversed', 'parents come before their children, the output last')}")
-    child, parent = _valid(order) or (root, order[-1])
-    raise Wrong(f"{where}: {child!r} is listed before its parent {parent!r} (every Value must come after its parents, "
-                "the output last)")
+    child, parent = graph.misplaced(order) or (graph.root, order[-1])
+    raise Wrong(f"{where}: {graph.name(child)} is listed before its parent {graph.name(parent)} (every Value must "
+                "come after its parents, the output last)")
 
 
-def check_topological_sort():
-    from autograd.scalar import topological_order
+def check_topological_sort(task):
     shared_passed, walks = False, {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
-    for graph in _order_cases():
-        case, root = graph[0], graph[1][-1]
+    for index, (case, leaves, program) in enumerate(ORDER_CASES):
+        graph = Graph(leaves, program)
         try:
-            order = list(topological_order(root))
+            order = [int(i) for i in task.call("order", leaves, program)]
         except RecursionError:
             raise Wrong(f"topological order of {case}: {RECURSION}") from None
-        walks = _walks_matching(graph, order, walks)
-        _judge_order(case, root, order, shared_passed, walks)
-        shared_passed = shared_passed or _shared(root)
+        walks = _walks_matching(leaves, program, order, walks) if index < WALKED else set()
+        _judge_order(case, graph, order, shared_passed, walks)
+        shared_passed = shared_passed or graph.shared()
     judge = Judge()
     for case, leaves, program in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS):
-        values = build(leaves, program)
-        values[-1].backward()
         judge.compare("gradients through backward(), which runs in reverse topological order", case,
-                      [v.grad for v in values[: len(leaves)]], expect("scalar_grads", leaves, program, "right"))
+                      task.call("value_grads", leaves, program)["grads"], expect("scalar_grads", leaves, program, "right"))
     return "sixteen graphs (one Value, asymmetric reuse, y * y, random graphs, 4096 paths, a chain of 3000): order " \
         "and gradients"

@@ -7,19 +7,19 @@ import numpy as np
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.sandbox import Raised
 
 REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
               ((2, 3, 4), (1, 1, 4)), ((2, 3, 4), (4,)), ((2, 3, 4), ()), ((5, 1, 4), (1, 1)), ((2, 3, 4), (1,)),
               ((4, 2, 3, 5), (2, 1, 5))]
 
 
-def check_unbroadcast():
-    from autograd.engine import unbroadcast
+def check_unbroadcast(task):
     judge = Judge()
     for seed, (grad_shape, shape) in enumerate(REDUCTIONS):
         g = np.random.default_rng(seed).standard_normal(grad_shape)
         judge.compare("unbroadcast: the gradient summed over the dims broadcasting added or stretched, to the "
-                      "input's shape", f"a {grad_shape} gradient to shape {shape}", unbroadcast(g, shape),
+                      "input's shape", f"a {grad_shape} gradient to shape {shape}", task.call("unbroadcast", g, shape),
                       expect("unbroadcast", g, shape, "right"),
                       [("size-1 dims dropped", "sum the stretched dims with keepdims=True: the input had them, of "
                         "size 1", expect("unbroadcast", g, shape, "no_keepdims")),
@@ -42,9 +42,9 @@ WRONG_DIMS = ("the wrong dims transposed", "a batch of matrices (T, M, K) needs 
               "np.swapaxes(x, -1, -2): .T reverses every dim, and swapping dims 0 and 1 moves the batch")
 COLUMN_KEPT = mistake("a vector's added dim kept", "a 1-D B was made a column (K, 1) for the product: drop that dim "
                       "from its gradient, grad_b[..., 0], as the forward drops it from the output")
-FIRST_BATCH_ONLY = mistake("a vector's gradient from the first batch only", "a 1-D A is a row (1, K) broadcast over "
-                           "B's batch, so its gradient sums every batch's part: drop the added dim with "
-                           "grad_a[..., 0, :]; grad_a[0] keeps the first batch's part only")
+FIRST_BATCH_ONLY = ("a vector's gradient from the first batch only", "a 1-D A is a row (1, K) broadcast over "
+                    "B's batch, so its gradient sums every batch's part: drop the added dim with "
+                    "grad_a[..., 0, :]; grad_a[0] keeps the first batch's part only")
 MATMUL_MISTAKES = {
     "b_not_transposed": ("B not transposed", "dL/dA = grad @ B^T"),
     "a_not_transposed": ("A not transposed", "dL/dB = A^T @ grad"),
@@ -56,45 +56,41 @@ MATMUL_MISTAKES = {
                       "(K, B*M); reshape(K, -1) gives that shape with the numbers in the wrong places")}
 
 
-def _matmul_grads(a, b, g):
-    """[dL/dA, dL/dB] of the project's a @ b given upstream g, flattened and joined."""
-    (a @ b).backward(g)
-    return np.concatenate([np.ravel(a.grad), np.ravel(b.grad)]) if a.grad is not None and b.grad is not None \
-        else np.zeros(0)
+def _joined(found, a_shape, b_shape, case):
+    """dL/dA and dL/dB flattened and joined; Wrong if one is missing or not of its input's shape."""
+    for name, grad, shape in (("A", found["a"], a_shape), ("B", found["b"], b_shape)):
+        if grad is None:
+            raise Wrong(f"[dL/dA, dL/dB], {case}: no gradient reached {name}")
+        if np.shape(grad) != tuple(shape):
+            raise Wrong(f"[dL/dA, dL/dB], {case}: dL/d{name} has shape {np.shape(grad)}, {name} {tuple(shape)}")
+    return np.concatenate([np.ravel(found["a"]), np.ravel(found["b"])])
 
 
-def _first_batch_only(a, b):
-    """Whether the project's dL/dA, for a 1-D a times a batched b, is only b's first matrix's part."""
-    from autograd import Tensor
-    a, b = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
-    g = np.random.default_rng(0).standard_normal(b.shape[:-2] + b.shape[-1:])
-    (a @ b).backward(Tensor(g))
-    first = b.data.reshape((-1,) + b.shape[-2:])[0] @ g.reshape(-1, b.shape[-1])[0]
-    return a.grad is not None and np.size(a.grad) == first.size and np.allclose(np.ravel(a.grad), first)
-
-
-def check_matmul_backward():
-    from autograd import GradcheckError, Tensor, gradcheck
+def check_matmul_backward(task):
     judge = Judge()
     for seed, (a_shape, b_shape) in enumerate(MATMULS):
         r = np.random.default_rng(seed)
-        a = Tensor(r.standard_normal(a_shape), requires_grad=True)
-        b = Tensor(r.standard_normal(b_shape), requires_grad=True)
+        a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
         case = f"A {a_shape} @ B {b_shape}, random upstream gradient (seed {seed})"
-        if len(a_shape) >= 2 and len(b_shape) >= 2:
-            g = r.standard_normal(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]))
-            judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case,
-                          _matmul_grads(a, b, Tensor(g)), expect("matmul_grads", a.data, b.data, g, "right"),
-                          [(*why, expect("matmul_grads", a.data, b.data, g, v)) for v, why in MATMUL_MISTAKES.items()])
-            continue
+        g = r.standard_normal(np.matmul(a, b).shape)
         try:
-            gradcheck(lambda a, b: a @ b, [a, b])
-        except (GradcheckError, ValueError) as err:
+            found = task.call("matmul_grads", a, b, g)
+        except ValueError as err:
             kept = len(b_shape) == 1 and f"gradient of shape ({b_shape[0]}, 1) for its input 1" in str(err)
-            first = len(a_shape) == 1 and len(b_shape) > 2 and _first_batch_only(a.data, b.data)
-            raise Wrong(f"[dL/dA, dL/dB] against finite differences, {case}: "
-                        f"{COLUMN_KEPT if kept else FIRST_BATCH_ONLY if first else err}") from None
-    judge_training(judge)
+            if not kept:
+                raise
+            raise Wrong(f"[dL/dA, dL/dB], {case}: {COLUMN_KEPT}") from None
+        got = _joined(found, a_shape, b_shape, case)
+        if len(a_shape) >= 2 and len(b_shape) >= 2:
+            judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case,
+                          got, expect("matmul_grads", a, b, g, "right"),
+                          [(*why, expect("matmul_grads", a, b, g, v)) for v, why in MATMUL_MISTAKES.items()])
+            continue
+        first = [] if len(a_shape) != 1 or len(b_shape) <= 2 else \
+            [(*FIRST_BATCH_ONLY, expect("matmul_vector_grads", a, b, g, True))]
+        judge.compare("[dL/dA, dL/dB] with a vector: its added dim dropped from its gradient", case, got,
+                      expect("matmul_vector_grads", a, b, g, False), first)
+    judge_training(judge, task)
     return "square, non-square, batched, broadcast batches, vectors (also against batches); random upstream " \
         "gradients, and a seeded training run"
 
@@ -106,17 +102,29 @@ LOOP_MISTAKES = {"assign": ("= instead of +=", "c[t, i, j] keeps only the last p
                  "one_batch": FIRST_BATCH, "batch_index_lost": FIRST_BATCH}
 
 
-def check_matmul_loops():
-    from autograd.kernels import loops
+def check_matmul_loops(task):
     judge = Judge()
-    for seed, (a_shape, b_shape) in enumerate((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
-                                               ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4)))):
-        r = np.random.default_rng(seed)
-        a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
-        batch = int(np.prod(a_shape[:-2]))
-        a3, b3 = a.reshape((batch,) + a_shape[-2:]), b.reshape((batch,) + b_shape[-2:])
-        judge.compare("loops.matmul: c[t, i, j] = sum over k of a[t, i, k] b[t, k, j]", f"{a_shape} @ {b_shape}",
-                      np.reshape(loops.matmul(a, b), (batch, a_shape[-2], b_shape[-1])),
-                      expect("matmul_loops", a3, b3, "right"),
-                      [(*LOOP_MISTAKES[v], expect("matmul_loops", a3, b3, v)) for v in LOOP_MISTAKES])
-    return "1 x 1, square, odd sizes, batches, an empty dim, against numpy"
+    for compiled in (False, True):
+        how = "compiled by Numba" if compiled else "run as Python (NUMBA_DISABLE_JIT=1)"
+        for seed, (a_shape, b_shape) in enumerate((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
+                                                   ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4)))):
+            r = np.random.default_rng(seed)
+            a, b = r.standard_normal(a_shape), r.standard_normal(b_shape)
+            batch = int(np.prod(a_shape[:-2]))
+            a3, b3 = a.reshape((batch,) + a_shape[-2:]), b.reshape((batch,) + b_shape[-2:])
+            try:
+                got = task.call("matmul_loops", a, b, compiled)
+            except Raised as err:                        # not one of Python's own: Numba's, as it compiled
+                if not compiled:
+                    raise
+                raise Wrong(f"loops.matmul {how}, {a_shape} @ {b_shape}: Numba cannot compile it: "
+                            f"{mistake('not compilable', NOT_COMPILABLE)} ({err.kind}: {str(err)[:300]})") from None
+            judge.compare(f"loops.matmul {how}: c[t, i, j] = sum over k of a[t, i, k] b[t, k, j]",
+                          f"{a_shape} @ {b_shape}", np.reshape(got, (batch, a_shape[-2], b_shape[-1])),
+                          expect("matmul_loops", a3, b3, "right"),
+                          [(*LOOP_MISTAKES[v], expect("matmul_loops", a3, b3, v)) for v in LOOP_MISTAKES])
+    return "1 x 1, square, odd sizes, batches, an empty dim, against numpy; run as Python and compiled"
+
+
+NOT_COMPILABLE = ("a kernel is compiled by Numba's @njit, which takes plain loops over numbers and arrays: no np.matmul "
+                  "on 3-D arrays, no a[t] @ b[t]; write the three loops")

@@ -2,6 +2,7 @@
 .zip of either; an untrusted .zip that would write outside its folder, holds a symlink or is
 too large is refused whole, and nothing is ever written outside the scratch folder."""
 import os
+import shutil
 import stat
 import zipfile
 
@@ -97,3 +98,125 @@ def test_every_entry_is_a_student_and_what_holds_no_project_says_why(tmp_path):
     assert found["cy"] == (None, EXPECTED)
     assert found["dee.txt"] == (None, f"dee.txt is neither a folder nor a .zip; {EXPECTED}")
     assert found["eve"][0] is None and found["eve"][1].startswith("eve.zip is not a .zip that can be read: ")
+
+
+# Folder submissions are data too: anything that reads as other than the bytes handed in is refused whole.
+
+def _honest(tmp_path):
+    """A teacher's checkout and an honest student folder beside it."""
+    _write(tmp_path / "teacher", {**PROJECT, "exercises/checks/__init__.py": "CHECKS = {}\n"})
+    _write(tmp_path / "eve", PROJECT)
+    return tmp_path / "teacher", tmp_path / "eve"
+
+
+def _refusal(eve):
+    project, why = find_project(str(eve), str(eve.parent))
+    assert project is None, f"{eve} was accepted"
+    return why
+
+
+def test_an_honest_folder_passes_the_walk_and_the_folders_never_read_are_not_walked(tmp_path):
+    _, eve = _honest(tmp_path)
+    _write(eve, {"notes/deep/er/todo.txt": "later\n", ".hidden/x.py": "z = 3\n"})
+    os.makedirs(eve / ".git" / "objects")
+    os.symlink("/etc/passwd", eve / ".git" / "objects" / "linked")          # .git is never read by the grader
+    assert submissions.folder_refusal(str(eve)) is None
+    assert find_project(str(eve), str(tmp_path)) == (str(eve), None)
+
+
+@pytest.mark.parametrize("kind", ["absolute symlink to a file", "relative symlink into the teacher's checkout",
+                                  "symlinked folder", "symlink left dangling"])
+def test_a_folder_holding_a_symbolic_link_is_refused_whole_naming_it(tmp_path, kind):
+    teacher, eve = _honest(tmp_path)
+    member, target = {
+        "absolute symlink to a file": ("autograd/engine.py", str(teacher / "autograd" / "scalar.py")),
+        "relative symlink into the teacher's checkout": ("nn/layers.py", "../../teacher/nn/functional.py"),
+        "symlinked folder": ("transformer", str(teacher / "exercises")),
+        "symlink left dangling": ("autograd/gone.py", "nowhere.py"),
+    }[kind]
+    os.makedirs(os.path.dirname(eve / member), exist_ok=True)
+    os.symlink(target, eve / member)
+    assert _refusal(eve) == f"eve refused: the member {member!r} is a symbolic link (to {target!r})"
+
+
+def test_a_hard_link_a_fifo_a_socket_and_a_device_are_refused_naming_each(tmp_path):
+    import socket
+    teacher, eve = _honest(tmp_path)
+    os.link(teacher / "autograd" / "scalar.py", eve / "autograd" / "engine.py")
+    assert _refusal(eve) == "eve refused: the member 'autograd/engine.py' is a hard link (one of 2 names of one file)"
+    os.unlink(eve / "autograd" / "engine.py")
+    os.mkfifo(eve / "nn" / "pipe.py")
+    assert _refusal(eve) == "eve refused: the member 'nn/pipe.py' is a FIFO"
+    os.unlink(eve / "nn" / "pipe.py")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(eve / "nn" / "sock"))
+        assert _refusal(eve) == "eve refused: the member 'nn/sock' is a socket"
+    os.unlink(eve / "nn" / "sock")
+    assert find_project(str(eve), str(tmp_path)) == (str(eve), None)          # each refusal was that member's
+
+
+def test_the_first_member_refused_in_name_order_is_named_folder_by_folder(tmp_path):
+    _, eve = _honest(tmp_path)
+    for member in ("nn/b.py", "nn/a.py", "autograd/z/y.py", "transformer.py"):
+        os.makedirs(os.path.dirname(eve / member), exist_ok=True)
+        os.symlink("/etc/passwd", eve / member)
+    for first in ("transformer.py", "autograd/z/y.py", "nn/a.py", "nn/b.py"):   # a folder's own members first
+        assert _refusal(eve) == f"eve refused: the member {first!r} is a symbolic link (to '/etc/passwd')"
+        os.unlink(eve / first)
+    assert find_project(str(eve), str(tmp_path)) == (str(eve), None)
+
+
+def test_a_device_is_refused(tmp_path):
+    _, eve = _honest(tmp_path)
+    try:
+        os.mknod(eve / "autograd" / "null.py", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device node needs root (CAP_MKNOD); the refusal of other kinds is tested")
+    assert _refusal(eve) == "eve refused: the member 'autograd/null.py' is a device"
+
+
+def test_a_mount_point_is_refused():
+    here = os.lstat(".")
+    other = os.stat_result((stat.S_IFDIR | 0o755, 1, here.st_dev + 1, 2, 0, 0, 4096, 0, 0, 0))
+    assert submissions._member_refusal("x", "nn", other, here.st_dev) == ("the member 'nn' is on another file "
+                                                                          "system (mounted there)")
+
+
+def test_a_submission_that_is_itself_a_symlink_is_refused(tmp_path):
+    teacher, _ = _honest(tmp_path)
+    (tmp_path / "class").mkdir()
+    os.symlink(teacher, tmp_path / "class" / "mallory")
+    os.symlink(teacher / "README.md", tmp_path / "class" / "trent.zip")
+    found = find_projects(str(tmp_path / "class"), str(tmp_path))
+    assert found == {"mallory": (None, f"mallory refused: it is a symbolic link (to {str(teacher)!r})"),
+                     "trent": (None, f"trent.zip refused: it is a symbolic link (to {str(teacher / 'README.md')!r})")}
+    assert find_project(str(tmp_path / "class" / "mallory") + "/", str(tmp_path))[1].startswith("mallory refused")
+
+
+def test_a_folder_too_large_too_many_or_too_deep_is_refused(tmp_path, monkeypatch):
+    _, eve = _honest(tmp_path)
+    _write(eve, {"a/b/c/d/e.txt": "0" * 5000})
+    monkeypatch.setattr(submissions, "MAX_DEPTH", 3)
+    assert _refusal(eve) == "eve refused: the member 'a/b/c/d' is more than 3 folders deep"
+    monkeypatch.setattr(submissions, "MAX_DEPTH", 4)
+    monkeypatch.setattr(submissions, "MAX_BYTES", 4096)
+    assert _refusal(eve) == "eve refused: it holds more than 0 MB"
+    monkeypatch.setattr(submissions, "MAX_BYTES", 5000 + 6 + 6 + 5)                # e.txt, the two .py, README
+    monkeypatch.setattr(submissions, "MAX_MEMBERS", 9)
+    assert _refusal(eve) == "eve refused: it has more than 9 members"
+    monkeypatch.setattr(submissions, "MAX_MEMBERS", 10)                            # 4 folders a..d, e.txt, 5 of PROJECT
+    monkeypatch.setattr(submissions, "MAX_BYTES", 5000 + 6 + 6 + 5 - 1)
+    assert _refusal(eve) == "eve refused: it holds more than 0 MB"
+    monkeypatch.setattr(submissions, "MAX_BYTES", 5000 + 6 + 6 + 5)
+    assert find_project(str(eve), str(tmp_path)) == (str(eve), None)          # exactly at every bound: read
+
+
+def test_the_command_line_refuses_a_linked_submission_before_grading_anything(tmp_path):
+    from tests.exercises.helpers import ROOT, exercises
+    eve = tmp_path / "eve"
+    shutil.copytree(os.path.join(ROOT, "autograd"), eve / "autograd", ignore=shutil.ignore_patterns("__pycache__"))
+    os.unlink(eve / "autograd" / "scalar.py")
+    os.symlink(os.path.join(ROOT, "autograd", "scalar.py"), eve / "autograd" / "scalar.py")
+    status, out = exercises("check", "all", "--project", str(eve))
+    assert status == 2 and out.strip().endswith("no project found: eve refused: the member 'autograd/scalar.py' is "
+                                                f"a symbolic link (to {os.path.join(ROOT, 'autograd', 'scalar.py')!r})")

@@ -145,6 +145,21 @@ def matmul_grads(a, b, g, variant):
     return np.concatenate([np.ravel(_sum_to(da, a.shape)), np.ravel(_sum_to(db, b.shape))])
 
 
+def matmul_vector_grads(a, b, g, first_batch_only=False):
+    """[dL/dA, dL/dB] flattened and joined, where a or b is a vector: a 1-D a is a row (1, K)
+    and a 1-D b a column (K, 1) for the product, that dim dropped again from the gradients;
+    first_batch_only: dL/dA of a 1-D a from b's first matrix alone (a classic mistake)."""
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    g2 = g[..., None] if b.ndim == 1 else g
+    g2 = g2[..., None, :] if a.ndim == 1 else g2
+    da = _sum_to(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+    db = _sum_to(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
+    if first_batch_only:
+        da = b.reshape((-1,) + b.shape[-2:])[0] @ g.reshape(-1, b.shape[-1])[0]
+    return np.concatenate([np.ravel(da), np.ravel(db)])
+
+
 def matmul_loops(a, b, variant):
     """a @ b for (T, M, K) and (T, K, N) as the loop kernel computes it, right or wrong."""
     if variant == "assign":

@@ -10,6 +10,12 @@ def linear(x, w, b):
     return x @ w.T + b
 
 
+def linear_grads(x, w, g):
+    """[dL/dx, dL/dW, dL/db] of x W^T + b, flattened and joined, for upstream g."""
+    rows, grads = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+    return np.concatenate([np.ravel(g @ w), np.ravel(grads.T @ rows), grads.sum(axis=0)])
+
+
 def linear_bias_on_rows(x, w, b):
     rows = x.reshape(-1, x.shape[-1]) @ w.T                # (N, out), then b as a column: needs N == out
     return (rows + b[:, None]).reshape(x.shape[:-1] + (w.shape[0],))

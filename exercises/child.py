@@ -1,0 +1,207 @@
+"""The child side of a check: where a student's regions run, apart from the judge.
+
+The grader (exercises/sandbox.py) starts `python -S -m exercises.child CONFIG` afresh (never
+forked from the grader), in namespaces of its own where Linux allows (exercises/jail.py).
+This process, the *zygote*, imports numpy and the project from its tree, a copy of the
+project with every exercise cut (it holds no solution at all), then waits for tasks on its
+control socket. A task is one exercise of one student: the texts of the files that hold the
+student's regions of it (and the solutions of the exercises its check needs), and a socket
+of its own. For each task the zygote forks a task child, which
+
+1. closes the zygote's socket, starts a session of its own, takes its limits (memory, CPU
+   time, file size, processes, open files);
+2. puts the texts in: each changed function is given its new code (exercises/hotpatch.py),
+   or, where that cannot be done, the project is imported afresh from the texts;
+3. answers the judge's calls, `{"call": probe, "args": [...]}`, each by running a probe
+   (exercises/probes.py: the student's code called on the judge's inputs) and sending back
+   `{"value": data}` or `{"raised": {"type", "message", "where", "name"}}`, until `{"end": 1}`.
+
+When the task child has ended, the zygote kills every process left in its namespace (a
+fork, a daemon), empties /tmp and reports `{"ended": status}`. Everything the child sends is
+data in the format of exercises/wire.py; nothing of the judge is in this process.
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+
+PRELOADED = ("autograd", "nn", "nn.functional", "transformer", "transformer.attention", "transformer.decoding",
+             "transformer.families.decoder_only", "transformer.masks", "transformer.positional", "transformer.scores",
+             "autograd.kernels.loops", "autograd.kernels.reference", "autograd.engine", "autograd.scalar",
+             "autograd.ops", "exercises.probes")
+
+
+def _limit(kind, value):
+    import resource
+    hard = resource.getrlimit(kind)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(kind, (value, value))
+
+
+def _take_limits(limits):
+    """The task child's limits: address space, CPU seconds, bytes a file may reach, processes
+    (its own user's, whole: it cannot fork much), open files, no core dumps."""
+    import resource
+    _limit(resource.RLIMIT_AS, int(limits["memory_mb"] * 2 ** 20))
+    _limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]))
+    _limit(resource.RLIMIT_FSIZE, limits["file_mb"] * 2 ** 20)
+    _limit(resource.RLIMIT_NOFILE, 64)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NPROC, limits["processes"])
+
+
+def _module_name(path):
+    return path[:-len(".py")].replace("/", ".").removesuffix(".__init__")
+
+
+def _put_texts_in(root, overrides):
+    """Give the imported project the texts {file: text}: function code swapped where it can be,
+    else the project imported afresh from the texts (an error there is the task's answer)."""
+    from exercises.hotpatch import patch
+    from exercises.overrides import OverrideFinder
+    with_code = all(patch(_module_name(path), os.path.join(root, path), _read(root, path), text)
+                    for path, text in overrides.items())
+    if with_code:
+        return None
+    for module in [m for m in sys.modules if m.split(".")[0] in ("autograd", "nn", "transformer")]:
+        del sys.modules[module]
+    sys.meta_path.insert(0, OverrideFinder({os.path.join(root, f): t for f, t in overrides.items()}))
+    import importlib
+    for path in overrides:
+        try:
+            importlib.import_module(_module_name(path))
+        except BaseException as err:                     # noqa: BLE001  the student's module may raise anything
+            return f"importing {path} raised {type(err).__name__}: {err}"
+    return None
+
+
+def _read(root, path):
+    with open(os.path.join(root, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def _serve(channel, root, task):
+    from exercises import probes, wire
+    failed = _put_texts_in(root, task["overrides"])
+    if failed:
+        wire.send(channel, {"import_failed": failed})
+        return
+    wire.send(channel, {"ready": 1})
+    while True:
+        request = wire.receive(channel)
+        if "end" in request:
+            return
+        try:
+            data = wire.encode({"value": probes.run(request["call"], request["args"])})
+        except BaseException as err:                     # noqa: BLE001  reported to the judge, as data
+            data = wire.encode({"raised": probes.describe(err, root)})
+        wire.write_all(channel, data)
+
+
+def _task(control, root, task, channel):
+    """In the forked task child: nothing of the zygote's but its imports; run, then exit."""
+    control.close()
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    from exercises import wire
+    out_of_memory = wire.encode({"raised": {"type": "MemoryError", "message": "", "memory": True}})
+    code = 0
+    try:
+        _take_limits(task["limits"])
+        _serve(channel, root, task)
+    except MemoryError:
+        wire.write_all(channel, out_of_memory)
+        code = 1
+    except BaseException as err:                         # noqa: BLE001  told to the judge, if it can be
+        from exercises.probes import describe
+        try:
+            wire.send(channel, {"raised": describe(err, root)})
+        except BaseException:                            # noqa: BLE001  then the judge sees the channel close
+            pass
+        code = 1
+    os._exit(code)
+
+
+def _clean_up(child, pid_one):
+    """Reap the task child; kill whatever it left (in our PID namespace: everything but us);
+    empty /tmp. The exit status of the task child."""
+    _, status = os.waitpid(child, 0)
+    try:
+        os.kill(-1, signal.SIGKILL) if pid_one else os.killpg(child, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    while pid_one:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    import shutil
+    for name in os.listdir("/tmp") if pid_one else ():
+        path = os.path.join("/tmp", name)
+        shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+    return status
+
+
+def _zygote(config, root):
+    from exercises import wire
+    control = socket.socket(fileno=config["control_fd"])
+    for module in PRELOADED:
+        __import__(module)
+    pid_one = os.getpid() == 1
+    wire.send(control.fileno(), {"zygote": config["isolation"]})
+    while True:
+        try:
+            task_bytes, fds, _, _ = socket.recv_fds(control, 4, 1)
+        except OSError:
+            return
+        if not task_bytes or len(fds) != 1:
+            return
+        size = int.from_bytes(task_bytes, "big")
+        task = wire.decode(_recv_exactly(control, size))
+        child = os.fork()
+        if child == 0:
+            _task(control, root, task, fds[0])
+        os.close(fds[0])
+        status = _clean_up(child, pid_one)
+        wire.send(control.fileno(), {"ended": status})
+
+
+def _recv_exactly(sock, size):
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def main():
+    config = json.loads(sys.argv[-1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)          # as PID 1, a child could otherwise interrupt us
+    root = config["tree"]
+    if config["isolation"] != "process":
+        from exercises import jail
+        jail.enter(config["new_root"], config["binds"], config["hidden"], config["packages"], root,
+                   config["scratch_mb"], config["isolation"] == "root")
+        root = jail.TREE
+        import exercises                                  # imported from the tree's path outside the new root
+        exercises.__path__[:] = [os.path.join(root, "exercises")]
+        sys.path_importer_cache.clear()
+    else:
+        os.chdir(config["scratch"])
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.environ.clear()
+    os.environ.update(config["environment"])
+    sys.path[:] = [root, *config["packages_path"], *config["stdlib"]]
+    sys.dont_write_bytecode = True
+    _zygote(config, root)
+
+
+if __name__ == "__main__":
+    main()

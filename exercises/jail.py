@@ -1,0 +1,124 @@
+"""Shutting a check's child off from the teacher, the grader and the other students (Linux).
+
+The grader starts each child process in new namespaces (`unshare`: its own PID, mount,
+network, IPC and UTS namespaces, and, when the grader is not root, its own user namespace,
+where it is root without any power outside). Before any student code runs, `enter` builds
+the child a root of its own and moves into it:
+
+    /              a small empty tmpfs, made read-only at the end
+    /usr, /lib...  the system's libraries and Python, read-only (bound at the same paths)
+    site-packages  emptied (a tmpfs over each), then only numpy, numba and llvmlite bound back
+    /grading/tree  the source the child imports: no solution of the exercise it checks, read-only
+    /tmp           a private tmpfs of a few MB, the only place it can write
+    /proc          its own PID namespace's: the grader and the other children are not there
+    /dev           null, zero, random and urandom
+
+then gives up every capability (as root: becomes the unprivileged user nobody; in a user
+namespace: drops them all), forbids gaining new ones, and makes itself undumpable (no
+ptrace, no /proc/PID/mem). The teacher's project, the grader's files and the other
+students' submissions are not in its root at all; the network has only a loopback that is
+down; the processes it starts die with it.
+"""
+
+import ctypes
+import os
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = \
+    1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+KEPT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096     # ... and the atime flags: locked in a user namespace
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
+NOBODY = 65534
+TREE = "/grading/tree"
+DEVICES = ("null", "zero", "random", "urandom")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result, what):
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _mount(source, target, kind, flags, data=None):
+    _check(_libc.mount(source.encode() if source else None, target.encode(), kind.encode() if kind else None,
+                       ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
+
+
+def _mountpoint(path, is_file):
+    if is_file:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def _bind(source, target, devices=False):
+    """Bind source at target, read-only (keeping the flags a user namespace may not drop);
+    devices: the device files of /dev, which must stay openable (no nodev)."""
+    _mountpoint(target, not os.path.isdir(source))
+    _mount(source, target, None, MS_BIND | MS_REC)
+    kept = os.statvfs(source).f_flag & KEPT_FLAGS
+    _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | (0 if devices else MS_NODEV) | kept)
+
+
+def _tmpfs(target, megabytes, mode="755"):
+    os.makedirs(target, exist_ok=True)
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={megabytes}m,mode={mode}")
+
+
+def _drop_capabilities():
+    """In a user namespace: no capability left, in any set, nor any to regain."""
+    for capability in range(64):
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)          # fails quietly past the last one
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    _check(_libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+
+
+def enter(new_root, binds, hidden, packages, tree, scratch_mb, as_root):
+    """Build the child's root in new_root (an empty folder), move into it, give up every power.
+    binds: folders or files to show read-only at their own paths; hidden: folders under those
+    to show empty (the site-packages, the teacher's project if it lies there); packages: the
+    folders to show again inside them (numpy's, numba's, llvmlite's); tree: the folder to show
+    as TREE."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _tmpfs(new_root, 4)
+    for path in binds:
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(new_root + path), exist_ok=True)
+            os.symlink(os.readlink(path), new_root + path)
+        elif os.path.exists(path):
+            _bind(path, new_root + path)
+    for path in hidden:
+        if os.path.isdir(new_root + path):
+            _tmpfs(new_root + path, 1)
+    for path in packages:
+        _bind(path, new_root + path)
+    for path in hidden:
+        if os.path.isdir(new_root + path):
+            _mount(None, new_root + path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    _bind(tree, new_root + TREE)
+    _tmpfs(new_root + "/tmp", scratch_mb, "1777")
+    _tmpfs(new_root + "/dev", 1)
+    for device in DEVICES:
+        _bind("/dev/" + device, f"{new_root}/dev/{device}", devices=True)
+    os.makedirs(new_root + "/proc", exist_ok=True)
+    _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chroot(new_root)
+    os.chdir("/tmp")
+    _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    if as_root:
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)
+    else:
+        _drop_capabilities()
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "undumpable")
