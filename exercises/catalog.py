@@ -84,3 +84,13 @@ TWIN_KERNELS = {
     "adam_step": ("adam_step",),
     "attention": FUSED_ATTENTION,
 }
+
+
+def by_item(table, names):
+    """{item: [name]}: for each item (a file, a kernel) a table maps some of `names` to, those
+    names, in their order."""
+    items = {}
+    for name in names:
+        for item in table.get(name, ()):
+            items.setdefault(item, []).append(name)
+    return items

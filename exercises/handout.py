@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 
-from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
+from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL, by_item
 from exercises.regions import SKIPPED, python_files, read, regions_of, rewrite
 from exercises.twins import cut_twins_in_copy
 
@@ -54,11 +54,7 @@ def cut_all(versions):
 def tests_left_out(handed_out):
     """{test file: [exercise]}: the files a copy handing out these exercises leaves out, as
     each gives the answer of those exercises away (catalog.TESTS_THAT_REVEAL)."""
-    left_out = {}
-    for name in handed_out:
-        for path in TESTS_THAT_REVEAL.get(name, ()):
-            left_out.setdefault(path, []).append(name)
-    return left_out
+    return by_item(TESTS_THAT_REVEAL, handed_out)
 
 
 def unlink_left_out(readme, left_out):

@@ -20,7 +20,7 @@ hands none of them out keeps every twin, and the teacher's project is never chan
 import os
 import re
 
-from exercises.catalog import TWIN_KERNELS
+from exercises.catalog import TWIN_KERNELS, by_item
 from exercises.regions import SKIPPED
 
 BEGIN_TWIN = re.compile(r"^(\s*)# BEGIN TWIN ((?:\w+ ?)+?) ?(\(dropped\))?\s*$")
@@ -56,11 +56,7 @@ def cut_twins(text, handed_out):
 
 def kernels_cut(handed_out):
     """{kernel name: [exercise]}: the kernels whose faster twins a copy handing out these is without."""
-    kernels = {}
-    for name in handed_out:
-        for kernel in TWIN_KERNELS.get(name, ()):
-            kernels.setdefault(kernel, []).append(name)
-    return kernels
+    return by_item(TWIN_KERNELS, handed_out)
 
 
 def cut_twins_in_copy(copy, handed_out):
