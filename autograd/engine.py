@@ -12,37 +12,42 @@ differentiation happen one node at a time.
 import numpy as np
 
 from autograd import anomaly
+from autograd.scalar import topological_order
 
 
 def graph_nodes(root_node, for_backward=False):
     """Every node reachable from `root_node`, each listed after all nodes it depends on.
 
-    A depth-first walk with the recursion written out by hand (so a chain of 100,000 ops
-    is fine): `path` holds the nodes being visited, each with an iterator over the input
-    nodes it has yet to go into, last input first; a node is listed once its inputs are
-    all done.  The walk fixes the order in which an input used several times sums its
-    gradients, so it is the same on every run.  (The scalar engine's topological_sort, an
-    exercise, asks for such an order too.)  for_backward: a node whose saved arrays were
-    freed by an earlier backward stops the walk with an error, before any gradient is
-    written.
+    This is the scalar engine's `topological_order` (an exercise) walking the Tensor graph:
+    each node is shown to it as a Value is, its `parents` the nodes that made its inputs.
+    The walk is depth-first with its stack written out by hand (so a chain of 100,000 ops
+    is fine), going into a node's last input first; it fixes the order in which an input
+    used several times sums its gradients, so it is the same on every run.  for_backward: a
+    node whose saved arrays were freed by an earlier backward stops the walk with an error,
+    before any gradient is written.
     """
-    order, seen = [], {root_node}
-    path = [(_entered(root_node, for_backward), _input_nodes(root_node))]
-    while path:
-        node, inputs = path[-1]
-        following = next((n for n in inputs if n not in seen), None)
-        if following is None:                    # every input of node is listed: list node
-            order.append(node)
-            path.pop()
-        else:
-            seen.add(following)
-            path.append((_entered(following, for_backward), _input_nodes(following)))
-    return order
+    seen_as = {}                          # node -> the one _AsValue it is shown as
+
+    def as_value(node):
+        if node not in seen_as:
+            seen_as[node] = _AsValue(_entered(node, for_backward), as_value)
+        return seen_as[node]
+
+    return [walked.node for walked in topological_order(as_value(root_node))]
 
 
-def _input_nodes(node):
-    """The nodes that made node's inputs, last input first (leaves have none)."""
-    return iter([t._node for t in reversed(node.inputs) if t._node is not None])
+class _AsValue:
+    """A node of the Tensor graph as topological_order sees a Value: `parents`, the nodes
+    that made its inputs (leaves have none), each shown through as_value."""
+
+    __slots__ = ("node", "_as_value")
+
+    def __init__(self, node, as_value):
+        self.node, self._as_value = node, as_value
+
+    @property
+    def parents(self):
+        return [self._as_value(t._node) for t in self.node.inputs if t._node is not None]
 
 
 def _entered(node, for_backward):

@@ -67,5 +67,30 @@ TESTS_THAT_REVEAL = {
     "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py", BY_HAND),
     "heads": ("tests/transformer/test_gpt.py", BY_HAND),          # the numpy GPT splits and merges heads
     "sinusoidal": ("tests/transformer/test_model.py",),           # a numpy sinusoidal table
-    "causal_mask": ("tests/transformer/test_gpt.py",),            # np.tril
+    "causal_mask": ("tests/transformer/test_gpt.py",),            # its numpy GPT builds the mask by hand
 }
+
+# The kernels whose faster tiers (the loops tier, the engine room) compute an exercise's answer
+# too, in code between `# BEGIN TWIN name` and `# END TWIN`: a copy handing the exercise out
+# cuts that code, and its kernel registry runs these kernels' numpy definitions
+# (autograd/kernels/reference.py, where the regions lie) instead (exercises/twins.py). The
+# fused attention holds a softmax, its backward and a log-sum-exp as well as the attention.
+FUSED_ATTENTION = ("attention_forward", "attention_backward")
+TWIN_KERNELS = {
+    "softmax": ("softmax",) + FUSED_ATTENTION,
+    "softmax_backward": ("softmax_backward",) + FUSED_ATTENTION,
+    "log_softmax": ("log_softmax",) + FUSED_ATTENTION,
+    "layer_norm_backward": ("layer_norm_backward",),
+    "adam_step": ("adam_step",),
+    "attention": FUSED_ATTENTION,
+}
+
+
+def by_item(table, names):
+    """{item: [name]}: for each item (a file, a kernel) a table maps some of `names` to, those
+    names, in their order."""
+    items = {}
+    for name in names:
+        for item in table.get(name, ()):
+            items.setdefault(item, []).append(name)
+    return items

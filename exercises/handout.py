@@ -5,7 +5,9 @@ out cut from its region (`raise NotImplementedError("exercise NAME: hint")`, the
 carrying the exercise's version) and each one not handed out left solved, its markers
 removed. It holds no solution of an exercise handed out: not the teacher's tests of the
 exercises (tests/exercises/), not the tests that compare with a numpy answer of one
-(catalog.TESTS_THAT_REVEAL), not the numpy definitions the checks compare with
+(catalog.TESTS_THAT_REVEAL), not the faster tiers' kernels or other code that computes
+one too (its twins, exercises/twins.py: cut, so that the learner's region runs in their
+place), not the numpy definitions the checks compare with
 (exercises/checks/definitions.py; the copy gets the expected results instead, recorded by
 running the checks here), not a sealed copy of the solutions. `exercises/handout.json`
 lists what was handed out, for the learner's `check` and the copy's test run;
@@ -19,8 +21,9 @@ import os
 import re
 import shutil
 
-from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
+from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL, by_item
 from exercises.regions import SKIPPED, python_files, read, regions_of, rewrite
+from exercises.twins import cut_twins_in_copy
 
 HANDOUT = os.path.join("exercises", "handout.json")
 TEACHER_ONLY = {os.path.join("tests", "exercises"), os.path.join("exercises", "checks", "definitions"),
@@ -51,11 +54,7 @@ def cut_all(versions):
 def tests_left_out(handed_out):
     """{test file: [exercise]}: the files a copy handing out these exercises leaves out, as
     each gives the answer of those exercises away (catalog.TESTS_THAT_REVEAL)."""
-    left_out = {}
-    for name in handed_out:
-        for path in TESTS_THAT_REVEAL.get(name, ()):
-            left_out.setdefault(path, []).append(name)
-    return left_out
+    return by_item(TESTS_THAT_REVEAL, handed_out)
 
 
 def unlink_left_out(readme, left_out):
@@ -98,6 +97,7 @@ def student_copy(root, destination, handed_out):
     for path in changed:
         with open(os.path.join(destination, path), "w", encoding="utf-8") as f:
             f.write(rewrite(read(root, path), _cut(set(handed_out), current)))
+    cut_twins_in_copy(destination, handed_out)
     record_as_made(destination)
     with open(os.path.join(destination, HANDOUT), "w") as f:
         json.dump({"handed_out": {name: current[name] for name in handed_out},

@@ -6,9 +6,10 @@ exercise: its failure shows NotImplementedError("exercise NAME: ...") (raised in
 own process, or in a subprocess whose output the failure shows), or names a file that holds
 an outstanding exercise's region (a debugger walk through the learning path that stops
 inside a region that is cut), or is so reported by a Python child the test started
-(exercises/child_hook/sitecustomize.py). A test that needs the teacher's project (grading a
-class, making copies), or a test file left out of the copy as it gives an exercise away
-(catalog.TESTS_THAT_REVEAL), is skipped saying so. The run ends by listing every exercise
+(exercises/child_hook/sitecustomize.py). A test of code the copy cut as it answers an
+exercise handed out (a twin: exercises/twins.py) is skipped naming the exercise. A test
+that needs the teacher's project (grading a class, making copies), or a test file left out
+of the copy as it gives an exercise away (catalog.TESTS_THAT_REVEAL), is skipped saying so. The run ends by listing every exercise
 outstanding, in the order of the lectures. `make` adds these hooks to the copy's
 tests/conftest.py.
 """
@@ -25,6 +26,7 @@ import pytest
 from exercises.handout import NEEDS_TEACHER
 
 NEEDS = re.compile(r"NotImplementedError: exercise (\w+): ")
+TWIN_CUT = re.compile(r"twin of exercise (\w+), cut from this copy")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD_HOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child_hook")
 REPORTS = "EXERCISES_CHILD_NEEDS"                     # names the file the children report to
@@ -80,6 +82,8 @@ def _left_out_named(text):
 
 def skip_reason(text):
     """Why a test whose failure reads `text` is skipped in a student copy, or None: it fails."""
+    if (twin := TWIN_CUT.search(text)):
+        return f"tests code that answers exercise {twin.group(1)}, cut from this copy (a twin: exercises/twins.py)"
     if (needed := _needed(text)):
         return f"needs exercise {', '.join(needed)} (not done yet)"
     if NEEDS_TEACHER in text:

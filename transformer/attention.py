@@ -47,7 +47,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     fused=True runs the whole computation as one op (autograd/ops/attention.py), which keeps
     no weights (they are returned as None), when no dropout is in effect and no custom
     score is given; otherwise, and by default, the composed ops below run: the nodes a
-    learner steps through.
+    learner steps through.  (A student copy that hands out the attention exercise runs the
+    composed ops always: the fused op would answer it.)
     """
     d_k = q.shape[-1]
     if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
@@ -55,8 +56,10 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
                          "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
     scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)     # (..., T_q, T_k)
     mask = None if mask is None else _checked_mask(mask, scores_shape)
+    # BEGIN TWIN attention (dropped)
     if fused and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
         return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
+    # END TWIN
     scores = (score or scaled_dot_scores)(q, k)                      # (..., T_q, T_k)
     # BEGIN EXERCISE attention
     if mask is not None:

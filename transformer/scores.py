@@ -16,10 +16,12 @@ import nn
 
 
 class DotProductScore(nn.Module):
-    """q . k (Luong's "dot").  Needs d_q == d_k."""
+    """q . k (Luong's "dot").  Needs d_q == d_k.  It is the Transformer's scaled score below
+    with its scale taken back, and computed so: the one dot product of queries and keys here
+    is the attention exercise's."""
 
     def forward(self, q, k):
-        return q @ k.transpose(-2, -1)                         # (..., T_q, T_k)
+        return scaled_dot_scores(q, k) * math.sqrt(q.shape[-1])   # (..., T_q, T_k)
 
 
 def scaled_dot_scores(q, k):

@@ -280,6 +280,7 @@ def _make_attention(dtype):
     def weights_and_grads(pt, gt, visible, j0, i0, width, lse, d, scale):
         """P^T and scale G^T from S^T and (dout V^T)^T (width keys x QUERY_BLOCK queries):
         p = exp(s - lse) (0 where masked), g = scale p (g - D)."""
+        # BEGIN TWIN softmax softmax_backward log_softmax attention
         gemm.prefer_wide_vectors()
         gemm.never_inline()
         lse, d = gemm.row_run(lse, 0, i0, QUERY_BLOCK), gemm.row_run(d, 0, i0, QUERY_BLOCK)
@@ -291,8 +292,10 @@ def _make_attention(dtype):
                 w = w if seen[r] else ZERO
                 weights[r] = w
                 grads[r] = scale * w * (grads[r] - d[r])
+        # END TWIN
 
     def attention_forward_chunk(q, k, v, mask, mask_of, has_mask, scale, out, lse, chunk, chunks):
+        # BEGIN TWIN softmax softmax_backward log_softmax attention
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
@@ -362,8 +365,10 @@ def _make_attention(dtype):
                         for c in range(d_v):
                             target[c] = o_row[c] / l[r]
                         lse[n, i0 + r] = m[r] + np.log(l[r])
+        # END TWIN
 
     def attention_backward_chunk(q, k, v, mask, mask_of, has_mask, scale, out, lse, dout, dq, dk, dv, chunk, chunks):
+        # BEGIN TWIN softmax softmax_backward log_softmax attention
         heads = q.shape[1]
         n_mats, t_q, d = q.shape[0] * heads, q.shape[2], q.shape[3]
         t_k, d_v = k.shape[2], v.shape[3]
@@ -445,6 +450,7 @@ def _make_attention(dtype):
                 copy_padded(dq_p[:t_q, :d], gemm.matrix_at(dq, b, h), ONE)
                 copy_padded(dk_p[:t_k, :d], gemm.matrix_at(dk, b, h), ONE)
                 copy_padded(dv_p[:t_k, :d_v], gemm.matrix_at(dv, b, h), ONE)
+        # END TWIN
 
     t = numba.from_dtype(np.dtype(dtype))
     # (B1, B2, T, d) arrays with any strides that keep rows contiguous: q, k, v may be the
@@ -532,6 +538,7 @@ def attention_forward(q, k, v, mask, scale):
     strides), mask (..., T_q, T_k) bool with the matrices in its leading dims, or None ->
     (out (..., T_q, d_v), lse (..., T_q)).  Same as reference.attention_forward; out is
     laid out in memory as q is (_empty_laid_out_as)."""
+    # BEGIN TWIN softmax softmax_backward log_softmax attention
     dtype = q.dtype
     _check_mask(mask, q, k)
     q4, k4, v4 = (_as_4d(x, dtype) for x in (q, k, v))                  # (B1, B2, T, d) each
@@ -544,11 +551,13 @@ def attention_forward(q, k, v, mask, scale):
     else:
         out[...] = 0
     return out.reshape(q.shape[:-1] + (v.shape[-1],)), lse.reshape(q.shape[:-1])
+    # END TWIN
 
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
     """Gradients (dq, dk, dv) of attention_forward's output, each laid out in memory as its
     operand is; same as reference.attention_backward."""
+    # BEGIN TWIN softmax softmax_backward log_softmax attention
     dtype = q.dtype
     _check_mask(mask, q, k)
     q4, k4, v4 = (_as_4d(x, dtype) for x in (q, k, v))
@@ -563,3 +572,4 @@ def attention_backward(q, k, v, mask, scale, out, lse, dout):
         for g in grads:
             g[...] = 0
     return tuple(g.reshape(x.shape) for g, x in zip(grads, (q, k, v)))
+    # END TWIN

@@ -34,6 +34,7 @@ def _make_layer_norm(dtype):
                 out[i, j] = h * weight[j] + bias[j]
 
     def layer_norm_backward_rows(grad, xhat, rstd, weight, dx, dweight, dbias, chunk, chunks):
+        # BEGIN TWIN layer_norm_backward
         first, stop = chunk * grad.shape[1] // chunks, (chunk + 1) * grad.shape[1] // chunks
         # this chunk's columns, summed in buffers of its own: summed in dweight itself, the
         # chunks' shares met in one cache line, which both threads wrote for every row (two
@@ -61,6 +62,7 @@ def _make_layer_norm(dtype):
             mean_gx /= d
             for j in range(d):
                 dx[i, j] = rstd[i, 0] * (grad[i, j] * weight[j] - mean_g - xhat[i, j] * mean_gx)
+        # END TWIN
 
     name = np.dtype(dtype).name
     return (chunked(layer_norm_rows, name, array_types(dtype, "2r", "1r", "1r", "s", "2w", "2w", "2w")),
@@ -90,9 +92,11 @@ def layer_norm(x, weight, bias, eps):
 
 def layer_norm_backward(grad, xhat, rstd, weight):
     """Same signature and results as reference.layer_norm_backward."""
+    # BEGIN TWIN layer_norm_backward
     grad = np.ascontiguousarray(grad, xhat.dtype)
     dx = np.empty_like(grad)
     dweight, dbias = np.empty(grad.shape[1], xhat.dtype), np.empty(grad.shape[1], xhat.dtype)
     _layer_norm_kernel(xhat.dtype, True)(grad, xhat, rstd, np.ascontiguousarray(weight, xhat.dtype), dx, dweight, dbias,
                                          chunks_for(grad.size, PARALLEL_MIN_ELEMENTS))
     return dx, dweight, dbias
+    # END TWIN

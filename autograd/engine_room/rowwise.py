@@ -56,6 +56,7 @@ def _make_rowwise(dtype):
     def log_minus_log_sum(row, m, total, out):
         """out = row - m - log(total), total = sum exp(row - m) (zeros for a fully masked
         row, m = -inf)."""
+        # BEGIN TWIN log_softmax
         if m == NEG_INF:
             out[:] = ZERO
             return
@@ -64,13 +65,16 @@ def _make_rowwise(dtype):
             out[j] = row[j] - m                            # regroup (x - m) - log_sum as
         for j in range(row.shape[0]):                      # x - (m + log_sum): with x and m near
             out[j] -= log_sum                              # 1e4 that loses 3 digits in float32
+        # END TWIN
 
     @register_jitable(**JIT)
     def normalize(row, m, total, out):
         """out *= 1 / total, total = sum exp(row - m) (a fully masked row's zeros stay)."""
+        # BEGIN TWIN softmax
         inv = ONE / total if total != ZERO else ZERO
         for j in range(out.shape[0]):
             out[j] *= inv
+        # END TWIN
 
     @register_jitable(**JIT)
     def row_sum(row):
@@ -110,6 +114,7 @@ def _make_rowwise(dtype):
     def softmax(x, out, chunk, chunks):
         """out = softmax of each row of x (zeros for a fully masked row), for the rows of
         share `chunk` (chunks.py), as every kernel below."""
+        # BEGIN TWIN softmax
         x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
         if x.shape[1] < SHORT_ROW:
             softmax_short_rows(x, out)
@@ -123,9 +128,11 @@ def _make_rowwise(dtype):
             inv = ONE / exp_row(x[i], m, out[i])
             for j in range(x.shape[1]):
                 out[i, j] *= inv
+        # END TWIN
 
     def softmax_backward(y, dy, dx, chunk, chunks):
         """dx = y * (dy - sum(dy * y)) row by row."""
+        # BEGIN TWIN softmax_backward
         y, dy, dx = share_of(y, chunk, chunks), share_of(dy, chunk, chunks), share_of(dx, chunk, chunks)
         for i in range(y.shape[0]):
             dot = ZERO
@@ -133,11 +140,13 @@ def _make_rowwise(dtype):
                 dot += dy[i, j] * y[i, j]
             for j in range(y.shape[1]):
                 dx[i, j] = y[i, j] * (dy[i, j] - dot)
+        # END TWIN
 
     def log_softmax(x, out, chunk, chunks):
         """out = x - max - log(sum exp(x - max)) row by row (zeros for a fully masked row).
         Its loop over long rows repeats softmax's on purpose: a shared helper returning
         (max, sum) made short rows slower."""
+        # BEGIN TWIN log_softmax
         x, out = share_of(x, chunk, chunks), share_of(out, chunk, chunks)
         if x.shape[1] < SHORT_ROW:
             log_softmax_short_rows(x, out)
@@ -149,6 +158,7 @@ def _make_rowwise(dtype):
                 out[i] = ZERO
                 continue
             log_minus_log_sum(x[i], m, exp_row(x[i], m, out[i]), out[i])   # out[i]: scratch
+        # END TWIN
 
     @register_jitable(**JIT)
     def minus_exp_times_sum(dy, total_p, dx):
@@ -229,15 +239,21 @@ def _backward(name, y, dy):
 
 def softmax(x):
     """Row-wise softmax along the last axis (see reference.softmax)."""
+    # BEGIN TWIN softmax
     return _forward("softmax", x)
+    # END TWIN
 
 
 def softmax_backward(y, dy):
+    # BEGIN TWIN softmax_backward
     return _backward("softmax_backward", y, dy)
+    # END TWIN
 
 
 def log_softmax(x):
+    # BEGIN TWIN log_softmax
     return _forward("log_softmax", x)
+    # END TWIN
 
 
 def log_softmax_backward(y, dy):

@@ -14,7 +14,10 @@ signatures; a tier that does not write a kernel runs its numpy definition.  Choo
 environment variable AUTOGRAD_KERNELS=numpy|loops|fast before import, or `use_tier(name)` at
 run time.  NUMBA_DISABLE_JIT=1 on its own chooses "loops": turning the JIT off means
 stepping into loops one can read.  An engine room that cannot be loaded (deleted, or failing
-to build) leaves the loops tier in its place, said in one line on stderr.
+to build) leaves the loops tier in its place, said in one line on stderr.  In a student
+copy that hands out an exercise a faster tier answers too (softmax, Adam's step, ...), those
+kernels run their numpy definitions, the exercise's region, in every tier (twins.py), said
+once.
 
 This file is the one place in the classroom that knows the engine room exists.
 """
@@ -26,6 +29,7 @@ import sys
 import types
 
 from autograd.kernels import reference
+from autograd.kernels.twins import kernels_cut
 
 TIERS = ("numpy", "loops", "fast")
 KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
@@ -35,11 +39,20 @@ KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax"
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
 _announcing = False  # whether Numba tells us of each compile (_announce_compiling)
+_said_cut = False    # whether the kernels a student copy runs in numpy were named (_namespace)
 
 
 def _namespace(module):
-    """The tier's kernels: the module's own, the numpy definition for any it does not write."""
-    return types.SimpleNamespace(**{name: getattr(module, name, getattr(reference, name)) for name in KERNELS})
+    """The tier's kernels: the module's own, the numpy definition for any it does not write
+    or whose twin this student copy is without (twins.py)."""
+    global _said_cut
+    cut = kernels_cut()
+    if cut and not _said_cut:
+        print(f"autograd: in this student copy {', '.join(cut)} run their numpy definitions (reference.py), the "
+              "exercises' own code, in every tier: their faster twins are cut from it", file=sys.stderr, flush=True)
+        _said_cut = True
+    return types.SimpleNamespace(**{name: getattr(reference if name in cut else module, name, getattr(reference, name))
+                                    for name in KERNELS})
 
 
 def _engine_room(step, *args):
@@ -145,12 +158,12 @@ def prepare(dtype="float32", fused_attention=False):
     kernels too; it also keeps freed memory for the next step (engine_room/allocator.py).
     The loops tier, with the JIT on, compiles (or loads) its kernels for dtype here, saying so."""
     if _tier == "fast":
-        _engine_room("prepare", dtype, fused_attention)
+        _engine_room("prepare", dtype, fused_attention and "attention_forward" not in kernels_cut())
     if _current is None:
         _bind()
     if _tier == "loops":
         from autograd.kernels import loops
-        loops.warmup(dtype)
+        loops.warmup(dtype, skip=kernels_cut())
 
 
 def prepare_in_background(dtype="float32", fused_attention=False):
@@ -158,7 +171,7 @@ def prepare_in_background(dtype="float32", fused_attention=False):
     compiling the kernels (in child processes) if this is their first run, and prepare()
     later waits for them.  A demo calls this before it reads its data, so the two overlap."""
     if _tier == "fast":
-        _engine_room("start", dtype, fused_attention)
+        _engine_room("start", dtype, fused_attention and "attention_forward" not in kernels_cut())
 
 
 def _default_tier():

@@ -61,6 +61,7 @@ def softmax_loops(x, y):
     """y[i, j] = exp(x[i, j] - m) / sum_j' exp(x[i, j'] - m), m = max_j x[i, j], for each row i.
     Subtracting the row's max keeps every exp <= 1: no overflow however large the logits.
     A row of -inf (a query that may attend to nothing) gets zeros, not 0/0 = NaN."""
+    # BEGIN TWIN softmax
     for i in prange(x.shape[0]):
         m = x[i].max()
         if m == -np.inf:
@@ -72,18 +73,21 @@ def softmax_loops(x, y):
             total += y[i, j]
         for j in range(x.shape[1]):
             y[i, j] /= total
+    # END TWIN
 
 
 @njit(parallel=True, cache=True)
 def softmax_backward_loops(y, dy, dx):
     """dx[i, j] = y[i, j] (dy[i, j] - sum_j' dy[i, j'] y[i, j']) for each row i: the
     Jacobian of softmax, diag(y) - y y^T, applied to dy without ever forming it."""
+    # BEGIN TWIN softmax_backward
     for i in prange(y.shape[0]):
         dot = 0.0
         for j in range(y.shape[1]):
             dot += dy[i, j] * y[i, j]
         for j in range(y.shape[1]):
             dx[i, j] = y[i, j] * (dy[i, j] - dot)
+    # END TWIN
 
 
 @njit(parallel=True, cache=True)
@@ -91,6 +95,7 @@ def log_softmax_loops(x, y):
     """y[i, j] = (x[i, j] - m) - log sum_j' exp(x[i, j'] - m), m = max_j x[i, j]: the log of
     softmax without ever taking log(0) of an underflowed probability.  A row of -inf gets zeros
     (its total, a sum of exp(-inf - -inf) = NaN, is never used)."""
+    # BEGIN TWIN log_softmax
     for i in prange(x.shape[0]):
         m = x[i].max()
         total = 0.0
@@ -98,6 +103,7 @@ def log_softmax_loops(x, y):
             total += np.exp(x[i, j] - m)
         for j in range(x.shape[1]):
             y[i, j] = 0.0 if m == -np.inf else (x[i, j] - m) - np.log(total)
+    # END TWIN
 
 
 @njit(parallel=True, cache=True)
@@ -129,17 +135,23 @@ def rowwise(loops, *arrays):
 
 def softmax(x):
     """Softmax along the last axis (softmax_loops)."""
+    # BEGIN TWIN softmax
     return rowwise(softmax_loops, x)
+    # END TWIN
 
 
 def softmax_backward(y, dy):
     """Softmax's backward along the last axis, from its output y (softmax_backward_loops)."""
+    # BEGIN TWIN softmax_backward
     return rowwise(softmax_backward_loops, y, dy)
+    # END TWIN
 
 
 def log_softmax(x):
     """Log-softmax along the last axis (log_softmax_loops)."""
+    # BEGIN TWIN log_softmax
     return rowwise(log_softmax_loops, x)
+    # END TWIN
 
 
 def log_softmax_backward(y, dy):
@@ -147,14 +159,17 @@ def log_softmax_backward(y, dy):
     return rowwise(log_softmax_backward_loops, y, dy)
 
 
-def warmup(dtype):
+def warmup(dtype, skip=()):
     """Compile (or load from Numba's cache) every loop kernel for dtype now, so that no
     debugger step waits on it later (a kernel compiled is announced on stderr: see
-    autograd/kernels/__init__.py).  With the JIT off there is nothing to compile, so
-    nothing runs (a breakpoint in a loop then first stops on the model's own arrays)."""
+    autograd/kernels/__init__.py), but those named in skip (a student copy's, whose twins
+    here are cut: autograd/kernels/twins.py).  With the JIT off there is nothing to compile,
+    so nothing runs (a breakpoint in a loop then first stops on the model's own arrays)."""
     if numba.config.DISABLE_JIT:
         return
     x = np.zeros((1, 1), dtype)
-    matmul(x, x)
-    softmax_backward(x, softmax(x))
-    log_softmax_backward(x, log_softmax(x))
+    calls = {"matmul": (matmul, x, x), "softmax": (softmax, x), "softmax_backward": (softmax_backward, x, x),
+             "log_softmax": (log_softmax, x), "log_softmax_backward": (log_softmax_backward, x, x)}
+    for name, (kernel, *arrays) in calls.items():
+        if name not in skip:
+            kernel(*arrays)

@@ -198,9 +198,13 @@ def attention_forward(q, k, v, mask, scale):
 
 
 def _masked_scores(q, k, mask, scale):
-    """q k^T scale, -inf where the mask (shaped as q's batch, or None) forbids: (..., T_q, T_k)."""
+    """q k^T scale, -inf where the mask (shaped as q's batch, or None) forbids: (..., T_q, T_k).
+    A student copy handing out the attention exercise is without it: the composed attention
+    (the exercise's regions) runs in place of the fused one there."""
+    # BEGIN TWIN attention
     scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
     return scores if mask is None else np.where(mask, scores, -np.inf)
+    # END TWIN
 
 
 def log_sum_exp(x, log_softmax=log_softmax):

@@ -76,7 +76,7 @@ class Index(Function):
 
     def backward(ctx, grad):
         out = np.zeros(ctx.in_shape, dtype=grad.dtype)
-        if _is_row_lookup(ctx.key) and out.size:           # weight[ids]: an embedding
+        if _is_row_lookup(ctx.key) and out.size:           # rows picked by ids: an embedding's lookup
             kernels.index_add_rows(out.reshape(ctx.in_shape[0], -1), ctx.key, grad)
         elif ctx.advanced:
             np.add.at(out, ctx.key, grad)   # repeated indices add up

@@ -133,8 +133,10 @@ def pytorch_steps(torch, q, k, v, mask, grad):
         return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
 
     def composed():
+        # BEGIN TWIN attention
         scores = (tq @ tk.transpose(-2, -1)) * scale                  # (B, H, T, T)
         return torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1) @ tv
+        # END TWIN
 
     for x in (q, k, v):
         x.grad = None

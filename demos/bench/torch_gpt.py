@@ -21,10 +21,12 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x):
         batch, length, width = x.shape
+        # BEGIN TWIN heads
         q, k, v = self.c_attn(x).split(width, dim=2)
         q, k, v = (t.view(batch, length, self.n_head, width // self.n_head).transpose(1, 2) for t in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).reshape(batch, length, width)))
+        # END TWIN
 
 
 class Block(nn.Module):

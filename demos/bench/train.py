@@ -32,9 +32,11 @@ import sys
 
 from demos._flags import a_file_to_write, a_path, command_line, integer_at_least
 from demos._results import write_json
-from demos.bench import _clock, need_engine_room
+from demos.bench import _clock, cut_from_this_copy, need_engine_room
 from demos.bench._threads import use_threads
 from demos.bench.cpu import TARGETS, machine_record, rerun_as
+
+TORCH_GPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_gpt.py")
 
 
 def parse_args(argv=None):
@@ -226,6 +228,9 @@ def profile(step):
 def main(argv=None):
     args = parse_args(argv)
     need_engine_room("demos.bench.train")
+    if args.model == "gpt" and (cut := cut_from_this_copy(TORCH_GPT)):
+        raise SystemExit(f"bench_train --model gpt compares with a PyTorch GPT (demos/bench/torch_gpt.py), which needs "
+                         f"the teacher's project: this student copy cuts it, as it answers exercises {', '.join(cut)}")
     if args.cpu and (code := rerun_as(args.cpu, "demos.bench.train", sys.argv[1:] if argv is None else argv)) is not None:
         if code:
             raise SystemExit(code)

@@ -54,6 +54,46 @@ def test_greedy_generate_gives_the_tokens_and_logits_it_gave_before(seed, use_ca
 
 
 
+def graph_nodes_before(root_node):
+    """engine.graph_nodes as it was before it called the scalar engine's topological_order:
+    depth-first by hand, into a node's last input first (the reference)."""
+    def inputs_of(node):
+        return iter([t._node for t in reversed(node.inputs) if t._node is not None])
+    order, seen, path = [], {root_node}, [(root_node, inputs_of(root_node))]
+    while path:
+        node, inputs = path[-1]
+        following = next((n for n in inputs if n not in seen), None)
+        if following is None:
+            order.append(node)
+            path.pop()
+        else:
+            seen.add(following)
+            path.append((following, inputs_of(following)))
+    return order
+
+
+def random_graph(r):
+    """A Tensor built by 6..40 random ops over 1..4 leaves, each op taking one or two earlier
+    Tensors (leaves or results, so that results are used several times, by one op twice too)."""
+    made = [Tensor(r.standard_normal((2, 3)), requires_grad=i == 0 or bool(r.integers(0, 4)))
+            for i in range(r.integers(1, 5))]
+    ops = (lambda a, b: (a + b).tanh(), lambda a, b: a * b.tanh(), lambda a, b: a - b * 0.5,
+           lambda a, b: (a @ b.transpose(0, 1)).tanh() @ a, lambda a, b: a.tanh() + b.sigmoid())
+    for _ in range(r.integers(6, 41)):
+        a, b = (made[int(i)] for i in r.integers(max(0, len(made) - 6), len(made), 2))
+        made.append(ops[int(r.integers(len(ops)))](a, a if r.random() < 0.15 else b))
+    return made[-1] + sum(made[int(i)] for i in r.integers(0, len(made), 3))       # several outputs feed the root
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_tensor_engine_s_order_is_the_one_it_had_node_for_node(seed):
+    from autograd.engine import graph_nodes
+    root = random_graph(np.random.default_rng(seed))
+    want = graph_nodes_before(root._node)
+    assert len(want) > 6
+    assert graph_nodes(root._node) == want                  # the same nodes in the same order: the same sums
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("seed", range(3))
 def test_log_sum_exp_from_log_softmax_is_bit_for_bit_the_shifted_formula(dtype, seed):
@@ -76,7 +116,7 @@ def test_log_sum_exp_from_log_softmax_is_bit_for_bit_the_shifted_formula(dtype, 
 PROBE = '''
 import importlib.util, json, re, sys
 import numpy as np
-from autograd import Tensor
+from autograd import Tensor, engine
 from autograd.kernels import reference
 
 r = np.random.default_rng(0)
@@ -97,6 +137,13 @@ def uniform_softmax(probe):
     def run():
         reference.softmax = lambda x: np.full_like(x, 1 / x.shape[-1])     # a stand-in, to get past softmax
         probe()
+    return run
+
+
+def past_the_scores(probe):
+    def run():
+        reference._masked_scores = lambda q, k, mask, scale: q @ np.swapaxes(k, -1, -2)   # a stand-in for attention's
+        probe()                                                                          # twin, cut from the copy
     return run
 
 
@@ -121,6 +168,16 @@ def sampling_probabilities():
 
 def rms_norm_backward():
     from autograd.ops import RMSNormFn
+
+    def depth_first(node, order=None, seen=None):        # a stand-in, to get past topological_sort
+        order, seen = ([], set()) if order is None else (order, seen)
+        seen.add(node)
+        for parent in node.parents:
+            if parent not in seen:
+                depth_first(parent, order, seen)
+        order.append(node)
+        return order
+    engine.topological_order = depth_first
     x = Tensor(q, requires_grad=True)
     RMSNormFn.apply(x, Tensor(np.ones(4))).backward(dout)
 
@@ -130,25 +187,49 @@ def bench_causal_mask():
     pytorch("S")()
 
 
+def tensor_backward():
+    x = Tensor(q, requires_grad=True)
+    (x * x).sum().backward()
+
+
+def graph_printed():
+    from autograd.graph import graph_nodes
+    graph_nodes((Tensor(q, requires_grad=True) * 2)._node)
+
+
+def dot_product_score():
+    from transformer.scores import DotProductScore
+    DotProductScore()(Tensor(q), Tensor(k))
+
+
+def fused_attention():
+    from transformer.attention import scaled_dot_product_attention
+    scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), mask, fused=True)
+
+
 PROBES = {"attention_weights": attention_weights,
           "reference.attention_forward": lambda: reference.attention_forward(q, k, v, mask, 0.5),
-          "reference.attention_forward's lse": uniform_softmax(lambda: reference.attention_forward(q, k, v, mask, 0.5)),
-          "reference.attention_backward": reference_attention_backward,
-          "reference.attention_backward's dscores": uniform_softmax(reference_attention_backward),
+          "reference.attention_forward's scores": past_the_scores(lambda: reference.attention_forward(q, k, v, mask, 0.5)),
+          "reference.attention_forward's lse": past_the_scores(uniform_softmax(
+              lambda: reference.attention_forward(q, k, v, mask, 0.5))),
+          "reference.attention_backward's scores": past_the_scores(reference_attention_backward),
+          "reference.attention_backward's dscores": past_the_scores(uniform_softmax(reference_attention_backward)),
           "LogSumExp": logsumexp, "KVCache.extend": kv_cache_mask, "DecoderOnly.generate greedy": greedy_generate,
-          "pick_next_token": sampling_probabilities, "RMSNormFn.backward": rms_norm_backward}
+          "pick_next_token": sampling_probabilities, "RMSNormFn.backward": rms_norm_backward,
+          "Tensor.backward": tensor_backward, "graph_nodes": graph_printed, "DotProductScore": dot_product_score,
+          "fused attention": fused_attention}
 if importlib.util.find_spec("torch"):                  # the benchmark's baseline needs the optional PyTorch
     PROBES["the PyTorch baseline bench"] = bench_causal_mask
 raised = {}
 for name, probe in PROBES.items():
-    original = reference.softmax
+    originals = reference.softmax, reference._masked_scores, engine.topological_order
     try:
         probe()
         raised[name] = "nothing"
     except NotImplementedError as err:
-        raised[name] = re.match(r"exercise (\\w+): ", str(err)).group(1)
+        raised[name] = re.match(r"(?:twin of )?exercise (\\w+)[:,] ", str(err)).group(1)
     finally:
-        reference.softmax = original
+        reference.softmax, reference._masked_scores, engine.topological_order = originals
 print(json.dumps(raised))
 '''
 
@@ -158,11 +239,13 @@ def test_in_a_copy_each_rewritten_function_goes_through_the_exercise_it_calls(fr
     run = subprocess.run([sys.executable, "-c", PROBE], cwd=fresh, capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     assert json.loads(run.stdout.splitlines()[-1]) == {
-        "attention_weights": "attention", "reference.attention_forward": "softmax",
-        "reference.attention_forward's lse": "log_softmax", "reference.attention_backward": "softmax",
+        "attention_weights": "attention", "reference.attention_forward": "attention",      # its twin, cut
+        "reference.attention_forward's scores": "softmax", "reference.attention_forward's lse": "log_softmax",
+        "reference.attention_backward's scores": "softmax",
         "reference.attention_backward's dscores": "softmax_backward", "LogSumExp": "log_softmax",
         "KVCache.extend": "causal_mask", "DecoderOnly.generate greedy": "greedy_decode", "pick_next_token": "softmax",
-        "RMSNormFn.backward": "layer_norm_backward",
+        "RMSNormFn.backward": "layer_norm_backward", "Tensor.backward": "topological_sort",
+        "graph_nodes": "topological_sort", "DotProductScore": "attention", "fused attention": "attention",
         **({"the PyTorch baseline bench": "causal_mask"} if importlib.util.find_spec("torch") else {})}
 
 

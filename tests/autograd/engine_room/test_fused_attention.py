@@ -174,7 +174,8 @@ def test_prepare_with_fused_attention_makes_its_kernels_ready(monkeypatch):
     from autograd import kernels
     monkeypatch.setattr(fused, "_kernels", {})                  # as in a process that has not used them
     kernels.prepare(np.float64, fused_attention=True)
-    assert set(fused._kernels) == {np.float64}
+    cut = "attention_forward" in kernels.kernels_cut()         # a student copy without them (twins.py) makes none
+    assert set(fused._kernels) == (set() if cut else {np.float64})
 
 
 def test_kernels_take_non_contiguous_size_one_and_empty_inputs():
