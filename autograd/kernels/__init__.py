@@ -16,6 +16,14 @@ run time.  NUMBA_DISABLE_JIT=1 on its own chooses "loops": turning the JIT off m
 stepping into loops one can read.  An engine room that cannot be loaded (deleted, or failing
 to build) leaves the loops tier in its place, said in one line on stderr.
 
+A debugger opens the classroom: when one is tracing as the kernels are chosen (pdb and
+demos.debug, VS Code's debugpy, PyCharm: sys.settrace, or on Python 3.12+ a tool holding
+sys.monitoring's DEBUGGER_ID) and AUTOGRAD_KERNELS is not set, the tier is "loops" with its
+loops run as the Python they are written in (Numba's py_func), so that `s` enters them, and
+`stepping()` is true, which turns fused attention into the composed ops (transformer/
+attention.py); said in one line on stderr.  That is slow: AUTOGRAD_KERNELS=fast keeps the
+engine room under a debugger.
+
 This file is the one place in the classroom that knows the engine room exists.
 """
 
@@ -35,6 +43,7 @@ KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax"
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
 _announcing = False  # whether Numba tells us of each compile (_announce_compiling)
+_stepping = False    # whether the loops run as Python for a debugger (use_tier's stepping)
 
 
 def _namespace(module):
@@ -70,6 +79,7 @@ def _load(name):
     if engine_room is not None:
         return _namespace(engine_room)
     from autograd.kernels import loops
+    loops.run_as_python(_stepping)                    # (the first load: use_tier could not tell it)
     return _namespace(loops)
 
 
@@ -123,12 +133,18 @@ def __getattr__(name):
     return globals()[name]
 
 
-def use_tier(name):
-    """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call)."""
-    global _tier, _current
+def use_tier(name, stepping=False):
+    """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call).
+    stepping=True (the loops tier only): its loops run as Python and attention is composed,
+    what a debugger gets (see the top of this file)."""
+    global _tier, _current, _stepping
     if name not in TIERS:
         raise ValueError(f"unknown kernel tier {name!r}; expected one of {', '.join(TIERS)}")
-    _tier, _current = name, None
+    if stepping and name != "loops":
+        raise ValueError(f"stepping=True needs the loops tier (the one a debugger steps into), not {name!r}")
+    _tier, _current, _stepping = name, None, stepping
+    if f"{__name__}.loops" in sys.modules:              # loaded already: its loops compiled again, or Python
+        sys.modules[f"{__name__}.loops"].run_as_python(stepping)
     for kernel in KERNELS:
         globals().pop(kernel, None)
 
@@ -136,6 +152,23 @@ def use_tier(name):
 def tier():
     """The name of the tier the ops use now."""
     return _tier
+
+
+def stepping():
+    """Whether the kernels were chosen for a debugger to step into: the loops tier run as
+    Python.  Fused attention asks, and runs as the composed ops then."""
+    return _stepping
+
+
+def debugger_tracing():
+    """Whether a debugger is tracing this program: a sys.settrace tracer (pdb, debugpy,
+    PyCharm; coverage.py's line counter is no debugger), or a tool holding sys.monitoring's
+    DEBUGGER_ID (Python 3.12+, where debuggers may use it instead)."""
+    tracer = sys.gettrace()
+    if tracer is not None and not type(getattr(tracer, "__self__", tracer)).__module__.startswith("coverage"):
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and monitoring.get_tool(monitoring.DEBUGGER_ID) is not None
 
 
 def prepare(dtype="float32", fused_attention=False):
@@ -162,16 +195,21 @@ def prepare_in_background(dtype="float32", fused_attention=False):
 
 
 def _default_tier():
-    """AUTOGRAD_KERNELS if set; else "loops" with the JIT off or without the engine room,
-    "fast" otherwise."""
+    """(tier, stepping): AUTOGRAD_KERNELS if set; else the loops run as Python under a
+    debugger; else "loops" with the JIT off or without the engine room, "fast" otherwise."""
     if "AUTOGRAD_KERNELS" in os.environ:
-        return os.environ["AUTOGRAD_KERNELS"]
+        return os.environ["AUTOGRAD_KERNELS"], False
+    if debugger_tracing():
+        print("autograd: a debugger is tracing, so the kernels are the loops tier run as Python "
+              "(autograd/kernels/loops.py: `s` enters them; slow) and attention is composed; "
+              "AUTOGRAD_KERNELS=fast keeps the engine room", file=sys.stderr, flush=True)
+        return "loops", True
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
-        return "loops"
+        return "loops", False
     if importlib.util.find_spec("autograd.engine_room") is None:     # the engine room deleted: the loops, slower
         _say_loops_instead("the folder is absent")
-        return "loops"
-    return "fast"
+        return "loops", False
+    return "fast", False
 
 
-use_tier(_default_tier())
+use_tier(*_default_tier())

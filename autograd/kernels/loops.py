@@ -15,7 +15,6 @@ room (autograd/engine_room/) computes the same things much faster, and much less
 
 import math
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -147,12 +146,25 @@ def log_softmax_backward(y, dy):
     return rowwise(log_softmax_backward_loops, y, dy)
 
 
+COMPILED = {name: kernel for name, kernel in list(globals().items()) if hasattr(kernel, "py_func")}
+# the compiled loops by name (none with the JIT off); a Numba dispatcher keeps its Python as py_func
+
+
+def run_as_python(on=True):
+    """Make each loop above the Python it is written in (on=True: Numba's py_func, `prange`
+    then a plain range), as NUMBA_DISABLE_JIT=1 would, so that a debugger's `s` enters it;
+    on=False: the compiled loops again.  The wrappers look their loop up when they call it."""
+    for name, compiled in COMPILED.items():
+        globals()[name] = compiled.py_func if on else compiled
+
+
 def warmup(dtype):
     """Compile (or load from Numba's cache) every loop kernel for dtype now, so that no
     debugger step waits on it later (a kernel compiled is announced on stderr: see
-    autograd/kernels/__init__.py).  With the JIT off there is nothing to compile, so
-    nothing runs (a breakpoint in a loop then first stops on the model's own arrays)."""
-    if numba.config.DISABLE_JIT:
+    autograd/kernels/__init__.py).  With the loops run as Python (the JIT off, or
+    run_as_python) there is nothing to compile, so nothing runs (a breakpoint in a loop
+    then first stops on the model's own arrays)."""
+    if not hasattr(matmul_loops, "py_func"):
         return
     x = np.zeros((1, 1), dtype)
     matmul(x, x)
