@@ -32,6 +32,7 @@ import nn
 from autograd import detect_anomaly, kernels
 from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
                           refuse_contradictions, refuse_finished)
+from demos._live import LiveLine
 from transformer.config import ATTENTION_KINDS
 from transformer.data import tasks
 from transformer.data.registry import make_task
@@ -146,8 +147,9 @@ def main(argv=None):
         what = f"on {cfg.task}; progress on {cfg.eval_size} held-out examples"
     print(f"training a Transformer ({shape['num_encoder_layers']}+{shape['num_decoder_layers']} layers, "
           f"d_model {shape['d_model']}, {shape['num_heads']} heads) {what}")
-    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
-        model, metrics = train(cfg, resume=args.resume, data=data, **({} if args.resume else model_fields))
+    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext(), LiveLine() as live:
+        model, metrics = train(cfg, resume=args.resume, data=data, log=live.log, on_step=live.step,
+                               **({} if args.resume else model_fields))
     from demos import plots
     plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{cfg.task}: training")
     if metrics["interrupted"]:
@@ -172,8 +174,14 @@ def main(argv=None):
         json.dump(metrics, f, indent=1)
 
     plots.attention_heatmaps(model, data.heldout(1, seed=7), out, data.src_label, data.tgt_label)
-    print(f"wrote {out}/metrics.json and {out}/checkpoint.npz")
+    print(f"wrote to {out}: {', '.join(files_in(out))}")
     return metrics
+
+
+def files_in(folder):
+    """The files in `folder`, sorted: all this run wrote there (a new run's first step
+    removes an earlier run's checkpoints; its other files it writes again)."""
+    return sorted(name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name)))
 
 
 def spell(tokens, label):

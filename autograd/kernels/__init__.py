@@ -18,11 +18,11 @@ to build) leaves the loops tier in its place, said in one line on stderr.
 
 A debugger opens the classroom: when one is tracing as the kernels are chosen (pdb and
 demos.debug, VS Code's debugpy, PyCharm: sys.settrace, or on Python 3.12+ a tool holding
-sys.monitoring's DEBUGGER_ID) and AUTOGRAD_KERNELS is not set, the tier is "loops" with its
-loops run as the Python they are written in (Numba's py_func), so that `s` enters them, and
-`stepping()` is true, which turns fused attention into the composed ops (transformer/
-attention.py); said in one line on stderr.  That is slow: AUTOGRAD_KERNELS=fast keeps the
-engine room under a debugger.
+sys.monitoring's DEBUGGER_ID) and AUTOGRAD_KERNELS is not set, the tier is "loops", each
+loop run as the Python it is written in (Numba's py_func) where the debugger may step into
+it (loops.run_as_python), and `stepping()` is true, which turns fused attention into the
+composed ops (transformer/attention.py); said in one line on stderr.  AUTOGRAD_KERNELS=fast
+keeps the engine room under a debugger.
 
 This file is the one place in the classroom that knows the engine room exists.
 """
@@ -79,7 +79,7 @@ def _load(name):
     if engine_room is not None:
         return _namespace(engine_room)
     from autograd.kernels import loops
-    loops.run_as_python(_stepping)                    # (the first load: use_tier could not tell it)
+    loops.run_as_python(_stepping)                    # (at the first load: use_tier could not tell it)
     return _namespace(loops)
 
 
@@ -135,8 +135,8 @@ def __getattr__(name):
 
 def use_tier(name, stepping=False):
     """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call).
-    stepping=True (the loops tier only): its loops run as Python and attention is composed,
-    what a debugger gets (see the top of this file)."""
+    stepping=True (the loops tier only): its loops run as Python where a debugger may step
+    into them, and attention is composed: what a debugger gets (see the top of this file)."""
     global _tier, _current, _stepping
     if name not in TIERS:
         raise ValueError(f"unknown kernel tier {name!r}; expected one of {', '.join(TIERS)}")
@@ -155,8 +155,8 @@ def tier():
 
 
 def stepping():
-    """Whether the kernels were chosen for a debugger to step into: the loops tier run as
-    Python.  Fused attention asks, and runs as the composed ops then."""
+    """Whether the kernels were chosen for a debugger to step into: the loops tier, run as
+    Python where the debugger may enter them.  Fused attention asks, and runs composed then."""
     return _stepping
 
 
@@ -200,8 +200,8 @@ def _default_tier():
     if "AUTOGRAD_KERNELS" in os.environ:
         return os.environ["AUTOGRAD_KERNELS"], False
     if debugger_tracing():
-        print("autograd: a debugger is tracing, so the kernels are the loops tier run as Python "
-              "(autograd/kernels/loops.py: `s` enters them; slow) and attention is composed; "
+        print("autograd: a debugger is tracing, so the kernels are the loops tier, run as Python where you "
+              "step into them (autograd/kernels/loops.py), and attention is composed; "
               "AUTOGRAD_KERNELS=fast keeps the engine room", file=sys.stderr, flush=True)
         return "loops", True
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):

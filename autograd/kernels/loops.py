@@ -4,6 +4,9 @@ This is the compiled code a learner reads and steps through: each kernel is the 
 loop nest, compiled by Numba to machine code (`@njit`), with `prange` spreading the rows
 over the cores.  Run with NUMBA_DISABLE_JIT=1 and Numba compiles nothing: these functions
 run as the Python they are, `prange` becomes `range`, and a debugger steps into every loop.
+Under a debugger (run_as_python, which the registry calls then) each loop runs as its Python
+(Numba's py_func) only where the debugger traces the wrapper that calls it: when `s` could
+enter it, or a breakpoint lies in this file; elsewhere its machine code runs, at full speed.
 
 A Python wrapper (`matmul`, `softmax`, ...) lays the arrays out as the compiled loop
 wants them, rows of the last axis in one C-contiguous block, and calls it; the op that
@@ -14,6 +17,7 @@ room (autograd/engine_room/) computes the same things much faster, and much less
 """
 
 import math
+import sys
 
 import numpy as np
 from numba import njit, prange
@@ -44,7 +48,8 @@ def matmul(a, b):
     # (T, M, K) and (T, K, N), T the number of matrices in the broadcast batch
     a3 = np.ascontiguousarray(np.broadcast_to(a, c.shape[:-2] + a.shape[-2:])).reshape(math.prod(c.shape[:-2]), *a.shape[-2:])
     b3 = np.ascontiguousarray(np.broadcast_to(b, c.shape[:-2] + b.shape[-2:])).reshape(len(a3), *b.shape[-2:])
-    matmul_loops(a3, b3, c.reshape(len(a3), *c.shape[-2:]))          # into c, seen as (T, M, N)
+    # into c, seen as (T, M, N); the loop as Python where a debugger may step into it (run_as_python)
+    (matmul_loops.py_func if _stepping and (sys._getframe().f_trace or not sys.gettrace()) else matmul_loops)(a3, b3, c.reshape(len(a3), *c.shape[-2:]))
     return c
 
 
@@ -122,7 +127,7 @@ def rowwise(loops, *arrays):
     shape, dtype = arrays[0].shape, np.result_type(*arrays, np.float32)
     rows = np.ascontiguousarray(np.stack(arrays), dtype).reshape(len(arrays), -1, max(shape[-1], 1))   # (arrays, R, n)
     out = np.empty_like(rows[0])                                                                        # (R, n)
-    loops(*rows, out)
+    (loops.py_func if _stepping and (sys._getframe().f_trace or not sys.gettrace()) else loops)(*rows, out)   # see run_as_python
     return out.reshape(shape)
 
 
@@ -146,16 +151,18 @@ def log_softmax_backward(y, dy):
     return rowwise(log_softmax_backward_loops, y, dy)
 
 
-COMPILED = {name: kernel for name, kernel in list(globals().items()) if hasattr(kernel, "py_func")}
-# the compiled loops by name (none with the JIT off); a Numba dispatcher keeps its Python as py_func
+_stepping = False        # whether a debugger may step into the loops (run_as_python)
 
 
 def run_as_python(on=True):
-    """Make each loop above the Python it is written in (on=True: Numba's py_func, `prange`
-    then a plain range), as NUMBA_DISABLE_JIT=1 would, so that a debugger's `s` enters it;
-    on=False: the compiled loops again.  The wrappers look their loop up when they call it."""
-    for name, compiled in COMPILED.items():
-        globals()[name] = compiled.py_func if on else compiled
+    """on=True: each loop runs as the Python it is written in (Numba's py_func, `prange` then
+    a plain range) wherever a debugger traces the wrapper that calls it (`sys.settrace`'s
+    local tracer is set on the wrapper's frame: pdb sets it when stepping, or in a file that
+    holds a breakpoint), or always under a debugger that does not trace (Python 3.12's
+    sys.monitoring); elsewhere the compiled loop runs.  on=False: always the compiled loops.
+    With the JIT off they are Python already."""
+    global _stepping
+    _stepping = on and hasattr(matmul_loops, "py_func")
 
 
 def warmup(dtype):

@@ -22,7 +22,7 @@ MOST_PRESSES = 10
 LOOPS = os.path.join("autograd", "kernels", "loops.py")
 ENGINE_ROOM_DIR = os.path.join("autograd", "engine_room") + os.sep
 TRAIN = ["demos.train", "--task", "reverse", "--steps", "2"]
-KERNELS_LINE = "autograd: a debugger is tracing, so the kernels are the loops tier run as Python"
+KERNELS_LINE = "autograd: a debugger is tracing, so the kernels are the loops tier, run as Python where you step"
 ATTENTION_LINE = "transformer: a debugger is tracing, so fused attention runs as the composed ops"
 
 
@@ -125,21 +125,54 @@ def tiny_gpt_losses(seed, layers, d_model, steps=3):
     return losses, all(attention._weights is not None for attention in attentions)
 
 
+def tracing_the_loops(entered):
+    """A tracer as a debugger stepping in loops.py sets it: it traces the lines of loops.py's
+    frames only, and adds the name of each function of loops.py entered to `entered`."""
+    def trace(frame, event, arg):
+        if os.path.relpath(frame.f_code.co_filename, ROOT) != LOOPS:
+            return None
+        entered.add(frame.f_code.co_name)
+        return trace
+    return trace
+
+
 @pytest.mark.parametrize("seed,layers,d_model", [(0, 1, 8), (3, 2, 12)])
 def test_same_losses_with_the_classroom_opened(seed, layers, d_model):
-    previous = kernels.tier(), kernels.stepping()
-    compiled = loops.COMPILED.get("softmax_loops", loops.softmax_loops)       # none with the JIT off
+    """The loops run as Python where traced (their frames appear), compiled elsewhere; the
+    losses are the default tier's within the tiers' tolerance."""
+    previous, entered = (kernels.tier(), kernels.stepping()), set()
     try:
         kernels.use_tier("loops", stepping=True)
-        stepped, composed = tiny_gpt_losses(seed, layers, d_model)
-        assert composed
-        assert kernels.softmax is loops.softmax
-        assert loops.softmax_loops is getattr(compiled, "py_func", compiled)     # the Python, not the machine code
+        sys.settrace(tracing_the_loops(entered))
+        try:
+            stepped, composed = tiny_gpt_losses(seed, layers, d_model)
+        finally:
+            sys.settrace(None)
         kernels.use_tier("fast" if ENGINE_ROOM else "loops")
-        assert loops.softmax_loops is compiled                                     # compiled again once stepping ends
-        default, composed = tiny_gpt_losses(seed, layers, d_model)
-        assert not composed
+        default, default_composed = tiny_gpt_losses(seed, layers, d_model)
     finally:
         kernels.use_tier(*previous)
+    assert {"matmul_loops", "softmax_loops", "softmax_backward_loops", "log_softmax_loops",
+            "log_softmax_backward_loops"} <= entered, entered
+    assert composed and not default_composed
     np.testing.assert_allclose(stepped, default, rtol=1e-4)
     assert len(set(stepped)) == len(stepped)          # the steps trained: each loss differs
+
+
+@pytest.mark.skipif(not hasattr(loops.matmul_loops, "py_func"), reason="with the JIT off the loops are Python anyway")
+def test_a_loop_nobody_steps_into_runs_compiled():
+    """Under a tracer that traces no frame of loops.py (as pdb between breakpoints elsewhere),
+    the loops run compiled: no Python frame of theirs is entered."""
+    previous, entered = (kernels.tier(), kernels.stepping()), []
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    try:
+        kernels.use_tier("loops", stepping=True)
+        sys.settrace(lambda frame, event, arg: entered.append(frame.f_code.co_name) and None)
+        try:
+            y = kernels.softmax(x)
+        finally:
+            sys.settrace(None)
+    finally:
+        kernels.use_tier(*previous)
+    assert "softmax" in entered and "softmax_loops" not in entered, entered
+    np.testing.assert_allclose(y, np.exp(x) / np.exp(x).sum(-1, keepdims=True), rtol=1e-12)
