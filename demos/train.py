@@ -38,6 +38,7 @@ from transformer.data import tasks
 from transformer.data.registry import make_task
 from transformer.decoding import beam_search, greedy_decode
 from transformer.encoder_decoder import TransformerConfig
+from transformer.layers import FeedForward
 from transformer.positional import POSITIONAL_KINDS
 from transformer.scores import SCORES
 from transformer.training.checkpoints import CheckpointRotation, load_checkpoint
@@ -47,7 +48,8 @@ from transformer.training.seq2seq import (RESUME_ENTRIES, TrainConfig, evaluate,
 
 TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr", "warmup", "decay_steps",
                "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
-MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "score", "attention")
+MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "activation", "positional", "score",
+               "attention")
 RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "symbols", "num_heads": "heads"}
 FLAG_NAMES = {field: RENAME.get(field, field.replace("_", "-")) for field in TRAIN_FLAGS + MODEL_FLAGS}
 HELPS = {"score": "self-attention's score function (transformer/scores.py), with positions added to the embeddings",
@@ -59,10 +61,11 @@ HELPS = {"score": "self-attention's score function (transformer/scores.py), with
          "schedule": "cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr",
          "save_every": "also checkpoint every N steps (0: only the last step and the best)", "keep_last": "keep this many periodic checkpoints",
          "norm_first": "pre-norm instead of the paper's post-norm",
+         "activation": "the feed-forward's nonlinearity (FeedForward.ACTIVATIONS in transformer/layers.py)",
          "attention": "composed: the ops you can step through; fused: one op that keeps no weights "
                       "(slower at this demo's short sequences, faster at a GPT's 64-token blocks)"}
 CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS, "score": sorted(SCORES),
-           "attention": ATTENTION_KINDS}
+           "attention": ATTENTION_KINDS, "activation": sorted(FeedForward.ACTIVATIONS)}
 PROG = "demos.train"
 
 
