@@ -113,8 +113,11 @@ def _announce_compiling():
             what = function.__name__ if module == loops_module else "the engine room's kernels"
             if module.startswith("autograd.") and dtypes and (what, dtypes) not in self.said:
                 self.said.add((what, dtypes))
-                print(f"autograd: compiling {what} for {dtypes}, once: later runs load "
-                      f"{'it' if what == function.__name__ else 'them'} from Numba's cache", file=sys.stderr, flush=True)
+                one = what == function.__name__
+                print(f"autograd: compiling {what} for {dtypes}, once, as Numba's cache holds no build of "
+                      f"{'its' if one else 'their'} code yet (a first run, or the code changed): "
+                      f"{'a few seconds' if one else 'up to a minute'}; later runs load "
+                      f"{'it' if one else 'them'} from the cache", file=sys.stderr, flush=True)
 
         def on_end(self, ev):
             pass
