@@ -102,6 +102,28 @@ def test_what_counts_as_a_debugger():
         sys.settrace(previous)
 
 
+def test_a_debugger_on_sys_monitoring_counts(monkeypatch):
+    """Python 3.12+: a debugger may hold sys.monitoring's DEBUGGER_ID instead of tracing."""
+    class Monitoring:                  # sys.monitoring's two names used, with a tool or without
+        DEBUGGER_ID, COVERAGE_ID = 0, 1
+        tools = {}
+
+        @classmethod
+        def get_tool(cls, tool_id):
+            return cls.tools.get(tool_id)
+    monkeypatch.setattr(sys, "monitoring", Monitoring, raising=False)
+    previous = sys.gettrace()
+    sys.settrace(None)
+    try:
+        assert not kernels.debugger_tracing()
+        Monitoring.tools = {Monitoring.COVERAGE_ID: "coverage"}
+        assert not kernels.debugger_tracing()
+        Monitoring.tools = {Monitoring.DEBUGGER_ID: "debugpy"}
+        assert kernels.debugger_tracing()
+    finally:
+        sys.settrace(previous)
+
+
 def test_stepping_needs_the_loops_tier():
     with pytest.raises(ValueError, match="stepping=True needs the loops tier"):
         kernels.use_tier("fast", stepping=True)

@@ -58,7 +58,7 @@ def test_a_terminal_sees_the_live_line_and_a_pipe_the_log_alone(command, tmp_pat
     terminal = run(command, tmp_path / "terminal", terminal=True)
     assert "\r" not in piped and "\x1b" not in piped and "steps/s" not in piped
     live = [(int(step), int(steps)) for step, steps in LIVE.findall(terminal)]
-    assert live[0] == (1, 12) and live[-1] == (12, 12) and len(live) >= 3, terminal
+    assert live[0] == (1, 12) and live[-1] == (12, 12), terminal      # between them, at most ten a second
     assert [step for step, _ in live] == sorted(step for step, _ in live)
     for line in piped.splitlines():                       # every log line starts clean on the terminal
         if line.startswith(("step ", "iter ")):
