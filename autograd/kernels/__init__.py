@@ -43,7 +43,7 @@ KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax"
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
 _announcing = False  # whether Numba tells us of each compile (_announce_compiling)
-_stepping = False    # whether the loops run as Python for a debugger (use_tier's stepping)
+_as_python = None    # where the loops run as Python for a debugger (use_tier's stepping): loops.run_as_python
 
 
 def _namespace(module):
@@ -79,7 +79,7 @@ def _load(name):
     if engine_room is not None:
         return _namespace(engine_room)
     from autograd.kernels import loops
-    loops.run_as_python(_stepping)                    # (at the first load: use_tier could not tell it)
+    loops.run_as_python(_as_python)                   # (at the first load: use_tier could not tell it)
     return _namespace(loops)
 
 
@@ -140,14 +140,15 @@ def use_tier(name, stepping=False):
     """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call).
     stepping=True (the loops tier only): its loops run as Python where a debugger may step
     into them, and attention is composed: what a debugger gets (see the top of this file)."""
-    global _tier, _current, _stepping
+    global _tier, _current, _as_python
     if name not in TIERS:
         raise ValueError(f"unknown kernel tier {name!r}; expected one of {', '.join(TIERS)}")
     if stepping and name != "loops":
         raise ValueError(f"stepping=True needs the loops tier (the one a debugger steps into), not {name!r}")
-    _tier, _current, _stepping = name, None, stepping
+    # as Python where a sys.settrace debugger traces the loops' callers, or always for one that does not trace
+    _tier, _current, _as_python = name, None, ("traced" if sys.gettrace() else "always") if stepping else None
     if f"{__name__}.loops" in sys.modules:              # loaded already: its loops compiled again, or Python
-        sys.modules[f"{__name__}.loops"].run_as_python(stepping)
+        sys.modules[f"{__name__}.loops"].run_as_python(_as_python)
     for kernel in KERNELS:
         globals().pop(kernel, None)
 
@@ -160,7 +161,7 @@ def tier():
 def stepping():
     """Whether the kernels were chosen for a debugger to step into: the loops tier, run as
     Python where the debugger may enter them.  Fused attention asks, and runs composed then."""
-    return _stepping
+    return _as_python is not None
 
 
 def debugger_tracing():
@@ -204,8 +205,8 @@ def _default_tier():
         return os.environ["AUTOGRAD_KERNELS"], False
     if debugger_tracing():
         print("autograd: a debugger is tracing, so the kernels are the loops tier, run as Python where you "
-              "step into them (autograd/kernels/loops.py), and attention is composed; "
-              "AUTOGRAD_KERNELS=fast keeps the engine room", file=sys.stderr, flush=True)
+              "step into them (autograd/kernels/loops.py); AUTOGRAD_KERNELS=fast keeps the engine room",
+              file=sys.stderr, flush=True)
         return "loops", True
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
         return "loops", False

@@ -49,7 +49,7 @@ def matmul(a, b):
     a3 = np.ascontiguousarray(np.broadcast_to(a, c.shape[:-2] + a.shape[-2:])).reshape(math.prod(c.shape[:-2]), *a.shape[-2:])
     b3 = np.ascontiguousarray(np.broadcast_to(b, c.shape[:-2] + b.shape[-2:])).reshape(len(a3), *b.shape[-2:])
     # into c, seen as (T, M, N); the loop as Python where a debugger may step into it (run_as_python)
-    (matmul_loops.py_func if _stepping and (sys._getframe().f_trace or not sys.gettrace()) else matmul_loops)(a3, b3, c.reshape(len(a3), *c.shape[-2:]))
+    (matmul_loops.py_func if _as_python and (_as_python == "always" or sys._getframe().f_trace) else matmul_loops)(a3, b3, c.reshape(len(a3), *c.shape[-2:]))
     return c
 
 
@@ -127,7 +127,7 @@ def rowwise(loops, *arrays):
     shape, dtype = arrays[0].shape, np.result_type(*arrays, np.float32)
     rows = np.ascontiguousarray(np.stack(arrays), dtype).reshape(len(arrays), -1, max(shape[-1], 1))   # (arrays, R, n)
     out = np.empty_like(rows[0])                                                                        # (R, n)
-    (loops.py_func if _stepping and (sys._getframe().f_trace or not sys.gettrace()) else loops)(*rows, out)   # see run_as_python
+    (loops.py_func if _as_python and (_as_python == "always" or sys._getframe().f_trace) else loops)(*rows, out)   # run_as_python
     return out.reshape(shape)
 
 
@@ -151,18 +151,20 @@ def log_softmax_backward(y, dy):
     return rowwise(log_softmax_backward_loops, y, dy)
 
 
-_stepping = False        # whether a debugger may step into the loops (run_as_python)
+_as_python = None        # where the loops run as Python for a debugger: see run_as_python
 
 
-def run_as_python(on=True):
-    """on=True: each loop runs as the Python it is written in (Numba's py_func, `prange` then
-    a plain range) wherever a debugger traces the wrapper that calls it (`sys.settrace`'s
-    local tracer is set on the wrapper's frame: pdb sets it when stepping, or in a file that
-    holds a breakpoint), or always under a debugger that does not trace (Python 3.12's
-    sys.monitoring); elsewhere the compiled loop runs.  on=False: always the compiled loops.
-    With the JIT off they are Python already."""
-    global _stepping
-    _stepping = on and hasattr(matmul_loops, "py_func")
+def run_as_python(where):
+    """Where each loop runs as the Python it is written in (Numba's py_func, `prange` then a
+    plain range), for a debugger to step into: "traced", wherever a sys.settrace debugger
+    traces the wrapper that calls it (pdb sets a frame's tracer when it steps into it, or
+    when its file holds a breakpoint); "always" (for a debugger that does not trace, as on
+    sys.monitoring); None, nowhere: the compiled loops.  With the JIT off they are Python
+    already."""
+    global _as_python
+    if where not in (None, "traced", "always"):
+        raise ValueError(f"run_as_python: where must be None, 'traced' or 'always', got {where!r}")
+    _as_python = where if hasattr(matmul_loops, "py_func") else None
 
 
 def warmup(dtype):

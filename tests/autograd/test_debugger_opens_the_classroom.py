@@ -149,24 +149,26 @@ def tiny_gpt_losses(seed, layers, d_model, steps=3):
 
 def tracing_the_loops(entered):
     """A tracer as a debugger stepping in loops.py sets it: it traces the lines of loops.py's
-    frames only, and adds the name of each function of loops.py entered to `entered`."""
+    frames only, and adds to `entered` the name of each function of loops.py a line of which
+    runs as Python (Numba shows a profiler or tracer a call of a compiled loop, never a line)."""
     def trace(frame, event, arg):
         if os.path.relpath(frame.f_code.co_filename, ROOT) != LOOPS:
             return None
-        entered.add(frame.f_code.co_name)
+        if event == "line":
+            entered.add(frame.f_code.co_name)
         return trace
     return trace
 
 
 @pytest.mark.parametrize("seed,layers,d_model", [(0, 1, 8), (3, 2, 12)])
 def test_same_losses_with_the_classroom_opened(seed, layers, d_model):
-    """The loops run as Python where traced (their frames appear), compiled elsewhere; the
-    losses are the default tier's within the tiers' tolerance."""
+    """Chosen under a tracer, the loops run as Python where it traces (their frames appear);
+    the losses are the default tier's within the tiers' tolerance."""
     previous, entered = (kernels.tier(), kernels.stepping()), set()
     try:
-        kernels.use_tier("loops", stepping=True)
         sys.settrace(tracing_the_loops(entered))
         try:
+            kernels.use_tier("loops", stepping=True)
             stepped, composed = tiny_gpt_losses(seed, layers, d_model)
         finally:
             sys.settrace(None)
@@ -181,20 +183,47 @@ def test_same_losses_with_the_classroom_opened(seed, layers, d_model):
     assert len(set(stepped)) == len(stepped)          # the steps trained: each loss differs
 
 
+class Watched:
+    """A compiled loop that records how it runs: "python" when its py_func is taken, else "compiled"."""
+
+    def __init__(self, compiled):
+        self.compiled, self.ran = compiled, []
+
+    def __call__(self, *arrays):
+        self.ran.append("compiled")
+        return self.compiled(*arrays)
+
+    @property
+    def py_func(self):
+        self.ran.append("python")
+        return self.compiled.py_func
+
+
 @pytest.mark.skipif(not hasattr(loops.matmul_loops, "py_func"), reason="with the JIT off the loops are Python anyway")
-def test_a_loop_nobody_steps_into_runs_compiled():
-    """Under a tracer that traces no frame of loops.py (as pdb between breakpoints elsewhere),
-    the loops run compiled: no Python frame of theirs is entered."""
-    previous, entered = (kernels.tier(), kernels.stepping()), []
+@pytest.mark.parametrize("tracer", ["traces nothing", "gone", "none at the choice"])
+def test_where_the_loops_run_as_python(tracer, monkeypatch):
+    """Chosen under a tracer, a loop runs compiled where the tracer does not trace its caller
+    (pdb between breakpoints elsewhere) and once the tracer is gone (all breakpoints cleared);
+    chosen with no tracer (a debugger on sys.monitoring), everywhere as Python."""
+    previous = kernels.tier(), kernels.stepping()
     x = np.random.default_rng(0).standard_normal((3, 5))
+    watched = Watched(loops.softmax_loops)
+    monkeypatch.setattr(loops, "softmax_loops", watched)
     try:
-        kernels.use_tier("loops", stepping=True)
-        sys.settrace(lambda frame, event, arg: entered.append(frame.f_code.co_name) and None)
+        sys.settrace(None if tracer == "none at the choice" else lambda frame, event, arg: None)
         try:
+            kernels.use_tier("loops", stepping=True)
+            if tracer == "gone":
+                sys.settrace(None)
             y = kernels.softmax(x)
         finally:
             sys.settrace(None)
     finally:
         kernels.use_tier(*previous)
-    assert "softmax" in entered and "softmax_loops" not in entered, entered
+    assert watched.ran == ["python" if tracer == "none at the choice" else "compiled"]
     np.testing.assert_allclose(y, np.exp(x) / np.exp(x).sum(-1, keepdims=True), rtol=1e-12)
+
+
+def test_run_as_python_refuses_an_unknown_place():
+    with pytest.raises(ValueError, match="where must be None, 'traced' or 'always', got 'often'"):
+        loops.run_as_python("often")
