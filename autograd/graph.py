@@ -1,5 +1,7 @@
 """Seeing the graph: a text printer and a matplotlib drawing (no graphviz needed)."""
 
+import numpy as np
+
 from autograd.engine import graph_nodes
 
 
@@ -78,13 +80,14 @@ def _key(t):
 
 def _boxes(nodes):
     """(key, label, level, leaf or None) for every leaf and node; a leaf's level is 0, a
-    node's one above its highest input."""
+    node's one above its highest input.  A leaf's label holds its gradient, once it has one."""
     level, boxes = {}, []
     for node in nodes:
         for t in node.inputs:
             if t._node is None and id(t) not in level:
                 level[id(t)] = 0
-                boxes.append((id(t), f"{'leaf' if t.requires_grad else 'const'}\n{t.shape}", 0, t))
+                grad = "" if t.grad is None else f"\ngrad {_values(t.grad)}"
+                boxes.append((id(t), f"{'leaf' if t.requires_grad else 'const'}\n{t.shape}{grad}", 0, t))
         level[id(node)] = max((level[_key(t)] + 1 for t in node.inputs), default=0)
         boxes.append((id(node), f"{node.name}\n{node.out_shape}", level[id(node)], None))
     return boxes
@@ -108,10 +111,16 @@ def _draw_arrows(ax, nodes, where):
                         arrowprops=dict(arrowstyle="->", color="gray", shrinkA=18, shrinkB=18))
 
 
+def _values(array, most=12):
+    """An array as the text of a box: its values (3 decimals) if it has at most `most`, a
+    matrix's rows on lines of their own; else its range."""
+    if array.size > most:
+        return f"{array.shape}, from {array.min():.3g} to {array.max():.3g}"
+    return np.array2string(np.asarray(array), precision=3, suppress_small=True)
+
+
 def _draw_boxes(ax, boxes, where):
-    """Ops in blue, leaves in yellow; a small leaf's gradient is written in its box."""
+    """Ops in blue, leaves in yellow (with their gradients, after backward)."""
     for key, label, _, leaf in boxes:
-        if leaf is not None and leaf.grad is not None and leaf.grad.size <= 4:
-            label += f"\ngrad {leaf.grad.round(3).tolist()}"
         ax.text(*where[key], label, ha="center", va="center", fontsize=9,
                 bbox=dict(boxstyle="round", fc="#dbeafe" if leaf is None else "#fef3c7", ec="#555"))

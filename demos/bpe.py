@@ -7,6 +7,11 @@ Trains a byte-level BPE tokenizer (transformer/data/bpe.py) on the training spli
 90%) and prints the first merges as text, the longest tokens learned, the compression on
 the validation split (bytes per token: 1.0 is the bytes themselves), and how a sentence
 splits into tokens. --save writes the tokenizer as JSON, which BPETokenizer.load reads.
+
+--trainer reference learns with train_reference (transformer/data/bpe.py), the trainer to
+read: it recounts every pair of the text after every merge, so it is slow on a megabyte
+(try --vocab-size 300).  The default, fast, is transformer/data/bpe_training.py's, which
+updates only the counts a merge changes; both learn the same merges, tie for tie.
 """
 
 import os
@@ -14,11 +19,13 @@ import time
 
 from demos._flags import command_line, fail
 from demos.gpt import BPE_VOCAB, load_corpus
+from transformer.data.bpe import train_reference
 from transformer.data.bpe_training import train
 from transformer.data.text import split_text
 
 PROG = "demos.bpe"
 SENTENCE = "Return the number of items in a container, unless it is empty."
+TRAINERS = {"fast": train, "reference": train_reference}
 
 
 def show(token_bytes):
@@ -32,6 +39,9 @@ def main(argv=None):
     p.add_argument("--vocab-size", type=int, default=BPE_VOCAB, help="256 bytes + merges + 1 special token")
     p.add_argument("--sentence", default=SENTENCE, help="a sentence to show split into tokens")
     p.add_argument("--save", metavar="FILE", help="write the tokenizer as JSON to FILE")
+    p.add_argument("--trainer", choices=TRAINERS, default="fast",
+                   help="reference: the readable trainer, recounting every pair after each merge (slow on a megabyte); "
+                        "fast: only the counts each merge changes (the same merges)")
     args = p.parse_args(argv)
     if args.save and os.path.isdir(args.save):
         fail(PROG, f"--save: {args.save} is a folder; expected the path of the JSON file to write")
@@ -42,12 +52,12 @@ def main(argv=None):
     train_text, val_text = split_text(text)
     started = time.perf_counter()
     try:
-        tokenizer = train(train_text, args.vocab_size)
+        tokenizer = TRAINERS[args.trainer](train_text, args.vocab_size)
     except ValueError as err:
         fail(PROG, f"--vocab-size: {err}")
     seconds = time.perf_counter() - started
     print(f"{source}: {len(train_text.encode()):,} bytes of training text; {len(tokenizer.merges)} merges "
-          f"learned in {seconds:.2f} s (vocabulary {len(tokenizer)}, '·' is a space)")
+          f"learned in {seconds:.2f} s by the {args.trainer} trainer (vocabulary {len(tokenizer)}, '·' is a space)")
     print("\nthe first merges (the most frequent pairs, in order):")
     for i, (a, b) in enumerate(tokenizer.merges[:20]):
         print(f"  {256 + i:4d} = {show(tokenizer.token_bytes[a]):>10} + {show(tokenizer.token_bytes[b]):<10} "

@@ -13,6 +13,11 @@ only in this project's own files: the frames of numpy, Numba, matplotlib, setupt
 hooks and the standard library are stepped over, so `s` goes from `loss.backward()` straight
 through the engine to each op's backward instead of wandering through numpy's Python
 wrappers.  Every -b sets a breakpoint; the program runs until the first one.
+
+Under it, as under any debugger, the classroom opens (autograd/kernels/__init__.py): the
+kernels are the loops tier, each loop run as Python where `s` can enter it, and fused
+attention runs as the composed ops, each said in one line; AUTOGRAD_KERNELS=fast keeps the
+engine room.
 """
 
 import argparse

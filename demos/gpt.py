@@ -3,7 +3,7 @@
     python -m demos.gpt                          # the standard library's docstrings, about 1 MB
     python -m demos.gpt --data my_text.txt --max-iters 5000 --out runs/mine
     python -m demos.gpt --tokenizer bpe --vocab-size 512     # byte-level BPE tokens, not characters
-    python -m demos.gpt --arch llama             # Llama's block: RMSNorm, SwiGLU, RoPE, no biases
+    python -m demos.gpt --arch llama             # Llama's block: RMSNorm, SwiGLU, RoPE; an untied output layer
 
 The defaults are nanoGPT's CPU recipe for its Shakespeare character model: 4 layers, 4
 heads, 128 wide, context 64, batch 12, 2000 iterations, dropout 0, AdamW (beta2 0.99,
@@ -43,6 +43,7 @@ import numpy as np
 from autograd import detect_anomaly, kernels, manual_seed
 from demos._flags import (add_config_flags, command_line, counted, fail, fail_config, given, integer_at_least,
                           refuse_contradictions, refuse_finished)
+from demos._live import LiveLine
 from transformer.config import ATTENTION_KINDS
 from transformer.data.bpe_training import train as train_bpe
 from transformer.data.text import TextDataset, read_text, split_text, stdlib_docstrings
@@ -220,8 +221,8 @@ def main(argv=None):
         optimizer.load_state_dict(state["optimizer"])
         print(f"resumed from {args.resume} at iteration {len(json.loads(str(state['history']))['step'])}")
     os.makedirs(out, exist_ok=True)
-    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
-        history = train_lm(job, start=state, out_dir=out)
+    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext(), LiveLine() as live:
+        history = train_lm(job, start=state, out_dir=out, log=live.log, on_step=live.step)
     from demos import plots
     title = f"GPT, {arch}'s block ({data.vocab.kind} tokens) on {source}"
     unit = "character" if data.vocab.kind == "char" else "token"

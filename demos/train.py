@@ -32,11 +32,13 @@ import nn
 from autograd import detect_anomaly, kernels
 from demos._flags import (add_config_flags, command_line, fail, fail_config, given, integer_at_least,
                           refuse_contradictions, refuse_finished)
+from demos._live import LiveLine
 from transformer.config import ATTENTION_KINDS
 from transformer.data import tasks
 from transformer.data.registry import make_task
 from transformer.decoding import beam_search, greedy_decode
 from transformer.encoder_decoder import TransformerConfig
+from transformer.layers import FeedForward
 from transformer.positional import POSITIONAL_KINDS
 from transformer.scores import SCORES
 from transformer.training.checkpoints import CheckpointRotation, load_checkpoint
@@ -46,7 +48,8 @@ from transformer.training.seq2seq import (RESUME_ENTRIES, TrainConfig, evaluate,
 
 TRAIN_FLAGS = ("task", "seed", "max_steps", "target_accuracy", "batch_size", "lr", "warmup", "decay_steps",
                "label_smoothing", "eval_every", "num_symbols", "max_len", "schedule", "save_every", "keep_last")
-MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "positional", "score", "attention")
+MODEL_FLAGS = ("d_model", "num_heads", "d_ff", "dropout", "norm_first", "activation", "positional", "score",
+               "attention")
 RENAME = {"max_steps": "steps", "target_accuracy": "target", "num_symbols": "symbols", "num_heads": "heads"}
 FLAG_NAMES = {field: RENAME.get(field, field.replace("_", "-")) for field in TRAIN_FLAGS + MODEL_FLAGS}
 HELPS = {"score": "self-attention's score function (transformer/scores.py), with positions added to the embeddings",
@@ -58,10 +61,11 @@ HELPS = {"score": "self-attention's score function (transformer/scores.py), with
          "schedule": "cosine: warm-up then cosine decay; noam: the paper's warm-up then 1/sqrt(step), peaking at --lr",
          "save_every": "also checkpoint every N steps (0: only the last step and the best)", "keep_last": "keep this many periodic checkpoints",
          "norm_first": "pre-norm instead of the paper's post-norm",
+         "activation": "the feed-forward's nonlinearity (FeedForward.ACTIVATIONS in transformer/layers.py)",
          "attention": "composed: the ops you can step through; fused: one op that keeps no weights "
                       "(slower at this demo's short sequences, faster at a GPT's 64-token blocks)"}
 CHOICES = {"schedule": ["cosine", "noam"], "positional": POSITIONAL_KINDS, "score": sorted(SCORES),
-           "attention": ATTENTION_KINDS}
+           "attention": ATTENTION_KINDS, "activation": sorted(FeedForward.ACTIVATIONS)}
 PROG = "demos.train"
 
 
@@ -146,8 +150,9 @@ def main(argv=None):
         what = f"on {cfg.task}; progress on {cfg.eval_size} held-out examples"
     print(f"training a Transformer ({shape['num_encoder_layers']}+{shape['num_decoder_layers']} layers, "
           f"d_model {shape['d_model']}, {shape['num_heads']} heads) {what}")
-    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext():
-        model, metrics = train(cfg, resume=args.resume, data=data, **({} if args.resume else model_fields))
+    with detect_anomaly() if args.detect_anomaly else contextlib.nullcontext(), LiveLine() as live:
+        model, metrics = train(cfg, resume=args.resume, data=data, log=live.log, on_step=live.step,
+                               **({} if args.resume else model_fields))
     from demos import plots
     plots.loss_curve(metrics["history"], os.path.join(out, "loss.png"), title=f"{cfg.task}: training")
     if metrics["interrupted"]:
@@ -172,8 +177,14 @@ def main(argv=None):
         json.dump(metrics, f, indent=1)
 
     plots.attention_heatmaps(model, data.heldout(1, seed=7), out, data.src_label, data.tgt_label)
-    print(f"wrote {out}/metrics.json and {out}/checkpoint.npz")
+    print(f"wrote to {out}: {', '.join(files_in(out))}")
     return metrics
+
+
+def files_in(folder):
+    """The files in `folder`, sorted: all this run wrote there (a new run's first step
+    removes an earlier run's checkpoints; its other files it writes again)."""
+    return sorted(name for name in os.listdir(folder) if os.path.isfile(os.path.join(folder, name)))
 
 
 def spell(tokens, label):

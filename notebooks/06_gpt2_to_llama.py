@@ -14,7 +14,9 @@
 # The GPT of notebook 5 is GPT-2's block. Llama, Mistral and Qwen changed three of its
 # parts: RMSNorm in place of LayerNorm, a SwiGLU feed-forward in place of the GELU MLP, and
 # rotary positions (RoPE) inside attention in place of a learned table added to the
-# embeddings (and no biases). Each change here is one op or layer: we check it against its
+# embeddings. Outside the block, Llama's output layer is a matrix of its own (GPT-2 reuses
+# the token embedding); neither has biases here (`gpt_config`'s are off by default, as in
+# nanoGPT's CPU recipe). Each change here is one op or layer: we check it against its
 # formula, look at what it does, then train both blocks for a short while on the same data.
 
 # %%

@@ -11,11 +11,12 @@ softmax does not saturate into a one-hot choice (see demos/scaling.py).
 
 import functools
 import math
+import sys
 
 import numpy as np
 
 import nn
-from autograd import Tensor, cat, no_grad, ops
+from autograd import Tensor, cat, kernels, no_grad, ops
 from nn import functional as F
 from transformer.config import require_positive
 from transformer.relative_position import is_position_aware
@@ -47,8 +48,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     fused=True runs the whole computation as one op (autograd/ops/attention.py), which keeps
     no weights (they are returned as None), when no dropout is in effect and no custom
     score is given; otherwise, and by default, the composed ops below run: the nodes a
-    learner steps through.  (A student copy that hands out the attention exercise runs the
-    composed ops always: the fused op would answer it.)
+    learner steps through.  Under a debugger (kernels.stepping()) they run even where fused
+    is asked for, said once, so that `s` reaches masked_fill and softmax; a student copy
+    that hands out the attention exercise runs them always (the fused op would answer it).
     """
     d_k = q.shape[-1]
     if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
@@ -56,6 +58,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
                          "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
     scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)     # (..., T_q, T_k)
     mask = None if mask is None else _checked_mask(mask, scores_shape)
+    if fused and kernels.stepping():
+        _say_composed_for_the_debugger()
+        fused = False
     # BEGIN TWIN attention (dropped)
     if fused and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
         return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
@@ -69,6 +74,14 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     if dropout_p:
         weights = F.dropout(weights, dropout_p, training, generator)
     return weights @ v, weights                                      # (..., T_q, d_v)
+
+
+@functools.cache
+def _say_composed_for_the_debugger():
+    """The one line (once a run) that says fused attention runs composed for a debugger."""
+    print("transformer: a debugger is tracing, so fused attention runs as the composed ops (matmul, "
+          "masked_fill, softmax, matmul: `s` enters each); AUTOGRAD_KERNELS=fast keeps it fused",
+          file=sys.stderr, flush=True)
 
 
 def attention_weights(q, k, mask=None):

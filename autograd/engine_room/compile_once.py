@@ -33,6 +33,7 @@ import atexit
 import functools
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -82,7 +83,7 @@ class Compiling:
         self.kinds, self.what, self.started = kinds, what, time.perf_counter()
         self.parts = max(1, min(CHILDREN, _usable_cores()))
         print(f"autograd: compiling {what} in {self.parts} child process{'es' if self.parts > 1 else ''}, once "
-              "(later runs load them from Numba's cache)", file=sys.stderr, flush=True)
+              f"(later runs load them from Numba's cache): {why_and_how_long(kinds)}", file=sys.stderr, flush=True)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the project
         env = dict(os.environ, **{IN_PROCESS: "1"},
                    PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
@@ -113,9 +114,25 @@ class Compiling:
             return
         for kind in self.kinds:
             with open(marker(kind), "w") as done:
-                done.write(f"{kind}: compiled in {self.parts} child processes; see autograd/engine_room/compile_once.py\n")
+                done.write(f"{kind}: compiled in {self.parts} child processes in {time.perf_counter() - self.started:.1f} s; "
+                           "see autograd/engine_room/compile_once.py\n")
         print(f"autograd: {self.what} compiled in {time.perf_counter() - self.started:.0f} s", file=sys.stderr,
               flush=True)
+
+
+def why_and_how_long(kinds):
+    """Why `kinds` are compiled now, and how long that takes, for the line that announces it:
+    an earlier build's markers (another digest) mean the kernels, Numba, Python or the CPU
+    changed, and hold how long their compile took here; without any, it is a first run."""
+    folder = os.path.dirname(marker(kinds[0]))
+    earlier = [os.path.join(folder, name) for name in os.listdir(folder)
+               if any(re.fullmatch(rf"autograd-{kind}-kernels-[0-9a-f]+\.done", name) for kind in kinds)]
+    if not earlier:
+        return "their first run with this Numba cache (a fresh clone); usually under a minute, longer on a busy machine"
+    with open(max(earlier, key=os.path.getmtime)) as done:
+        took = re.search(r" in ([0-9.]+) s;", done.read())
+    return ("the kernels, Numba, Python or the CPU changed since their last compile here"
+            + (f", which took {float(took.group(1)):.0f} s" if took else ""))
 
 
 _under_way = {}      # kind -> the Compiling that compiles it, in this process

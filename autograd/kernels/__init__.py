@@ -19,6 +19,14 @@ copy that hands out an exercise a faster tier answers too (softmax, Adam's step,
 kernels run their numpy definitions, the exercise's region, in every tier (twins.py), said
 once.
 
+A debugger opens the classroom: when one is tracing as the kernels are chosen (pdb and
+demos.debug, VS Code's debugpy, PyCharm: sys.settrace, or on Python 3.12+ a tool holding
+sys.monitoring's DEBUGGER_ID) and AUTOGRAD_KERNELS is not set, the tier is "loops", each
+loop run as the Python it is written in (Numba's py_func) where the debugger may step into
+it (loops.run_as_python), and `stepping()` is true, which turns fused attention into the
+composed ops (transformer/attention.py); said in one line on stderr.  AUTOGRAD_KERNELS=fast
+keeps the engine room under a debugger.
+
 This file is the one place in the classroom that knows the engine room exists.
 """
 
@@ -40,6 +48,7 @@ _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
 _announcing = False  # whether Numba tells us of each compile (_announce_compiling)
 _said_cut = False    # whether the kernels a student copy runs in numpy were named (_namespace)
+_as_python = None    # where the loops run as Python for a debugger (use_tier's stepping): loops.run_as_python
 
 
 def _namespace(module):
@@ -83,6 +92,7 @@ def _load(name):
     if engine_room is not None:
         return _namespace(engine_room)
     from autograd.kernels import loops
+    loops.run_as_python(_as_python)                   # (at the first load: use_tier could not tell it)
     return _namespace(loops)
 
 
@@ -116,8 +126,11 @@ def _announce_compiling():
             what = function.__name__ if module == loops_module else "the engine room's kernels"
             if module.startswith("autograd.") and dtypes and (what, dtypes) not in self.said:
                 self.said.add((what, dtypes))
-                print(f"autograd: compiling {what} for {dtypes}, once: later runs load "
-                      f"{'it' if what == function.__name__ else 'them'} from Numba's cache", file=sys.stderr, flush=True)
+                one = what == function.__name__
+                print(f"autograd: compiling {what} for {dtypes}, once, as Numba's cache holds no build of "
+                      f"{'its' if one else 'their'} code yet (a first run, or the code changed): "
+                      f"{'a few seconds' if one else 'up to a minute'}; later runs load "
+                      f"{'it' if one else 'them'} from the cache", file=sys.stderr, flush=True)
 
         def on_end(self, ev):
             pass
@@ -136,12 +149,19 @@ def __getattr__(name):
     return globals()[name]
 
 
-def use_tier(name):
-    """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call)."""
-    global _tier, _current
+def use_tier(name, stepping=False):
+    """Send every kernel call to tier `name`: "numpy", "loops" or "fast" (loaded at the next call).
+    stepping=True (the loops tier only): its loops run as Python where a debugger may step
+    into them, and attention is composed: what a debugger gets (see the top of this file)."""
+    global _tier, _current, _as_python
     if name not in TIERS:
         raise ValueError(f"unknown kernel tier {name!r}; expected one of {', '.join(TIERS)}")
-    _tier, _current = name, None
+    if stepping and name != "loops":
+        raise ValueError(f"stepping=True needs the loops tier (the one a debugger steps into), not {name!r}")
+    # as Python where a sys.settrace debugger traces the loops' callers, or always for one that does not trace
+    _tier, _current, _as_python = name, None, ("traced" if sys.gettrace() else "always") if stepping else None
+    if f"{__name__}.loops" in sys.modules:              # loaded already: its loops compiled again, or Python
+        sys.modules[f"{__name__}.loops"].run_as_python(_as_python)
     for kernel in KERNELS:
         globals().pop(kernel, None)
 
@@ -149,6 +169,23 @@ def use_tier(name):
 def tier():
     """The name of the tier the ops use now."""
     return _tier
+
+
+def stepping():
+    """Whether the kernels were chosen for a debugger to step into: the loops tier, run as
+    Python where the debugger may enter them.  Fused attention asks, and runs composed then."""
+    return _as_python is not None
+
+
+def debugger_tracing():
+    """Whether a debugger is tracing this program: a sys.settrace tracer (pdb, debugpy,
+    PyCharm; coverage.py's line counter is no debugger), or a tool holding sys.monitoring's
+    DEBUGGER_ID (Python 3.12+, where debuggers may use it instead)."""
+    tracer = sys.gettrace()
+    if tracer is not None and not type(getattr(tracer, "__self__", tracer)).__module__.startswith("coverage"):
+        return True
+    monitoring = getattr(sys, "monitoring", None)
+    return monitoring is not None and monitoring.get_tool(monitoring.DEBUGGER_ID) is not None
 
 
 def prepare(dtype="float32", fused_attention=False):
@@ -175,16 +212,21 @@ def prepare_in_background(dtype="float32", fused_attention=False):
 
 
 def _default_tier():
-    """AUTOGRAD_KERNELS if set; else "loops" with the JIT off or without the engine room,
-    "fast" otherwise."""
+    """(tier, stepping): AUTOGRAD_KERNELS if set; else the loops run as Python under a
+    debugger; else "loops" with the JIT off or without the engine room, "fast" otherwise."""
     if "AUTOGRAD_KERNELS" in os.environ:
-        return os.environ["AUTOGRAD_KERNELS"]
+        return os.environ["AUTOGRAD_KERNELS"], False
+    if debugger_tracing():
+        print("autograd: a debugger is tracing, so the kernels are the loops tier, run as Python where you "
+              "step into them (autograd/kernels/loops.py); AUTOGRAD_KERNELS=fast keeps the engine room",
+              file=sys.stderr, flush=True)
+        return "loops", True
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
-        return "loops"
+        return "loops", False
     if importlib.util.find_spec("autograd.engine_room") is None:     # the engine room deleted: the loops, slower
         _say_loops_instead("the folder is absent")
-        return "loops"
-    return "fast"
+        return "loops", False
+    return "fast", False
 
 
-use_tier(_default_tier())
+use_tier(*_default_tier())

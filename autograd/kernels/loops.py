@@ -4,6 +4,9 @@ This is the compiled code a learner reads and steps through: each kernel is the 
 loop nest, compiled by Numba to machine code (`@njit`), with `prange` spreading the rows
 over the cores.  Run with NUMBA_DISABLE_JIT=1 and Numba compiles nothing: these functions
 run as the Python they are, `prange` becomes `range`, and a debugger steps into every loop.
+Under a debugger (run_as_python, which the registry calls then) each loop runs as its Python
+(Numba's py_func) only where the debugger traces the wrapper that calls it: when `s` could
+enter it, or a breakpoint lies in this file; elsewhere its machine code runs, at full speed.
 
 A Python wrapper (`matmul`, `softmax`, ...) lays the arrays out as the compiled loop
 wants them, rows of the last axis in one C-contiguous block, and calls it; the op that
@@ -14,8 +17,8 @@ room (autograd/engine_room/) computes the same things much faster, and much less
 """
 
 import math
+import sys
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -45,7 +48,8 @@ def matmul(a, b):
     # (T, M, K) and (T, K, N), T the number of matrices in the broadcast batch
     a3 = np.ascontiguousarray(np.broadcast_to(a, c.shape[:-2] + a.shape[-2:])).reshape(math.prod(c.shape[:-2]), *a.shape[-2:])
     b3 = np.ascontiguousarray(np.broadcast_to(b, c.shape[:-2] + b.shape[-2:])).reshape(len(a3), *b.shape[-2:])
-    matmul_loops(a3, b3, c.reshape(len(a3), *c.shape[-2:]))          # into c, seen as (T, M, N)
+    # into c, seen as (T, M, N); the loop as Python where a debugger may step into it (run_as_python)
+    (matmul_loops.py_func if _as_python and (_as_python == "always" or sys._getframe().f_trace) else matmul_loops)(a3, b3, c.reshape(len(a3), *c.shape[-2:]))
     return c
 
 
@@ -129,7 +133,7 @@ def rowwise(loops, *arrays):
     shape, dtype = arrays[0].shape, np.result_type(*arrays, np.float32)
     rows = np.ascontiguousarray(np.stack(arrays), dtype).reshape(len(arrays), -1, max(shape[-1], 1))   # (arrays, R, n)
     out = np.empty_like(rows[0])                                                                        # (R, n)
-    loops(*rows, out)
+    (loops.py_func if _as_python and (_as_python == "always" or sys._getframe().f_trace) else loops)(*rows, out)   # run_as_python
     return out.reshape(shape)
 
 
@@ -159,13 +163,30 @@ def log_softmax_backward(y, dy):
     return rowwise(log_softmax_backward_loops, y, dy)
 
 
+_as_python = None        # where the loops run as Python for a debugger: see run_as_python
+
+
+def run_as_python(where):
+    """Where each loop runs as the Python it is written in (Numba's py_func, `prange` then a
+    plain range), for a debugger to step into: "traced", wherever a sys.settrace debugger
+    traces the wrapper that calls it (pdb sets a frame's tracer when it steps into it, or
+    when its file holds a breakpoint); "always" (for a debugger that does not trace, as on
+    sys.monitoring); None, nowhere: the compiled loops.  With the JIT off they are Python
+    already."""
+    global _as_python
+    if where not in (None, "traced", "always"):
+        raise ValueError(f"run_as_python: where must be None, 'traced' or 'always', got {where!r}")
+    _as_python = where if hasattr(matmul_loops, "py_func") else None
+
+
 def warmup(dtype, skip=()):
     """Compile (or load from Numba's cache) every loop kernel for dtype now, so that no
     debugger step waits on it later (a kernel compiled is announced on stderr: see
     autograd/kernels/__init__.py), but those named in skip (a student copy's, whose twins
-    here are cut: autograd/kernels/twins.py).  With the JIT off there is nothing to compile,
-    so nothing runs (a breakpoint in a loop then first stops on the model's own arrays)."""
-    if numba.config.DISABLE_JIT:
+    here are cut: autograd/kernels/twins.py).  With the loops run as Python (the JIT off,
+    or run_as_python) there is nothing to compile, so nothing runs (a breakpoint in a loop
+    then first stops on the model's own arrays)."""
+    if not hasattr(matmul_loops, "py_func"):
         return
     x = np.zeros((1, 1), dtype)
     calls = {"matmul": (matmul, x, x), "softmax": (softmax, x), "softmax_backward": (softmax_backward, x, x),

@@ -13,6 +13,7 @@ def _model():
     return nn.Sequential(nn.Linear(3, 4, dtype=np.float64), nn.ReLU(), nn.Linear(4, 2, dtype=np.float64))
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")   # the NaN/inf made on purpose
 def test_log_of_zero_deep_in_a_model_names_the_op_and_the_user_line():
     model = _model()
     x = Tensor(np.ones((5, 3)))
@@ -27,6 +28,8 @@ def test_log_of_zero_deep_in_a_model_names_the_op_and_the_user_line():
     assert info.value.node.name == "Log"
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt:RuntimeWarning")   # the NaN made on purpose
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in divide:RuntimeWarning")   # its gradient, inf
 def test_sqrt_of_negative_is_caught_in_forward_and_nan_gradient_in_backward():
     x = Tensor(np.array([[-1.0, 4.0]]), requires_grad=True)
     with detect_anomaly():
@@ -47,6 +50,7 @@ class ShiftedRoot(nn.Module):
         return (x - 10.0).sqrt()
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt:RuntimeWarning")   # the NaN made on purpose
 def test_sqrt_of_negative_deep_in_a_model_names_the_layer_line():
     manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), ShiftedRoot(), nn.Linear(4, 2, dtype=np.float64))
@@ -57,6 +61,7 @@ def test_sqrt_of_negative_deep_in_a_model_names_the_layer_line():
     assert "in forward: return (x - 10.0).sqrt()" in str(info.value)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")   # the NaN/inf made on purpose
 def test_anomaly_mode_is_off_outside_the_block_and_allows_masks():
     x = Tensor(np.zeros(3))
     assert np.isinf(x.log().data).all()                            # no error without the mode

@@ -214,3 +214,25 @@ def test_the_graph_can_be_printed_and_drawn_after_backward(tmp_path):
     y.backward()
     assert "Tanh" in print_graph(y)
     assert draw_graph(y, tmp_path / "graph.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_tours_drawing_writes_every_leafs_gradient(seed):
+    """The tour's graph (demos.tour's expression): w's (3, 2) gradient as well as b's, each
+    value as backward left it; a leaf too large to print whole gives its range."""
+    from autograd.engine import graph_nodes
+    from autograd.graph import _boxes
+    from demos.tour import expression
+    rng = np.random.default_rng(seed)
+    x = Tensor(rng.standard_normal((2, 3)))
+    w, b = Tensor(rng.standard_normal((3, 2)), requires_grad=True), Tensor(rng.standard_normal(2), requires_grad=True)
+    big = Tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    loss = expression(x, w, b) + (big * big).sum()
+    loss.backward()
+    labels = {id(t): label for _, label, _, t in _boxes(graph_nodes(loss._node)) if t is not None}     # the leaves
+    for tensor in (w, b):
+        printed = labels[id(tensor)].split("grad ", 1)[1]
+        values = [float(v) for v in printed.replace("[", " ").replace("]", " ").split()]
+        np.testing.assert_allclose(values, tensor.grad.ravel(), atol=5e-4)
+    assert f"from {big.grad.min():.3g} to {big.grad.max():.3g}" in labels[id(big)]
+    assert "grad" not in labels[id(x)]                     # a constant has no gradient

@@ -270,3 +270,16 @@ def test_compiling_a_loop_kernel_is_said_in_one_line_and_loading_it_is_not(tmp_p
         said = [line for line in result.stderr.splitlines() if line.startswith("autograd: compiling")]
         assert len(said) == expected, result.stderr
         assert all("matmul_loops" in line and "float64" in line for line in said)
+
+
+def test_a_loop_compiled_is_announced_once_with_why_and_how_long(tmp_path):
+    """The first process with an empty cache says, in one line, which loop it compiles, why
+    and roughly how long; a later process loads it from the cache and says nothing."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+    env.update(NUMBA_CACHE_DIR=str(tmp_path), AUTOGRAD_KERNELS="loops")
+    script = "from autograd import kernels; import numpy as np; x = np.zeros((2, 3), np.float32); kernels.softmax(x); kernels.softmax(x)"
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert runs[0].stderr == ("autograd: compiling softmax_loops for float32, once, as Numba's cache holds no build of its "
+                              "code yet (a first run, or the code changed): a few seconds; later runs load it from the cache\n")
+    assert runs[1].stderr == ""

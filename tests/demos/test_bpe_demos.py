@@ -47,3 +47,15 @@ def test_char_gpt_refuses_a_vocab_size(tmp_path, capsys):
     err = refused(gpt.main, TINY_GPT + ["--data", __file__, "--vocab-size", "300", "--out", str(tmp_path / "o")],
                   capsys, "demos.gpt: error: --vocab-size is for --tokenizer bpe")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("data, vocab_size", [(__file__, 300), (bpe.__file__, 280)])
+def test_bpe_demo_reference_trainer_learns_the_same_merges(data, vocab_size, capsys):
+    """--trainer reference (the readable train_reference) prints and learns what the fast one does."""
+    fast = bpe.main(["--data", data, "--vocab-size", str(vocab_size)])
+    fast_out = capsys.readouterr().out
+    reference = bpe.main(["--data", data, "--vocab-size", str(vocab_size), "--trainer", "reference"])
+    reference_out = capsys.readouterr().out
+    assert "by the reference trainer" in reference_out and "by the fast trainer" in fast_out
+    assert reference.merges == fast.merges and len(fast.merges) == vocab_size - 257
+    assert fast_out.split("\n", 1)[1] == reference_out.split("\n", 1)[1]      # all but the timed first line

@@ -6,14 +6,17 @@ import os
 import runpy
 import sys
 
+import numpy as np
 import pytest
 
+from autograd import Tensor
 from demos import gpt, train
 from demos._flags import command_line, integer_at_least, number
 from transformer.encoder_decoder import TransformerConfig
 from transformer.families.decoder_only import gpt_config
+from transformer.layers import FeedForward
 from transformer.training.lm import LMTrainConfig
-from transformer.training.seq2seq import TrainConfig
+from transformer.training.seq2seq import TrainConfig, load_model
 
 SMALL = ["--task", "copy", "--steps", "4", "--max-len", "4", "--d-model", "16", "--heads", "2", "--d-ff", "16",
          "--layers", "1", "--eval-every", "2", "--beam-examples", "2"]
@@ -138,3 +141,18 @@ def test_a_breakpoint_demos_debug_cannot_set_is_one_line_and_status_2(argv, says
     err = capsys.readouterr().err
     assert leaving.value.code == 2 and len(err.splitlines()) == 1 and err.startswith("demos.debug: error: ")
     assert says in err, err
+
+
+@pytest.mark.parametrize("activation", sorted(FeedForward.ACTIVATIONS))
+def test_train_takes_each_feed_forward_activation(activation, tmp_path):
+    """--activation offers every FeedForward.ACTIVATIONS (one added there is a choice here),
+    and the model trained has it in each feed-forward."""
+    assert train.configs(train.parse_args(["--activation", activation]))[1] == {"activation": activation}
+    metrics = train.main([*SMALL, "--activation", activation, "--out", str(tmp_path)])
+    assert metrics["model_config"]["activation"] == activation
+    built = load_model(str(tmp_path))
+    layers = [m for m in built.modules() if isinstance(m, FeedForward)]
+    x = Tensor(np.linspace(-3, 3, 13))
+    outputs = {name: make()(x).data for name, make in FeedForward.ACTIVATIONS.items()}      # each its own curve
+    assert layers and all(np.array_equal(m.activation(x).data, outputs[activation]) for m in layers)
+    assert not any(np.array_equal(outputs[activation], y) for name, y in outputs.items() if name != activation)

@@ -11,7 +11,9 @@ positions, pre-norm blocks, exact GELU, tied input/output embeddings, optional b
 and GPT-2's initialisation.  transformer/training/nanogpt.py maps nanoGPT's weights onto it.
 `llama_config(...)` configures the same model as Llama does, in three changes: RMSNorm for
 LayerNorm, a SwiGLU feed-forward for the GELU MLP, rotary positions (RoPE) inside every
-attention for the learned table added to the embeddings; and no biases anywhere.
+attention for the learned table added to the embeddings; outside the blocks, an output
+projection of its own (untied) by default.  Neither has biases by default (gpt_config's are
+optional, off as in nanoGPT's CPU recipe; Llama has none).
 """
 
 import dataclasses

@@ -1,8 +1,17 @@
-"""Training: the one loop every model shares (loop.py), the jobs it runs (seq2seq.py: an
-encoder-decoder on a toy task; lm.py: a GPT on text, nanoGPT's recipe), the checkpoint
-format and everything a run needs to stop and go on (checkpoints.py), and nanoGPT's
-checkpoints read and written (nanogpt.py), and Hugging Face's folders (huggingface.py: GPT-2
-and Llama in safetensors.py's format, with hf_tokenizer.py's tokenizer.json)."""
+"""Training: one loop for every model, the jobs it runs, and the files a run reads and writes.
+
+Read, in this order (what one training step of any model goes through):
+    loop.py            the one training loop: steps, evaluations, progress, stopping, checkpoints
+    seq2seq.py         its job for an encoder-decoder on a toy task (demos.train)
+    lm.py              its job for a GPT on text, nanoGPT's recipe (demos.gpt)
+    checkpoints.py     the checkpoint format, and everything a run needs to stop and go on
+
+Interop, to skip on a first reading (other programs' files, read and written):
+    nanogpt.py         nanoGPT's checkpoints
+    huggingface.py     Hugging Face's folders: GPT-2 and Llama
+    safetensors.py     the safetensors format those folders hold their weights in
+    hf_tokenizer.py    Hugging Face's tokenizer.json
+"""
 
 from transformer.training.lm import LMTrainConfig, load_lm, train_lm
 from transformer.training.loop import train_loop

@@ -154,20 +154,20 @@ class LMJob:
         restore_generator(default_generator(), state["dropout_rng"])
 
 
-def train_lm(job, log=print, start=None, should_stop=None, out_dir=None):
+def train_lm(job, log=print, start=None, should_stop=None, out_dir=None, on_step=None):
     """Run job (an LMJob) for its config's max_iters iterations, estimating train and
     validation loss every eval_every iterations and at the end.  start: the checkpoint of an
     earlier, interrupted run (resume_state), to continue it exactly.  Ctrl-C, or
     should_stop(iteration) returning True, ends the loop after the current step.  With
-    out_dir, checkpoints go there every save_every iterations and at the end.  Returns the
-    history."""
+    out_dir, checkpoints go there every save_every iterations and at the end.  on_step: the
+    loop's hook after each step (a live view).  Returns the history."""
     history = None
     if start is not None:
         job.load_state_dict(start)
         history = json.loads(str(start["history"]))
     cfg = job.cfg
     return train_loop(job, cfg.max_iters, cfg.eval_every, cfg.log_every, out_dir=out_dir, save_every=cfg.save_every,
-                      history=history, log=log, should_stop=should_stop)
+                      history=history, log=log, should_stop=should_stop, on_step=on_step)
 
 
 def save_lm(path, model, vocab):

@@ -67,14 +67,16 @@ def new_history():
 
 
 def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_every=0, keep_last=1, history=None,
-               log=print, should_stop=None):
+               log=print, should_stop=None, on_step=None):
     """Run job.step for the steps after those in `history` (an interrupted run's, to go on
     from; default: a new run) up to max_steps.  Evaluates every eval_every steps and at the
     last; logs job.progress every log_every steps (default: at each evaluation) and at the
     last; stops early when job.done says so after an evaluation, at Ctrl-C (after the step
     in progress) or when should_stop(step) returns True.  With out_dir, writes a checkpoint
     there every save_every steps (0: never) and once when the loop ends, keeping the last
-    keep_last step-N.npz files.  Returns the history."""
+    keep_last step-N.npz files.  on_step(number, max_steps, history, since), if given, is
+    called after each step, before its log line (a live view: demos/_live.py).  Returns the
+    history."""
     history = history or new_history()
     prepare_kernels(job)
     rotation = checkpoint_rotation(out_dir, keep_last, history, log)
@@ -86,6 +88,8 @@ def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_ev
         for number in range(first, max_steps + 1):
             last = number == max_steps
             reached = step_and_evaluate(job, number, history, started, evaluate=number % eval_every == 0 or last)
+            if on_step:
+                on_step(number, max_steps, history, since)
             if number % log_every == 0 or last:
                 log(job.progress(number, history, since))
             history["interrupted"] = (interrupt.requested or bool(should_stop and should_stop(number))) and not last

@@ -142,7 +142,7 @@ class ToyTaskJob:
 RESUME_ENTRIES = ("model", "optimizer", "schedule", "train_config", "stream_rng", "dropout_rng", "history")
 
 
-def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, **model_overrides):
+def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, on_step=None, **model_overrides):
     """Train until the held-out exact match reaches cfg.target_accuracy or cfg.max_steps.
 
     data: what to train on (default: the task cfg.task names, see transformer/data/registry.py).
@@ -151,7 +151,8 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
     cfg.out_dir/checkpoint.npz (plus step-N.npz for the last cfg.keep_last saves and
     best.npz); `resume` (such a checkpoint, or its folder) continues that run exactly.
     Ctrl-C, or should_stop(step) returning True, ends the run after the current step
-    with everything saved.  Returns (model, metrics); metrics["interrupted"] says which."""
+    with everything saved.  on_step: the loop's hook after each step (a live view).  Returns
+    (model, metrics); metrics["interrupted"] says which."""
     manual_seed(cfg.seed)
     saved = load_checkpoint(resume, needs=RESUME_ENTRIES) if resume else None
     if saved:
@@ -165,7 +166,7 @@ def train(cfg, model=None, log=print, resume=None, should_stop=None, data=None, 
         history = json.loads(str(saved["history"]))
         log(f"resumed from {resume} at step {len(history['step'])}")
     history = train_loop(job, cfg.max_steps, cfg.eval_every, out_dir=cfg.out_dir, save_every=cfg.save_every,
-                         keep_last=cfg.keep_last, history=history, log=log, should_stop=should_stop)
+                         keep_last=cfg.keep_last, history=history, log=log, should_stop=should_stop, on_step=on_step)
     result = history["evals"][-1] if history["evals"] else {"exact_match": 0.0, "token_accuracy": 0.0}
     metrics = {"task": cfg.task, "steps": len(history["step"]), "seconds": history["seconds"],
                "interrupted": history["interrupted"], "final_loss": history["loss"][-1] if history["loss"] else None,

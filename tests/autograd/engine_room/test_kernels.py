@@ -902,3 +902,17 @@ def test_matmul_like_lays_the_product_out_as_the_operand_with_the_same_bits(dtyp
     laid = engine_room.matmul(a, b, like=transposed)
     assert laid.strides[-2] == laid.itemsize and not laid.flags.c_contiguous
     np.testing.assert_allclose(laid, direct, **tol(dtype))
+
+
+def test_the_compile_line_says_why_and_how_long(tmp_path, monkeypatch):
+    """A first run says so; after an earlier build's compile (another digest's marker), the
+    line says what changed and how long that compile took (the marker records it)."""
+    from autograd.engine_room import compile_once
+    monkeypatch.setattr(compile_once, "marker", lambda kind: str(tmp_path / f"autograd-{kind}-kernels-0123abcd.done"))
+    assert "first run" in compile_once.why_and_how_long(["float64"])
+    (tmp_path / "autograd-float32-attention-kernels-99.done").write_text("float32-attention: compiled in 2 child processes in 7.4 s; see")
+    assert "first run" in compile_once.why_and_how_long(["float64"])        # another kind's compile says nothing of this one
+    (tmp_path / "autograd-float64-kernels-42.done").write_text("float64: compiled in 2 child processes in 12.6 s; see")
+    said = compile_once.why_and_how_long(["float64"])
+    assert "changed since their last compile here, which took 13 s" in said
+    assert "which took 7 s" in compile_once.why_and_how_long(["float32-attention"])
