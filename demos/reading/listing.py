@@ -23,7 +23,8 @@ LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("th
 @dataclasses.dataclass
 class Line:
     """A source line: number, text (dedented), status "run", "not" (a statement that did not
-    run) or "text" (docstring, comment, blank, a bare else:), shape ('(12, 64, 128)') or None."""
+    run), "doc" (the docstring) or "text" (comment, blank, a bare else:), and the shape it
+    made ('(12, 64, 128)') or None."""
     number: int
     text: str
     status: str
@@ -83,8 +84,10 @@ def definition(path, first):
 
 
 def line_status(path, number, text, node, lines_run, docstring):
-    """"run", "not" or "text" for line `number` of the function `node`."""
-    if number in docstring or not text.strip() or text.strip().startswith("#"):
+    """"run", "not", "doc" or "text" for line `number` of the function `node`."""
+    if number in docstring:
+        return "doc"
+    if not text.strip() or text.strip().startswith("#"):
         return "text"
     if number < node.body[0].lineno:
         return "run"                                  # the def (and decorators): the function ran
@@ -126,11 +129,11 @@ def fold(lines):
     """lines with each stretch of >= FOLD not-run code lines (and the text between them) made a Fold."""
     rows, stretch = [], []
     for line in lines + [None]:
-        if line is not None and (line.status == "not" or (stretch and line.status == "text")):
+        if line is not None and (line.status == "not" or (stretch and line.status in ("text", "doc"))):
             stretch.append(line)
             continue
         trailing = []
-        while stretch and stretch[-1].status == "text":    # comments and blanks after the stretch stay outside
+        while stretch and stretch[-1].status in ("text", "doc"):    # comments and blanks after the stretch stay outside
             trailing.insert(0, stretch.pop())
         not_run = sum(row.status == "not" for row in stretch)
         rows.extend([Fold(stretch)] if not_run >= FOLD else stretch)
@@ -161,7 +164,34 @@ def figures(trace, shown):
     lines = [line for function in shown for line in function.lines()]
     on_page = {(function.path, line.number) for function in shown for line in function.lines() if line.status == "run"}
     ran = {(path, number) for path, numbers in trace.lines.items() for number in numbers}
-    return {"functions": len(shown), "code_lines": sum(line.status != "text" for line in lines),
+    return {"functions": len(shown), "code_lines": sum(line.status in ("run", "not") for line in lines),
             "shapes": sum(line.shape is not None for line in lines),
             "folded_lines": sum(row.code_lines for function in shown for row in function.rows if isinstance(row, Fold)),
             "lines_run": len(ran), "lines_run_shown": len(ran & on_page), "coverage": len(ran & on_page) / len(ran)}
+
+
+PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
+                "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph"}
+
+
+def sections(shown):
+    """[(title, [Function, ...]), ...]: the functions grouped by phase and layer, in order."""
+    grouped = []
+    for function in shown:
+        title = f"{PHASE_TITLES[function.phase]}: {function.layer}"
+        if not grouped or grouped[-1][0] != title:
+            grouped.append((title, []))
+        grouped[-1][1].append(function)
+    return grouped
+
+
+def suffix(line):
+    """The comment the page adds to a source line: its shape, or that it did not run."""
+    return (f"  # {line.shape}" if line.shape else "") + ("  # not run" if line.status == "not" else "")
+
+
+def fold_text(fold):
+    """The one line a Fold is shown as, indented as its first line."""
+    first = next(line for line in fold.lines if line.status == "not")
+    indent = first.text[:len(first.text) - len(first.text.lstrip())]
+    return f"{indent}# ... {len(fold.lines)} lines not run on this step"

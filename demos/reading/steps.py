@@ -42,7 +42,8 @@ def gpt_step():
                           ("autograd/tensor.py", "Tensor.backward", "backward"),
                           ("nn/optim.py", "clip_grad_norm_", "optimizer")),
                   pinned=(("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
-                          ("nn/optim.py", "Optimizer._params", "optimizer")),
+                          ("nn/optim.py", "Optimizer._params", "optimizer"),
+                          ("nn/module.py", "Module.__call__", "forward")),
                   watch=(ATTENTION,))
     cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(VOCAB, attention="composed")))
     manual_seed(cfg.seed)

@@ -1,0 +1,57 @@
+"""The reading edition: one training step, traced, written as one page of the code it ran.
+
+    python -m demos.reading --out docs/reading           # gpt_step.md and gpt_step.html
+
+Traces a real step (demos/reading/steps.py says which, and on which tier of kernels) and
+writes every function it entered, once and whole, in reading order, with the lines it did
+not run dimmed and the shape of every array it made: a Markdown page for GitHub and a
+self-contained HTML page that opens from disk (demos/reading/markdown.py, html.py).
+`python -m demos.figures --only reading` regenerates the copy under docs/reading/, and
+tests/demos/test_reading.py checks it still matches the source.
+"""
+
+import os
+
+from demos._flags import command_line
+from demos.reading import html, listing, markdown, steps
+
+PAGES = {"gpt_step": steps.gpt_step}
+
+
+def debugger_note(step):
+    return (f"Each function's \"stop here\" command, run from the project's folder, runs `{step.debug}` under "
+            "the debugger (demos/debug.py) and stops at the function's first line: `s` steps into what it calls, "
+            f"`n` runs one line, `c` goes on, `p x.shape` prints. `{step.environment}` chooses the kernels this page "
+            "was traced on.")
+
+
+def write(step, out_dir):
+    """Write the step's two pages into out_dir; returns the page's measures."""
+    shown = listing.functions(step.trace, step.phases)
+    measures = listing.figures(step.trace, shown)
+    html_name = f"{step.name}.html"
+    with open(os.path.join(out_dir, f"{step.name}.md"), "w", encoding="utf-8") as f:
+        f.write(markdown.render(step, shown, measures, out_dir, html_name))
+    notes = (markdown.reading_notes(step, measures, html_name).split(" [")[0], debugger_note(step))
+    notes_html = "".join(f"<p>{html.inline(text)}</p>" for text in (step.intro, *notes))
+    with open(os.path.join(out_dir, html_name), "w", encoding="utf-8") as f:
+        f.write(html.render(step, shown, measures, notes_html))
+    return measures
+
+
+def main(argv=None):
+    parser = command_line("demos.reading", __doc__)
+    parser.add_argument("--out", required=True, help="the folder to write the pages into (made if missing)")
+    parser.add_argument("--page", choices=sorted(PAGES), action="append",
+                        help="this page only (default: every page)")
+    args = parser.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.page or PAGES:
+        measures = write(PAGES[name](), args.out)
+        print(f"{args.out}/{name}.md and .html: {measures['functions']} functions, {measures['code_lines']} code lines "
+              f"({measures['folded_lines']} more folded), {measures['shapes']} shapes, {measures['coverage']:.0%} of the "
+              f"{measures['lines_run']} distinct lines run")
+
+
+if __name__ == "__main__":
+    main()
