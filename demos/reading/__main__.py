@@ -1,6 +1,7 @@
 """The reading edition: one training step, traced, written as one page of the code it ran.
 
     python -m demos.reading --out docs/reading           # gpt_step.md and gpt_step.html
+    python -m demos.reading --out runs/reading --page gpt_step --json runs/reading/measures.json
 
 Traces a real step (demos/reading/steps.py says which, and on which tier of kernels) and
 writes every function it entered, once and whole, in reading order, with the lines it did
@@ -12,7 +13,8 @@ tests/demos/test_reading.py checks it still matches the source.
 
 import os
 
-from demos._flags import command_line
+from demos._flags import a_file_to_write, command_line
+from demos._results import write_json
 from demos.reading import html, listing, markdown, steps
 
 PAGES = {"gpt_step": steps.gpt_step}
@@ -31,7 +33,7 @@ def write(step, out_dir):
     measures = listing.figures(step.trace, shown)
     html_name = f"{step.name}.html"
     with open(os.path.join(out_dir, f"{step.name}.md"), "w", encoding="utf-8") as f:
-        f.write(markdown.render(step, shown, measures, out_dir, html_name))
+        f.write(markdown.render(step, shown, measures, html_name))
     notes = (markdown.reading_notes(step, measures, html_name).split(" [")[0], debugger_note(step))
     notes_html = "".join(f"<p>{html.inline(text)}</p>" for text in (step.intro, *notes))
     with open(os.path.join(out_dir, html_name), "w", encoding="utf-8") as f:
@@ -44,13 +46,17 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="the folder to write the pages into (made if missing)")
     parser.add_argument("--page", choices=sorted(PAGES), action="append",
                         help="this page only (default: every page)")
+    parser.add_argument("--json", type=a_file_to_write, help="also write each page's measures here")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    written = {}
     for name in args.page or PAGES:
-        measures = write(PAGES[name](), args.out)
+        measures = written[name] = write(PAGES[name](), args.out)
         print(f"{args.out}/{name}.md and .html: {measures['functions']} functions, {measures['code_lines']} code lines "
               f"({measures['folded_lines']} more folded), {measures['shapes']} shapes, {measures['coverage']:.0%} of the "
               f"{measures['lines_run']} distinct lines run")
+    if args.json:
+        write_json(args.json, written)
 
 
 if __name__ == "__main__":
