@@ -36,8 +36,8 @@ def statements(path):
     covering = {}
     for node in ast.walk(tree):                      # outer statements first, so inner ones overwrite
         if isinstance(node, ast.stmt):
-            last = node.body[0].lineno - 1 if hasattr(node, "body") and not isinstance(node, ast.ClassDef) \
-                and node.body else node.end_lineno
+            body = getattr(node, "body", None)       # a compound statement: its header's lines
+            last = body[0].lineno - 1 if body else node.end_lineno
             for line in range(node.lineno, max(last, node.lineno) + 1):
                 covering[line] = node
     return covering
