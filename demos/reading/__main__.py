@@ -1,6 +1,6 @@
 """The reading edition: one training step, traced, written as one page of the code it ran.
 
-    python -m demos.reading --out docs/reading           # gpt_step.md and gpt_step.html
+    python -m demos.reading --out docs/reading           # gpt_step, seq2seq_step and scalar_backward .md and .html
     python -m demos.reading --out runs/reading --page gpt_step --json runs/reading/measures.json
 
 Traces a real step (demos/reading/steps.py says which, and on which tier of kernels) and
@@ -15,16 +15,16 @@ import os
 
 from demos._flags import a_file_to_write, command_line
 from demos._results import write_json
-from demos.reading import html, listing, markdown, steps
+from demos.reading import graph, html, listing, markdown, steps
 
-PAGES = {"gpt_step": steps.gpt_step}
+PAGES = {"gpt_step": steps.gpt_step, "seq2seq_step": steps.seq2seq_step, "scalar_backward": steps.scalar_backward}
 
 
 def debugger_note(step):
+    tier = f" `{step.environment}` chooses the kernels this page was traced on." if step.environment else ""
     return (f"Each function's \"stop here\" command, run from the project's folder, runs `{step.debug}` under "
             "the debugger (demos/debug.py) and stops at the function's first line: `s` steps into what it calls, "
-            f"`n` runs one line, `c` goes on, `p x.shape` prints. `{step.environment}` chooses the kernels this page "
-            "was traced on.")
+            f"`n` runs one line, `c` goes on, `p NAME` prints a variable.{tier}")
 
 
 def write(step, out_dir):
@@ -36,8 +36,12 @@ def write(step, out_dir):
         f.write(markdown.render(step, shown, measures, html_name))
     notes = (markdown.reading_notes(step, measures, html_name).split(" [")[0], debugger_note(step))
     notes_html = "".join(f"<p>{html.inline(text)}</p>" for text in (step.intro, *notes))
+    drawing = None if step.graph is None else graph.svg(step.graph, step.graph.names)
+    if drawing:
+        with open(os.path.join(out_dir, f"{step.name}.svg"), "w", encoding="utf-8") as f:
+            f.write(drawing)
     with open(os.path.join(out_dir, html_name), "w", encoding="utf-8") as f:
-        f.write(html.render(step, shown, measures, notes_html))
+        f.write(html.render(step, shown, measures, notes_html, drawing))
     return measures
 
 

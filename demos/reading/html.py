@@ -36,19 +36,19 @@ nav ol { columns: 2; }
 """
 SCRIPT = """
 for (const c of document.querySelectorAll("canvas.heat")) {
-  const rows = JSON.parse(c.dataset.weights), n = rows.length, ctx = c.getContext("2d");
-  const img = ctx.createImageData(n, n), top = Math.max(1, ...rows.flat());
-  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
-    const k = 4 * (i * n + j), t = j < rows[i].length ? rows[i][j] / top : -1;
+  const rows = JSON.parse(c.dataset.weights), n = rows.length, m = rows[0].length, ctx = c.getContext("2d");
+  const img = ctx.createImageData(m, n), top = Math.max(1, ...rows.flat());
+  for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) {
+    const k = 4 * (i * m + j), t = rows[i][j] > 0 ? rows[i][j] / top : -1;
     const rgb = t < 0 ? [236, 238, 242] : [255 - 244 * t, 255 - 156 * t, 255 - 58 * t];
     img.data.set([...rgb.map(Math.round), 255], k);
   }
   ctx.putImageData(img, 0, 0);
   c.addEventListener("mousemove", e => {
     const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top) / r.height * n),
-          j = Math.floor((e.clientX - r.left) / r.width * n);
+          j = Math.floor((e.clientX - r.left) / r.width * m);
     c.title = `${c.dataset.label}, query ${i}, key ${j}: ` +
-              (j < rows[i].length ? (rows[i][j] / 1e4).toFixed(4) : "masked (weight 0)");
+              (rows[i][j] > 0 ? (rows[i][j] / 1e4).toFixed(4) : "0 (a masked key, or under 0.00005)");
   });
 }
 """
@@ -85,23 +85,24 @@ def rows_html(function):
     return "".join(parts)
 
 
-def heatmaps(values, label):
-    """One row per call (a layer) of one canvas per head: batch element 0's weights, each
-    row of the causal triangle in 1/10000 (JSON in a data attribute, drawn by SCRIPT)."""
+def heatmaps(values, labels):
+    """One row per call of the attention (labels: what each call is, e.g. a layer) of one
+    canvas per head: batch element 0's weights in 1/10000 (JSON in a data attribute, drawn
+    by SCRIPT; a weight of exactly 0 is a masked key)."""
     rows = []
-    for call, weights in enumerate(values):
-        heads = np.asarray(getattr(weights, "data", weights))[0]          # (H, T_q, T_k) of batch element 0
-        rows.append(f"<div>{label} {call}</div>")
-        for h, head in enumerate(heads):
-            triangle = [[int(round(v * 1e4)) for v in row[:i + 1]] for i, row in enumerate(head)]
-            rows.append(f'<canvas class="heat" width="{head.shape[1]}" height="{head.shape[0]}" '
-                        f'data-label="{label} {call}, head {h}" data-weights="{json.dumps(triangle, separators=(",", ":"))}" '
-                        f'title="{label} {call}, head {h}"></canvas>')
     heads_count = len(np.asarray(getattr(values[0], "data", values[0]))[0])
+    for label, weights in zip(labels, values):
+        heads = np.asarray(getattr(weights, "data", weights))[0]          # (H, T_q, T_k) of batch element 0
+        rows.append(f"<div>{html.escape(label)}</div>")
+        for h, head in enumerate(heads):
+            quantized = json.dumps(np.round(head * 1e4).astype(int).tolist(), separators=(",", ":"))
+            rows.append(f'<canvas class="heat" width="{head.shape[1]}" height="{head.shape[0]}" '
+                        f'data-label="{html.escape(label)}, head {h}" data-weights="{quantized}" '
+                        f'title="{html.escape(label)}, head {h}"></canvas>')
     header = "<div></div>" + "".join(f"<div>head {h}</div>" for h in range(heads_count))
-    return (f'<p>The weights this function computed on the step, for the batch\'s first sequence: one heatmap per '
-            f'head (rows: queries, columns: keys; darker is heavier, each map scaled to its largest weight; '
-            f'above the diagonal the causal mask leaves 0). Hover for a value.</p>'
+    return ('<p>The weights this function computed on the step, for the batch\'s first sequence: one heatmap per '
+            'head (rows: queries, columns: keys; darker is heavier, each map scaled to its largest weight; grey: '
+            'a masked key, weight 0). Hover for a value.</p>'
             f'<div class="heads" style="--heads: {heads_count}">{header}{"".join(rows)}</div>')
 
 
@@ -112,11 +113,13 @@ def function_html(function, step):
     return (f'<h4><span class="where">{html.escape(function.path)}:{function.first}</span> {html.escape(function.name)}</h4>'
             f'<div class="cmd">stop here: <code>{html.escape(command)}</code></div>'
             f'<div class="code">{rows_html(function)}</div>'
-            + "".join(heatmaps(values, "layer") for values in watched if values))
+            + "".join(heatmaps(values, step.heatmap_labels) for values in watched if values))
 
 
-def render(step, shown, measures, notes_html):
+def render(step, shown, measures, notes_html, graph_svg=None):
+    """The page: title, notes, the graph's drawing if any, the contents, every section's functions."""
     grouped = sections(shown)
+    graph_html = f'<figure class="graph">{graph_svg}</figure>' if graph_svg else ""
     toc = "".join(f'<li><a href="#s{n}">{html.escape(title)}</a> ({len(functions)})</li>'
                   for n, (title, functions) in enumerate(grouped, 1))
     body = "".join(f'<h2 id="s{n}">{n}. {html.escape(title)}</h2>' + "".join(function_html(f, step) for f in functions)
@@ -124,7 +127,7 @@ def render(step, shown, measures, notes_html):
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(step.title)}: the reading '
             f'edition</title><style>{STYLE}</style></head><body>\n<h1>{html.escape(step.title)}: the reading edition</h1>'
             f'<!-- generated by python -m demos.reading from a traced run; do not edit by hand -->'
-            f'{notes_html}<nav><ol>{toc}</ol></nav>\n{body}\n<script>{SCRIPT}</script></body></html>\n')
+            f'{notes_html}{graph_html}<nav><ol>{toc}</ol></nav>\n{body}\n<script>{SCRIPT}</script></body></html>\n')
 
 
 def inline(text):

@@ -1,6 +1,8 @@
-"""The calls a reading edition traces: one training step of nanoGPT's small GPT.
+"""The calls a reading edition traces: one training step of nanoGPT's small GPT, one of the
+main demo's encoder-decoder (demos.train --task reverse), and the scalar engine's backward
+through a neuron.
 
-The step runs on the numpy tier of the kernels (AUTOGRAD_KERNELS=numpy): each kernel is
+The tensor steps run on the numpy tier of the kernels (AUTOGRAD_KERNELS=numpy): each kernel is
 its one-line numpy definition (autograd/kernels/reference.py), which is what a reader
 wants on one page, and the full-size step takes seconds.  The loops tier would run its
 kernels as Python with NUMBA_DISABLE_JIT=1, about 4 GFLOP through Python loops: an hour
@@ -16,6 +18,9 @@ from demos.reading.trace import Trace
 
 VOCAB = 65                   # nanoGPT's Shakespeare characters
 ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
+TRAINING_PHASES = ("config", "step", "forward", "backward", "optimizer")
+TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
+                 ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"))
 
 
 @dataclasses.dataclass
@@ -28,6 +33,8 @@ class Step:
     trace: Trace
     debug: str               # the demo (and its arguments) demos.debug runs to stop in these functions
     environment: str         # the environment the debugger command needs to run what the page shows
+    heatmap_labels: tuple = ()     # what each watched call of the attention is (a layer, a kind)
+    graph: object = None           # the scalar page's output Value, whose graph is drawn
 
 
 def gpt_step():
@@ -41,9 +48,7 @@ def gpt_step():
     trace = Trace(phases=(("transformer/families/decoder_only.py", "DecoderOnly.forward", "forward"),
                           ("autograd/tensor.py", "Tensor.backward", "backward"),
                           ("nn/optim.py", "clip_grad_norm_", "optimizer")),
-                  pinned=(("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
-                          ("nn/optim.py", "Optimizer._params", "optimizer"),
-                          ("nn/module.py", "Module.__call__", "forward")),
+                  pinned=TRAINING_PINS,
                   watch=(ATTENTION,))
     cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(VOCAB, attention="composed")))
     manual_seed(cfg.seed)
@@ -58,5 +63,66 @@ def gpt_step():
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context "
              f"{cfg.block_size}, batch {cfg.batch_size}), on a batch of random tokens of a {VOCAB}-character "
              "vocabulary: the forward pass, the loss, the backward pass and AdamW's update.")
-    return Step("gpt_step", "One GPT training step", intro, ("config", "step", "forward", "backward", "optimizer"),
-                trace, "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy")
+    return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES, trace,
+                "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy",
+                tuple(f"layer {n}" for n in range(config.num_layers)))
+
+
+def seq2seq_step():
+    """Trace the configuration and the second training step of the main demo's encoder-decoder
+    (demos.train --task reverse: 2 + 2 layers, d_model 64, 4 heads, batch 64)."""
+    from autograd import kernels
+    from transformer.data import tasks
+    from transformer.data.registry import make_task
+    from transformer.encoder_decoder import Transformer, TransformerConfig
+    from transformer.training.seq2seq import ToyTaskJob, TrainConfig
+
+    kernels.use_tier("numpy")
+    trace = Trace(phases=(("transformer/encoder_decoder.py", "Transformer.forward", "forward"),
+                          ("autograd/tensor.py", "Tensor.backward", "backward"),
+                          ("nn/optim.py", "clip_grad_norm_", "optimizer")),
+                  pinned=TRAINING_PINS + (("transformer/training/seq2seq.py", "ToyTaskJob.step", "step"),),
+                  watch=(ATTENTION,))
+    cfg = trace.record("config", TrainConfig)
+    data = make_task(cfg)
+    config = trace.record("config", TransformerConfig, src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab,
+                          max_len=data.max_output_len + 2, pad_id=tasks.PAD)
+    model = Transformer(config)
+    job = ToyTaskJob(model, data, cfg)
+    job.step(0)
+    trace.watched.clear()
+    trace.record("step", job.step, 1)
+    layers = range(config.num_encoder_layers)
+    labels = ([f"encoder {n} self" for n in layers]
+              + [f"decoder {n} {kind}" for n in range(config.num_decoder_layers) for kind in ("self", "cross")])
+    intro = (f"One training step of the main demo's encoder-decoder Transformer (`python -m demos.train --task "
+             f"reverse`: {config.num_encoder_layers} + {config.num_decoder_layers} layers, d_model {config.d_model}, "
+             f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
+             "symbols to reverse), untrained: the encoder, the decoder with its masked self-attention and its "
+             "cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule.")
+    return Step("seq2seq_step", "One encoder-decoder training step", intro, TRAINING_PHASES, trace,
+                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels))
+
+
+def scalar_backward():
+    """Trace the scalar engine (autograd/scalar.py) on micrograd's neuron, tanh(x1 w1 + x2 w2 + b),
+    building its graph, then its backward pass."""
+    from autograd.scalar import Value
+
+    trace = Trace(phases=(("autograd/scalar.py", "Value.backward", "backward"),))
+    names = {}
+
+    def neuron():
+        x1, x2, w1, w2, b = (Value(v) for v in (2.0, 0.0, -3.0, 1.0, 6.8813735870195432))
+        names.update({id(v): name for name, v in zip(("x1", "x2", "w1", "w2", "b"), (x1, x2, w1, w2, b))})
+        return (x1 * w1 + x2 * w2 + b).tanh()
+
+    out = trace.record("build", neuron)
+    trace.record("build", out.backward)
+    out.names = names
+    intro = ("The scalar engine's backward pass through one neuron, micrograd's example: "
+             "`o = (x1*w1 + x2*w2 + b).tanh()` with x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.88, then `o.backward()`. "
+             "Each operation makes a `Value` that remembers its parents and a `_backward` closure; `backward` "
+             "orders the graph and runs the closures from the output back.")
+    return Step("scalar_backward", "The scalar engine's backward", intro, ("build", "backward"), trace,
+                "demos.scalar_mlp --steps 1 --out runs/scratch", "", graph=out)

@@ -19,7 +19,8 @@ from demos.reading import listing
 from demos.reading.trace import Trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PAGE = os.path.join(ROOT, "docs", "reading", "gpt_step")
+READING = os.path.join(ROOT, "docs", "reading")
+PAGES = ("gpt_step", "seq2seq_step", "scalar_backward")
 HEADING = re.compile(r"^#### \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) (?P<name>\S+)$")
 FOLDED = re.compile(r"^\s*# \.\.\. (\d+) lines not run on this step$")
 SHAPE = r"\((?:\d+(?:, \d+)*,?)?\)"
@@ -99,55 +100,68 @@ def read_page(markdown):
     return seen
 
 
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 @pytest.fixture(scope="module")
 def committed():
-    with open(PAGE + ".md", encoding="utf-8") as f:
-        markdown = f.read()
-    with open(PAGE + ".html", encoding="utf-8") as f:
-        return markdown, f.read()
+    """{page: (Markdown, HTML, what the Markdown shows)} of the committed copies."""
+    pages = {}
+    for name in PAGES:
+        markdown = read(os.path.join(READING, f"{name}.md"))
+        pages[name] = (markdown, read(os.path.join(READING, f"{name}.html")), read_page(markdown))
+    return pages
 
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    """The pages a fresh trace writes, and {path: [lines]} that trace ran (one subprocess: the
-    trace chooses the numpy tier of kernels, which must not leak into other tests)."""
+    """{page: (Markdown, HTML, {path: [lines]} its trace ran)} as a fresh trace writes them (one
+    subprocess: the trace chooses the numpy tier of kernels, which must not leak into other tests)."""
     out = tmp_path_factory.mktemp("reading")
-    script = ("import json, sys; from demos.reading import steps; from demos.reading.__main__ import write; "
-              "step = steps.gpt_step(); write(step, sys.argv[1]); "
-              "json.dump({p: sorted(n) for p, n in step.trace.lines.items()}, open(sys.argv[1] + '/lines.json', 'w'))")
+    script = ("import json, sys; from demos.reading.__main__ import PAGES, write\n"
+              "for name, make in PAGES.items():\n"
+              "    step = make(); write(step, sys.argv[1])\n"
+              "    json.dump({p: sorted(n) for p, n in step.trace.lines.items()}, "
+              "open(f'{sys.argv[1]}/{name}.json', 'w'))")
     result = subprocess.run([sys.executable, "-c", script, str(out)], cwd=ROOT, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr
-    pages = [(out / f"gpt_step.{kind}").read_text(encoding="utf-8") for kind in ("md", "html")]
-    return (*pages, json.loads((out / "lines.json").read_text()))
+    return {name: (read(out / f"{name}.md"), read(out / f"{name}.html"), json.loads(read(out / f"{name}.json")))
+            for name in PAGES}
 
 
-def test_the_committed_page_is_the_source_verbatim_and_whole(committed):
-    seen = read_page(committed[0])
-    assert not seen["problems"], f"{seen['problems'][:5]}: regenerate with {REGENERATE}"
+@pytest.mark.parametrize("name", PAGES)
+def test_the_committed_page_is_the_source_verbatim_and_whole(committed, name):
+    problems = committed[name][2]["problems"]
+    assert not problems, f"{problems[:5]}: regenerate with {REGENERATE}"
 
 
-def test_the_committed_page_meets_the_targets(committed):
-    seen = read_page(committed[0])
+@pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
+def test_the_committed_training_steps_meet_the_targets(committed, name):
+    seen = committed[name][2]
     assert seen["functions"] >= 100
     assert seen["verbatim"] / seen["code"] >= 0.98
     assert seen["code"] <= 800, f"{seen['code']} code lines: fold more of what a step never runs"
     assert seen["shapes"] >= 100
 
 
-def test_the_committed_pages_are_what_a_fresh_trace_writes(committed, fresh):
-    assert fresh[0] == committed[0], f"docs/reading/gpt_step.md is stale: regenerate with {REGENERATE}"
+@pytest.mark.parametrize("name", PAGES)
+def test_the_committed_pages_are_what_a_fresh_trace_writes(committed, fresh, name):
+    assert fresh[name][0] == committed[name][0], f"docs/reading/{name}.md is stale: regenerate with {REGENERATE}"
     weights = re.compile(r' data-weights="[^"]*"')        # attention weights: float rounding may differ by machine
-    assert weights.sub("", fresh[1]) == weights.sub("", committed[1]), \
-        f"docs/reading/gpt_step.html is stale: regenerate with {REGENERATE}"
+    assert weights.sub("", fresh[name][1]) == weights.sub("", committed[name][1]), \
+        f"docs/reading/{name}.html is stale: regenerate with {REGENERATE}"
 
 
-def test_the_page_marks_what_the_step_ran(committed, fresh):
+@pytest.mark.parametrize("name", PAGES)
+def test_the_page_marks_what_the_step_ran(committed, fresh, name):
     """>= 90% of the distinct lines a step runs are on the page as run; no line it ran is
     marked not run, and every line marked run is part of a statement that ran."""
-    ran = {(path, n) for path, numbers in fresh[2].items() for n in numbers}
+    ran = {(path, n) for path, numbers in fresh[name][2].items() for n in numbers}
     assert not any(path.startswith(("autograd/engine_room", "demos/")) for path, _ in ran)
-    seen = read_page(committed[0])
+    seen = committed[name][2]
     assert len(ran & seen["run"]) / len(ran) >= 0.9
     assert not ran & seen["not_run"]
     statements = [listing.statements(os.path.join(ROOT, path)).get(n) for path, n in seen["run"]]
@@ -157,10 +171,10 @@ def test_the_page_marks_what_the_step_ran(committed, fresh):
     assert not unrun, unrun[:5]
 
 
-def test_every_debugger_command_resolves_to_its_function(committed):
-    commands = re.findall(r"python -m demos\.debug -b (\S+) demos\.gpt --attention composed --max-iters 1",
-                          committed[1])
-    assert len(commands) == len(blocks(committed[0])) >= 100
+@pytest.mark.parametrize("name", PAGES)
+def test_every_debugger_command_resolves_to_its_function(committed, name):
+    commands = re.findall(r"python -m demos\.debug -b (\S+) demos\.", committed[name][1])
+    assert len(commands) == len(blocks(committed[name][0]))
     cwd = os.getcwd()
     os.chdir(ROOT)                                              # demos.debug reads FILE from the project's folder
     try:
@@ -174,7 +188,7 @@ def test_every_debugger_command_resolves_to_its_function(committed):
 def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path):
     spec = "transformer/attention.py:scaled_dot_product_attention"
     assert f"AUTOGRAD_KERNELS=numpy python -m demos.debug -b {spec} demos.gpt --attention composed --max-iters 1" \
-        in committed[1]
+        in committed["gpt_step"][1]
     result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, "demos.gpt", "--attention", "composed",
                              "--max-iters", "1", "--out", str(tmp_path)],
                             input="p tuple(q.shape)\nq\n", capture_output=True, text=True, cwd=ROOT, timeout=600,
@@ -225,11 +239,11 @@ def test_a_stretch_is_folded_from_three_lines_not_run(not_run, folded):
         assert folds[0].code_lines == not_run and rows[-2].status == "text"   # the comment after stays outside
 
 
-def test_the_html_renders_in_chromium(committed, tmp_path):
+def test_the_html_renders_in_chromium(tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium is not installed (apt-get install -y chromium): the HTML is not rendered")
-    page = "file://" + PAGE + ".html"
+    page = "file://" + os.path.join(READING, "gpt_step.html")
     flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu"]
     dom = subprocess.run(flags + ["--dump-dom", page], capture_output=True, text=True, timeout=300).stdout
     assert "scaled_dot_product_attention" in dom and dom.count('class="heat"') == 16
@@ -240,3 +254,6 @@ def test_the_html_renders_in_chromium(committed, tmp_path):
     from PIL import Image
     pixels = np.asarray(Image.open(shot).convert("L"))
     assert pixels.shape == (1600, 1200) and pixels.std() > 10 and (pixels < 100).mean() > 0.01   # text, not blank
+    scalar = subprocess.run(flags + ["--dump-dom", "file://" + os.path.join(READING, "scalar_backward.html")],
+                            capture_output=True, text=True, timeout=300).stdout
+    assert scalar.count("<rect") == 10 and "grad -1.5" in scalar        # micrograd's neuron: x1's gradient
