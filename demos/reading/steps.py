@@ -71,7 +71,7 @@ def gpt_step():
 def seq2seq_step():
     """Trace the configuration and the second training step of the main demo's encoder-decoder
     (demos.train --task reverse: 2 + 2 layers, d_model 64, 4 heads, batch 64)."""
-    from autograd import kernels
+    from autograd import kernels, manual_seed
     from transformer.data import tasks
     from transformer.data.registry import make_task
     from transformer.encoder_decoder import Transformer, TransformerConfig
@@ -87,6 +87,7 @@ def seq2seq_step():
     data = make_task(cfg)
     config = trace.record("config", TransformerConfig, src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab,
                           max_len=data.max_output_len + 2, pad_id=tasks.PAD)
+    manual_seed(cfg.seed)
     model = Transformer(config)
     job = ToyTaskJob(model, data, cfg)
     job.step(0)

@@ -172,6 +172,13 @@ def test_the_page_marks_what_the_step_ran(committed, fresh, name):
 
 
 @pytest.mark.parametrize("name", PAGES)
+def test_the_html_fetches_nothing(committed, name):
+    page = committed[name][1]
+    assert not re.search(r"""(src|href)=["']?(https?:|//)|@import|url\((?!#)""", page)
+    assert page.count("<style>") == 1 and page.count("<script>") == 1
+
+
+@pytest.mark.parametrize("name", PAGES)
 def test_every_debugger_command_resolves_to_its_function(committed, name):
     commands = re.findall(r"python -m demos\.debug -b (\S+) demos\.", committed[name][1])
     assert len(commands) == len(blocks(committed[name][0]))
