@@ -128,6 +128,8 @@ def fresh(tmp_path_factory):
     result = subprocess.run([sys.executable, "-c", script, str(out)], cwd=ROOT, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr
+    assert read(out / "scalar_backward.svg") == read(os.path.join(READING, "scalar_backward.svg")), \
+        f"docs/reading/scalar_backward.svg is stale: regenerate with {REGENERATE}"
     return {name: (read(out / f"{name}.md"), read(out / f"{name}.html"), json.loads(read(out / f"{name}.json")))
             for name in PAGES}
 
