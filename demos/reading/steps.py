@@ -18,6 +18,11 @@ from demos.reading.trace import Trace
 
 VOCAB = 65                   # nanoGPT's Shakespeare characters
 ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
+TIERS_NOTE = (" It is the second step of a seeded run (the first is a warm-up), so the model is untrained. Attention "
+              "is composed (matmul, masked_fill, softmax, matmul: the ops to step through), and each kernel is its numpy "
+              "definition (`AUTOGRAD_KERNELS=numpy`, autograd/kernels/reference.py); the loops tier a debugger enters "
+              "with `NUMBA_DISABLE_JIT=1` (autograd/kernels/loops.py) computes the same in plain loops, too slowly at "
+              "this size to trace.")
 TRAINING_PHASES = ("config", "step", "forward", "backward", "optimizer")
 TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
                  ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"))
@@ -62,7 +67,7 @@ def gpt_step():
     intro = (f"One training step of the GPT `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context "
              f"{cfg.block_size}, batch {cfg.batch_size}), on a batch of random tokens of a {VOCAB}-character "
-             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update.")
+             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update." + TIERS_NOTE)
     return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES, trace,
                 "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy",
                 tuple(f"layer {n}" for n in range(config.num_layers)))
@@ -99,8 +104,9 @@ def seq2seq_step():
     intro = (f"One training step of the main demo's encoder-decoder Transformer (`python -m demos.train --task "
              f"reverse`: {config.num_encoder_layers} + {config.num_decoder_layers} layers, d_model {config.d_model}, "
              f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
-             "symbols to reverse), untrained: the encoder, the decoder with its masked self-attention and its "
-             "cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule.")
+             "symbols to reverse): the encoder, the decoder with its masked self-attention and its "
+             "cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule."
+             + TIERS_NOTE)
     return Step("seq2seq_step", "One encoder-decoder training step", intro, TRAINING_PHASES, trace,
                 "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels))
 
