@@ -2,8 +2,8 @@
 each line marked as run or not run on the traced call, with the shapes it made.
 
 Reading order: by phase (the configuration, the forward pass, the backward pass, the
-optimizer), then by layer of the house (the training step, the model, nn, autograd, the
-kernels), then in the order the call first entered each function.  A stretch of at least
+optimizer), then by layer of the house (the training step, the data, the model, nn, autograd,
+the kernels), then in the order the call first entered each function.  A stretch of at least
 FOLD lines that never ran becomes one fold ("... N lines not run on this step"), so that
 the page holds what runs, not every branch a step never takes.
 """
@@ -15,8 +15,8 @@ import os
 from demos.reading.trace import PROJECT, statements
 
 FOLD = 3                                  # fewest not-run code lines folded into one line
-PHASES = ("config", "forward", "backward", "optimizer")
-LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("the model", ("transformer/",)),
+LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("the data", ("transformer/data/",)),
+          ("the model", ("transformer/",)),
           ("nn", ("nn/",)), ("autograd", ("autograd/",)), ("the kernels", ("autograd/kernels/",)))
 
 
@@ -43,6 +43,7 @@ class Fold:
 
 @dataclasses.dataclass
 class Function:
+    """A function as the page shows it: where it is, the phase and layer it is read in, its rows."""
     path: str              # relative to the project
     name: str              # qualified: Class.method, or outer.<locals>.inner
     first: int             # its first line (a decorator's, or the def's)

@@ -266,3 +266,16 @@ def test_the_html_renders_in_chromium(tmp_path):
     scalar = subprocess.run(flags + ["--dump-dom", "file://" + os.path.join(READING, "scalar_backward.html")],
                             capture_output=True, text=True, timeout=300).stdout
     assert scalar.count("<rect") == 10 and "grad -1.5" in scalar        # micrograd's neuron: x1's gradient
+
+
+@pytest.mark.parametrize("argv, says", [(["--out", "FILE"], "--out: "), (["--out", "DIR", "--page", "gpt"], "--page"),
+                                        (["--out", "DIR", "--json", "DIR"], "--json")])
+def test_a_mistaken_command_is_refused_in_one_line_before_tracing(argv, says, tmp_path, capsys):
+    from demos.reading.__main__ import main
+    (tmp_path / "FILE").write_text("not a folder")
+    paths = {"FILE": str(tmp_path / "FILE"), "DIR": str(tmp_path)}
+    with pytest.raises(SystemExit) as stopped:
+        main([paths.get(arg, arg) for arg in argv])
+    error = capsys.readouterr().err.strip()
+    assert stopped.value.code == 2 and says in error and "\n" not in error
+    assert sorted(os.listdir(tmp_path)) == ["FILE"]                     # nothing written
