@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from demos.reading.listing import Fold, fold_text, sections
+from demos.reading.steps import PHASE_DEBUG
 
 TOKENS = re.compile(r"(?P<comment>#.*$)|(?P<string>[rbfRBF]{0,2}(\"\"\"|'''|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'))"
                     r"|(?P<number>\b\d+(?:\.\d*)?(?:e-?\d+)?\b)|(?P<word>\b[A-Za-z_]\w*\b)")
@@ -107,7 +108,8 @@ def heatmaps(values, labels):
 
 
 def function_html(function, step):
-    command = f"{step.environment} python -m demos.debug -b {function.breakpoint()} {step.debug}".strip()
+    environment, demo = PHASE_DEBUG.get(function.phase, (step.environment, step.debug))
+    command = f"{environment} python -m demos.debug -b {function.breakpoint()} {demo}".strip()
     watched = [values for (path, name, _), values in step.trace.watched.items()
                if path == function.path and name == function.name.rsplit(".", 1)[-1]]
     return (f'<h4><span class="where">{html.escape(function.path)}:{function.first}</span> {html.escape(function.name)}</h4>'

@@ -172,7 +172,8 @@ def figures(trace, shown):
 
 
 PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
-                "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph"}
+                "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
+                "loops": "The loops tier, in a small step"}
 
 
 def sections(shown):

@@ -10,19 +10,30 @@ for one step of this size.  Attention is composed (matmul, masked_fill, softmax,
 the ops a learner steps through, not the fused op.
 """
 
+import collections
 import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 
-from demos.reading.trace import Trace
+from demos.reading.trace import PROJECT, Trace
 
 VOCAB = 65                   # nanoGPT's Shakespeare characters
 ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
+LOOPS = "autograd/kernels/loops.py"
+SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"     # demos/bench/lines.py's GPT
+PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT}")}
+# a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
+Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
 TIERS_NOTE = (" It is the second step of a seeded run (the first is a warm-up), so the model is untrained. Attention "
               "is composed (matmul, masked_fill, softmax, matmul: the ops to step through), and each kernel is its numpy "
               "definition (`AUTOGRAD_KERNELS=numpy`, autograd/kernels/reference.py); the loops tier a debugger enters "
               "with `NUMBA_DISABLE_JIT=1` (autograd/kernels/loops.py) computes the same in plain loops, too slowly at "
-              "this size to trace.")
+              "this size to trace")
 TRAINING_PHASES = ("config", "step", "forward", "backward", "optimizer")
 TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
                  ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"))
@@ -67,10 +78,44 @@ def gpt_step():
     intro = (f"One training step of the GPT `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context "
              f"{cfg.block_size}, batch {cfg.batch_size}), on a batch of random tokens of a {VOCAB}-character "
-             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update." + TIERS_NOTE)
-    return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES, trace,
+             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update." + TIERS_NOTE
+             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, batch 2).")
+    add_loops_tier(trace)
+    return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES + ("loops",), trace,
                 "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy",
                 tuple(f"layer {n}" for n in range(config.num_layers)))
+
+
+def add_loops_tier(trace):
+    """Add to `trace` the loops tier's kernels as they run, with the JIT off, in a small GPT step
+    (demos/bench/lines.py's), traced in a subprocess (the JIT is off from before Numba's import);
+    their functions in phase "loops", their lines, no shapes (a small step's are not this page's)."""
+    with tempfile.TemporaryDirectory() as folder:
+        found = os.path.join(folder, "loops.json")
+        result = subprocess.run([sys.executable, "-c", "import sys; from demos.reading.steps import trace_loops_tier; "
+                                 "trace_loops_tier(sys.argv[1])", found], cwd=PROJECT, capture_output=True, text=True,
+                                env=dict(os.environ, NUMBA_DISABLE_JIT="1", AUTOGRAD_KERNELS="loops"), timeout=600)
+        if result.returncode:
+            raise RuntimeError(f"tracing the loops tier failed: {result.stderr.strip().splitlines()[-1]}")
+        with open(found) as f:
+            functions, lines = json.load(f)
+    for name, first, qualname in functions:
+        trace.functions[Code(name, first, qualname)] = (LOOPS, "loops")
+    trace.lines[LOOPS] = set(lines)
+
+
+def trace_loops_tier(path):
+    """Write to `path` ([[name, first line, qualified name], ...], [lines run]) of loops.py in a
+    small GPT step's second step (run with NUMBA_DISABLE_JIT=1)."""
+    from demos.bench.lines import gpt_step, parse_args
+    step = gpt_step(parse_args([]))
+    step()
+    trace = Trace()
+    trace.record("loops", step)
+    functions = [[code.co_name, code.co_firstlineno, code.co_qualname] for code, (where, _) in trace.functions.items()
+                 if where == LOOPS]
+    with open(path, "w") as f:
+        json.dump([functions, sorted(trace.lines.get(LOOPS, ()))], f)
 
 
 def seq2seq_step():
@@ -106,7 +151,7 @@ def seq2seq_step():
              f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
              "symbols to reverse): the encoder, the decoder with its masked self-attention and its "
              "cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule."
-             + TIERS_NOTE)
+             + TIERS_NOTE + ".")
     return Step("seq2seq_step", "One encoder-decoder training step", intro, TRAINING_PHASES, trace,
                 "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels))
 

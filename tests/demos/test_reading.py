@@ -4,6 +4,7 @@ lines are source lines, >= 90% of the distinct lines a GPT step runs, <= 800 cod
 shapes); every debugger command they print resolves; the tracer records the shapes a call makes."""
 
 import ast
+import html
 import json
 import os
 import re
@@ -194,16 +195,20 @@ def test_every_debugger_command_resolves_to_its_function(committed, name):
         os.chdir(cwd)
 
 
-def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path):
-    spec = "transformer/attention.py:scaled_dot_product_attention"
-    assert f"AUTOGRAD_KERNELS=numpy python -m demos.debug -b {spec} demos.gpt --attention composed --max-iters 1" \
-        in committed["gpt_step"][1]
-    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, "demos.gpt", "--attention", "composed",
-                             "--max-iters", "1", "--out", str(tmp_path)],
-                            input="p tuple(q.shape)\nq\n", capture_output=True, text=True, cwd=ROOT, timeout=600,
-                            env=dict(os.environ, AUTOGRAD_KERNELS="numpy"))
-    assert "attention.py(52)scaled_dot_product_attention()" in result.stdout, result.stdout[-2000:] + result.stderr
-    assert "(12, 4, 64, 32)" in result.stdout                 # the shapes the page shows
+@pytest.mark.parametrize("spec, where, shape", [
+    ("transformer/attention.py:scaled_dot_product_attention", "attention.py(52)scaled_dot_product_attention()",
+     "(12, 4, 64, 32)"),                                          # the shape the page shows for q
+    ("autograd/kernels/loops.py:softmax_loops", "loops.py(64)softmax_loops()",
+     "(32, 8)")])                                                 # the small GPT's scores: 2 x 2 heads x 8 rows
+def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path, spec, where, shape):
+    command = re.search(rf"<code>(\S+=\S+) python -m demos\.debug -b {re.escape(spec)} ([^<]+)</code>", committed["gpt_step"][1])
+    assert command, spec
+    environment, demo = command[1].split("=", 1), html.unescape(command[2]).split()
+    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, *demo, "--out", str(tmp_path)],
+                            input="p tuple(q.shape) if 'q' in dir() else x.shape\nq\n", capture_output=True,
+                            text=True, cwd=ROOT, timeout=600, env=dict(os.environ, **dict([environment])))
+    assert where in result.stdout, result.stdout[-2000:] + result.stderr
+    assert shape in result.stdout
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
