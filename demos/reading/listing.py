@@ -120,7 +120,8 @@ def function_rows(path, first, trace_lines, trace_shapes):
     covering = statements(os.path.join(PROJECT, path))
     for (shaped_path, start), seen in trace_shapes.items():
         if shaped_path == path and first <= start <= node.end_lineno:
-            shapes[shape_anchor(covering[start])] = " | ".join(seen[:3]) + (f" | {len(seen) - 3} more" if len(seen) > 3 else "")
+            more = f" | {len(seen) - 3} more" if len(seen) > 3 else ""        # at most three shapes a line
+            shapes[shape_anchor(covering[start])] = " | ".join(seen[:3]) + more
     lines = [Line(n, source[n - 1][indent:], line_status(path, n, source[n - 1], node, trace_lines, docstring),
                   shapes.get(n)) for n in range(first, node.end_lineno + 1)]
     return fold(lines)

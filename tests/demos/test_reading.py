@@ -201,7 +201,8 @@ def test_every_debugger_command_resolves_to_its_function(committed, name):
     ("autograd/kernels/loops.py:softmax_loops", "loops.py(64)softmax_loops()",
      "(32, 8)")])                                                 # the small GPT's scores: 2 x 2 heads x 8 rows
 def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path, spec, where, shape):
-    command = re.search(rf"<code>(\S+=\S+) python -m demos\.debug -b {re.escape(spec)} ([^<]+)</code>", committed["gpt_step"][1])
+    command = re.search(rf"<code>(\S+=\S+) python -m demos\.debug -b {re.escape(spec)} ([^<]+)</code>",
+                        committed["gpt_step"][1])
     assert command, spec
     environment, demo = command[1].split("=", 1), html.unescape(command[2]).split()
     result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, *demo, "--out", str(tmp_path)],
