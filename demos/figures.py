@@ -553,6 +553,15 @@ def collect_tunings(runs):
                         "CPU's own instructions, so its row is the other vendor's code generation run on this "
                         "CPU's cores, not the other vendor's CPU (demos/bench/cpu.py)."), *tables])
 
+def collect_reading(runs):
+    measures = load(f"{runs}/reading/measures.json")
+    rows = [[f"[{name}](reading/{name}.md)", m["functions"], m["code_lines"], m["folded_lines"], m["shapes"],
+             f"{pct(m['coverage'])} of {m['lines_run']}"] for name, m in measures.items()]
+    return group([table("The reading edition", ["page", "functions", "code lines", "folded (not run)",
+                                                "lines with a shape", "of the distinct lines the step ran"], rows,
+                        note="Pages written to docs/reading/ from a traced step (demos/reading/).")])
+
+
 GROUPS = {
     "train": (train_commands, collect_train),
     "bottleneck": (lambda runs: [["demos.bottleneck", "--out", f"{runs}/bottleneck"]], collect_bottleneck),
@@ -584,6 +593,8 @@ GROUPS = {
                   + [["demos.bench.attention", "--length", str(length), "--json", f"{runs}/bench/attention-{length}.json"]
                      for length in LONGER_ATTENTION], collect_attention),
     "tunings": (tuning_commands, collect_tunings),
+    "reading": (lambda runs: [["demos.reading", "--out", "docs/reading", "--json", f"{runs}/reading/measures.json"]],
+                collect_reading),
 }
 
 TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bottleneck",
@@ -594,10 +605,10 @@ TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bot
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
           "share": "Two trainings on one machine", "first_run": "A first run",
           "kernels": "Kernels", "attention": "Fused attention",
-          "tunings": "One table per CPU tuning"}
+          "tunings": "One table per CPU tuning", "reading": "The reading edition"}
 ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "llama", "gpt_recipe", "gpt_steps", "steps",
          "share", "first_run", "tokenizer", "scan", "pictures", "threads", "kernels", "attention",
-         "tunings"]     # the results document's sections
+         "tunings", "reading"]     # the results document's sections
 
 
 # ----- recording and rendering -----

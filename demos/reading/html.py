@@ -1,0 +1,144 @@
+"""The reading edition as one self-contained HTML page (inline CSS, JS and canvas; nothing
+fetched, so it opens from disk): the same functions as the Markdown, with source line
+numbers, not-run lines dimmed, folds that open, the debugger command that stops in each
+function, and, where attention is computed, each head's weights as a heatmap (a value
+on hover)."""
+
+import html
+import json
+import keyword
+import re
+
+import numpy as np
+
+from demos.reading.listing import Fold, fold_text, sections
+from demos.reading.steps import PHASE_DEBUG
+
+TOKENS = re.compile(r"(?P<comment>#.*$)|(?P<string>[rbfRBF]{0,2}(\"\"\"|'''|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'))"
+                    r"|(?P<number>\b\d+(?:\.\d*)?(?:e-?\d+)?\b)|(?P<word>\b[A-Za-z_]\w*\b)")
+KEYWORDS = set(keyword.kwlist) | {"self"}
+STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1100px; padding: 1em 2em; color: #1d2330; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccd; } h4 { margin: 1.4em 0 .3em; }
+h4 .where { font: 13px ui-monospace, monospace; color: #556; }
+.code { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; background: #f6f8fa; border: 1px solid #e1e4e8;
+        border-radius: 4px; padding: .4em 0; overflow-x: auto; }
+.l { white-space: pre; padding-right: 1em; } .l .n { display: inline-block; width: 3.5em; color: #99a; text-align: right;
+     margin-right: 1em; user-select: none; }
+.not { opacity: .38; } .kw { color: #a626a4; } .str { color: #50a14f; } .num { color: #986801; }
+.com, .doc { color: #7a8290; font-style: italic; } .shape { color: #0b63c5; font-weight: 600; }
+details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font-style: italic; padding-left: 4.5em; }
+.cmd { font: 12px ui-monospace, monospace; color: #445; margin: 0 0 .3em; }
+.cmd code { background: #eef1f6; padding: 1px 4px; border-radius: 3px; }
+.heads { display: grid; grid-template-columns: 5em repeat(var(--heads), 132px); gap: 6px; align-items: center;
+         margin: .6em 0 1em; }
+canvas.heat { width: 128px; height: 128px; image-rendering: pixelated; border: 1px solid #ccd; cursor: crosshair; }
+nav ol { columns: 2; }
+"""
+SCRIPT = """
+for (const c of document.querySelectorAll("canvas.heat")) {
+  const rows = JSON.parse(c.dataset.weights), n = rows.length, m = rows[0].length, ctx = c.getContext("2d");
+  const img = ctx.createImageData(m, n), tops = rows.map(row => Math.max(1, ...row));
+  for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) {
+    const k = 4 * (i * m + j), t = rows[i][j] > 0 ? rows[i][j] / tops[i] : -1;
+    const rgb = t < 0 ? [236, 238, 242] : [255 - 244 * t, 255 - 156 * t, 255 - 58 * t];
+    img.data.set([...rgb.map(Math.round), 255], k);
+  }
+  ctx.putImageData(img, 0, 0);
+  c.addEventListener("mousemove", e => {
+    const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top) / r.height * n),
+          j = Math.floor((e.clientX - r.left) / r.width * m);
+    c.title = `${c.dataset.label}, query ${i}, key ${j}: ` +
+              (rows[i][j] > 0 ? (rows[i][j] / 1e4).toFixed(4) : "0 (a masked key, or under 0.00005)");
+  });
+}
+"""
+
+
+def one_line(code):
+    """CSS or this page's JS (every statement ends in ; or a brace) on one line: the page stays small."""
+    return " ".join(line.strip() for line in code.strip().split("\n"))
+
+
+def highlight(text):
+    """A line of Python as HTML with keywords, strings, numbers and comments marked."""
+    out, at = [], 0
+    for match in TOKENS.finditer(text):
+        kind, token = match.lastgroup, match.group()
+        if kind == "word" and token not in KEYWORDS:
+            continue
+        out.append(html.escape(text[at:match.start()]))
+        css = {"comment": "com", "string": "str", "number": "num", "word": "kw"}[kind]
+        out.append(f'<span class="{css}">{html.escape(token)}</span>')
+        at = match.end()
+    return "".join(out) + html.escape(text[at:])
+
+
+def line_html(line):
+    code = f'<span class="doc">{html.escape(line.text)}</span>' if line.status == "doc" else highlight(line.text)
+    shape = f'<span class="shape">  # {line.shape}</span>' if line.shape else ""
+    return f'<div class="l {line.status}"><span class="n">{line.number}</span>{code}{shape}</div>'
+
+
+def rows_html(function):
+    parts = []
+    for row in function.rows:
+        if isinstance(row, Fold):
+            parts.append(f'<details class="fold"><summary>{html.escape(fold_text(row))}</summary>'
+                         + "".join(line_html(line) for line in row.lines) + "</details>")
+        else:
+            parts.append(line_html(row))
+    return "".join(parts)
+
+
+def heatmaps(values, labels):
+    """One row per call of the attention (labels: what each call is, e.g. a layer) of one
+    canvas per head: batch element 0's weights in 1/10000 (JSON in a data attribute, drawn
+    by SCRIPT; a weight of exactly 0 is a masked key)."""
+    rows = []
+    heads_count = len(np.asarray(getattr(values[0], "data", values[0]))[0])
+    for label, weights in zip(labels, values):
+        heads = np.asarray(getattr(weights, "data", weights))[0]          # (H, T_q, T_k) of batch element 0
+        rows.append(f"<div>{html.escape(label)}</div>")
+        for h, head in enumerate(heads):
+            quantized = json.dumps(np.round(head * 1e4).astype(int).tolist(), separators=(",", ":"))
+            rows.append(f'<canvas class="heat" width="{head.shape[1]}" height="{head.shape[0]}" '
+                        f'data-label="{html.escape(label)}, head {h}" data-weights="{quantized}" '
+                        f'title="{html.escape(label)}, head {h}"></canvas>')
+    header = "<div></div>" + "".join(f"<div>head {h}</div>" for h in range(heads_count))
+    return ('<p>The weights this function computed on the step, for the batch\'s first sequence: one heatmap per '
+            'head (rows: queries, columns: keys; darker is heavier, each row scaled to its largest weight; grey: '
+            'a masked key, weight 0). Hover for a value.</p>'
+            f'<div class="heads" style="--heads: {heads_count}">{header}{"".join(rows)}</div>')
+
+
+def function_html(function, step):
+    environment, demo = PHASE_DEBUG.get(function.phase, (step.environment, step.debug))
+    command = f"{environment} python -m demos.debug -b {function.breakpoint()} {demo}".strip()
+    watched = [values for (path, name, _), values in step.trace.watched.items()
+               if path == function.path and name == function.name.rsplit(".", 1)[-1]]
+    return (f'<h4><span class="where">{html.escape(function.path)}:{function.first}</span> {html.escape(function.name)}</h4>'
+            f'<div class="cmd">stop here: <code>{html.escape(command)}</code></div>'
+            f'<div class="code">{rows_html(function)}</div>'
+            + "".join(heatmaps(values, step.heatmap_labels) for values in watched if values))
+
+
+def render(step, shown, measures, notes_html, graph_svg=None):
+    """The page: title, notes, the graph's drawing if any, the contents, every section's functions."""
+    grouped = sections(shown)
+    graph_html = f'<figure class="graph">{graph_svg}</figure>' if graph_svg else ""
+    toc = "".join(f'<li><a href="#s{n}">{html.escape(title)}</a> ({len(functions)})</li>'
+                  for n, (title, functions) in enumerate(grouped, 1))
+    body = "".join(f'<h2 id="s{n}">{n}. {html.escape(title)}</h2>' + "".join(function_html(f, step) for f in functions)
+                   for n, (title, functions) in enumerate(grouped, 1))
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(step.title)}: the reading '
+            f'edition</title><style>{one_line(STYLE)}</style></head><body>\n<h1>{html.escape(step.title)}: the reading edition</h1>'
+            f'<!-- generated by python -m demos.reading from a traced run; do not edit by hand -->'
+            f'{notes_html}{graph_html}<nav><ol>{toc}</ol></nav>\n{body}\n<script>{one_line(SCRIPT)}</script></body></html>\n')
+
+
+def inline(text):
+    """Markdown's `code` and [links](url) of a paragraph, as HTML."""
+    escaped = html.escape(text, quote=False)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', escaped)

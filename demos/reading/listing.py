@@ -1,0 +1,200 @@
+"""A trace turned into a page's contents: the functions that ran, whole, in reading order,
+each line marked as run or not run on the traced call, with the shapes it made.
+
+Reading order: by phase (the configuration, the forward pass, the backward pass, the
+optimizer), then by layer of the house (the training step, the data, the model, nn, autograd,
+the kernels), then in the order the call first entered each function.  A stretch of at least
+FOLD lines that never ran becomes one fold ("... N lines not run on this step"), so that
+the page holds what runs, not every branch a step never takes.
+"""
+
+import ast
+import dataclasses
+import os
+
+from demos.reading.trace import PROJECT, statements
+
+FOLD = 3                                  # fewest not-run code lines folded into one line
+LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("the data", ("transformer/data/",)),
+          ("the model", ("transformer/",)),
+          ("nn", ("nn/",)), ("autograd", ("autograd/",)), ("the kernels", ("autograd/kernels/",)))
+
+
+@dataclasses.dataclass
+class Line:
+    """A source line: number, text (dedented), status "run", "not" (a statement that did not
+    run), "doc" (the docstring) or "text" (comment, blank, a bare else:), and the shape it
+    made ('(12, 64, 128)') or None."""
+    number: int
+    text: str
+    status: str
+    shape: str | None = None
+
+
+@dataclasses.dataclass
+class Fold:
+    """Consecutive lines a step never ran, shown as one."""
+    lines: list
+
+    @property
+    def code_lines(self):
+        return sum(line.status == "not" for line in self.lines)
+
+
+@dataclasses.dataclass
+class Function:
+    """A function as the page shows it: where it is, the phase and layer it is read in, its rows."""
+    path: str              # relative to the project
+    name: str              # qualified: Class.method, or outer.<locals>.inner
+    first: int             # its first line (a decorator's, or the def's)
+    phase: str
+    layer: str
+    rows: list             # Line and Fold, in order
+
+    def lines(self):
+        """Every Line shown unfolded."""
+        return [row for row in self.rows if isinstance(row, Line)]
+
+    def breakpoint(self):
+        """demos.debug's -b spec that stops at its first statement (FILE:LINE for a nested function)."""
+        if "<locals>" not in self.name:
+            return f"{self.path}:{self.name}"
+        body = next(line for line in self.lines() if line.status == "run" and line.number > self.def_line)
+        return f"{self.path}:{body.number}"
+
+    @property
+    def def_line(self):
+        return next(line.number for line in self.lines() if line.text.lstrip().startswith(("def ", "async def ")))
+
+
+def layer_of(path):
+    """The index in LAYERS of the layer of the house `path` is in (its longest prefix's)."""
+    posix = path.replace(os.sep, "/")
+    matches = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+               if posix.startswith(prefix)]
+    return max(matches)[1]
+
+
+def definition(path, first):
+    """The def node of the function whose code starts at line `first` of `path`."""
+    for node in set(statements(os.path.join(PROJECT, path)).values()):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if min([node.lineno] + [d.lineno for d in node.decorator_list]) == first:
+                return node
+    raise LookupError(f"{path}:{first}: no function starts here")
+
+
+def line_status(path, number, text, node, lines_run, docstring):
+    """"run", "not", "doc" or "text" for line `number` of the function `node`."""
+    if number in docstring:
+        return "doc"
+    if not text.strip() or text.strip().startswith("#"):
+        return "text"
+    if number < node.body[0].lineno:
+        return "run"                                  # the def (and decorators): the function ran
+    statement = statements(os.path.join(PROJECT, path)).get(number)
+    if statement is None or statement is node:
+        return "text"                                 # else:, finally: and the like
+    if statement.lineno in lines_run:
+        return "run"
+    inner = getattr(statement, "body", None)          # a compound statement whose header line has no event (try:)
+    ran = inner and any(line in lines_run for line in range(inner[0].lineno, statement.end_lineno + 1))
+    return "run" if ran else "not"
+
+
+def shape_anchor(statement):
+    """The line a statement's shape is written on: its last line (a for's: its iterable's)."""
+    return statement.iter.end_lineno if isinstance(statement, ast.For) else statement.end_lineno
+
+
+def function_rows(path, first, trace_lines, trace_shapes):
+    """The Lines of the function starting at `first`, not-run stretches folded."""
+    node = definition(path, first)
+    with open(os.path.join(PROJECT, path), encoding="utf-8") as f:
+        source = f.read().split("\n")
+    indent = len(source[first - 1]) - len(source[first - 1].lstrip())
+    head = node.body[0]
+    docstring = range(head.lineno, head.end_lineno + 1) if isinstance(head, ast.Expr) and \
+        isinstance(head.value, ast.Constant) and isinstance(head.value.value, str) else range(0)
+    shapes = {}
+    covering = statements(os.path.join(PROJECT, path))
+    for (shaped_path, start), seen in trace_shapes.items():
+        if shaped_path == path and first <= start <= node.end_lineno:
+            more = f" | {len(seen) - 3} more" if len(seen) > 3 else ""        # at most three shapes a line
+            shapes[shape_anchor(covering[start])] = " | ".join(seen[:3]) + more
+    lines = [Line(n, source[n - 1][indent:], line_status(path, n, source[n - 1], node, trace_lines, docstring),
+                  shapes.get(n)) for n in range(first, node.end_lineno + 1)]
+    return fold(lines)
+
+
+def fold(lines):
+    """lines with each stretch of >= FOLD not-run code lines (and the text between them) made a Fold."""
+    rows, stretch = [], []
+    for line in lines + [None]:
+        if line is not None and (line.status == "not" or (stretch and line.status in ("text", "doc"))):
+            stretch.append(line)
+            continue
+        trailing = []
+        while stretch and stretch[-1].status in ("text", "doc"):    # comments and blanks after the stretch stay outside
+            trailing.insert(0, stretch.pop())
+        not_run = sum(row.status == "not" for row in stretch)
+        rows.extend([Fold(stretch)] if not_run >= FOLD else stretch)
+        rows.extend(trailing + ([line] if line is not None else []))
+        stretch = []
+    return rows
+
+
+def functions(trace, phases):
+    """The Functions a trace entered, each once, in reading order (phases: their order)."""
+    found = []
+    for order, (code, (path, phase)) in enumerate(trace.functions.items()):
+        if not code.co_name.startswith("<"):                     # not a comprehension, lambda or class body
+            node = definition(path, code.co_firstlineno)
+            found.append((path, code.co_firstlineno, node.end_lineno, code.co_qualname, phase, order))
+    outer = [(path, first, last) for path, first, last, *_ in found]
+    shown = [entry for entry in found if not any(path == entry[0] and first < entry[1] and entry[2] <= last
+                                                  for path, first, last in outer)]   # a closure shows in its parent
+    shown.sort(key=lambda e: (phases.index(e[4]), layer_of(e[0]), e[5]))
+    return [Function(path, name, first, phase, LAYERS[layer_of(path)][0],
+                     function_rows(path, first, trace.lines.get(path, set()), trace.shapes))
+            for path, first, _, name, phase, _ in shown]
+
+
+def figures(trace, shown):
+    """The page's measures: code lines shown (folds and text not counted), lines with a
+    shape, and the share of the distinct lines the call ran that the page shows."""
+    lines = [line for function in shown for line in function.lines()]
+    on_page = {(function.path, line.number) for function in shown for line in function.lines() if line.status == "run"}
+    ran = {(path, number) for path, numbers in trace.lines.items() for number in numbers}
+    return {"functions": len(shown), "code_lines": sum(line.status in ("run", "not") for line in lines),
+            "shapes": sum(line.shape is not None for line in lines),
+            "folded_lines": sum(row.code_lines for function in shown for row in function.rows if isinstance(row, Fold)),
+            "lines_run": len(ran), "lines_run_shown": len(ran & on_page), "coverage": len(ran & on_page) / len(ran)}
+
+
+PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
+                "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
+                "loops": "The loops tier, in a small step"}
+
+
+def sections(shown):
+    """[(title, [Function, ...]), ...]: the functions grouped by phase and layer, in order."""
+    grouped = []
+    for function in shown:
+        title = f"{PHASE_TITLES[function.phase]}: {function.layer}"
+        if not grouped or grouped[-1][0] != title:
+            grouped.append((title, []))
+        grouped[-1][1].append(function)
+    return grouped
+
+
+def suffix(line):
+    """The comment the page adds to a source line: its shape, or that it did not run."""
+    return (f"  # {line.shape}" if line.shape else "") + ("  # not run" if line.status == "not" else "")
+
+
+def fold_text(fold):
+    """The one line a Fold is shown as, indented as its first line."""
+    first = next(line for line in fold.lines if line.status == "not")
+    indent = first.text[:len(first.text) - len(first.text.lstrip())]
+    return f"{indent}# ... {len(fold.lines)} lines not run on this step"

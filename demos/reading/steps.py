@@ -1,0 +1,180 @@
+"""The calls a reading edition traces: one training step of nanoGPT's small GPT, one of the
+main demo's encoder-decoder (demos.train --task reverse), and the scalar engine's backward
+through a neuron.
+
+The tensor steps run on the numpy tier of the kernels (AUTOGRAD_KERNELS=numpy): each kernel is
+its one-line numpy definition (autograd/kernels/reference.py), which is what a reader
+wants on one page, and the full-size step takes seconds.  The loops tier would run its
+kernels as Python with NUMBA_DISABLE_JIT=1, about 4 GFLOP through Python loops: an hour
+for one step of this size.  Attention is composed (matmul, masked_fill, softmax, matmul),
+the ops a learner steps through, not the fused op.
+"""
+
+import collections
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from demos.reading.trace import PROJECT, Trace
+
+VOCAB = 65                   # nanoGPT's Shakespeare characters
+ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
+LOOPS = "autograd/kernels/loops.py"
+SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"     # demos/bench/lines.py's GPT
+PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT}")}
+# a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
+Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
+TIERS_NOTE = (" It is the second step of a seeded run (the first is a warm-up), so the model is untrained. Attention "
+              "is composed (matmul, masked_fill, softmax, matmul: the ops to step through), and each kernel is its numpy "
+              "definition (`AUTOGRAD_KERNELS=numpy`, autograd/kernels/reference.py); the loops tier a debugger enters "
+              "with `NUMBA_DISABLE_JIT=1` (autograd/kernels/loops.py) computes the same in plain loops, too slowly at "
+              "this size to trace")
+TRAINING_PHASES = ("config", "step", "forward", "backward", "optimizer")
+TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
+                 ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"))
+
+
+@dataclasses.dataclass
+class Step:
+    """A traced call and what the page says of it."""
+    name: str                # the page's file name
+    title: str
+    intro: str               # Markdown: what ran, and how to run it
+    phases: tuple            # the reading order's phases
+    trace: Trace
+    debug: str               # the demo (and its arguments) demos.debug runs to stop in these functions
+    environment: str         # the environment the debugger command needs to run what the page shows
+    heatmap_labels: tuple = ()     # what each watched call of the attention is (a layer, a kind)
+    graph: object = None           # the scalar page's output Value, whose graph is drawn
+
+
+def gpt_step():
+    """Trace the configuration and the second training step (the first is a warm-up: what
+    only a first step does is not the step) of gpt_config's model, composed attention."""
+    from autograd import kernels, manual_seed
+    from transformer.families.decoder_only import DecoderOnly, gpt_config
+    from transformer.training.lm import LMTrainConfig, step_functions
+
+    kernels.use_tier("numpy")
+    trace = Trace(phases=(("transformer/families/decoder_only.py", "DecoderOnly.forward", "forward"),
+                          ("autograd/tensor.py", "Tensor.backward", "backward"),
+                          ("nn/optim.py", "clip_grad_norm_", "optimizer")),
+                  pinned=TRAINING_PINS,
+                  watch=(ATTENTION,))
+    cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(VOCAB, attention="composed")))
+    manual_seed(cfg.seed)
+    model = DecoderOnly(config)
+    step = step_functions(model, cfg)[0]
+    rng = np.random.default_rng(cfg.seed)
+    x, y = (rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)) for _ in range(2))
+    step(x, y, cfg.lr_at(0))
+    trace.watched.clear()
+    trace.record("step", lambda: step(x, y, cfg.lr_at(1)))
+    intro = (f"One training step of the GPT `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
+             f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context "
+             f"{cfg.block_size}, batch {cfg.batch_size}), on a batch of random tokens of a {VOCAB}-character "
+             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update." + TIERS_NOTE
+             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, batch 2).")
+    add_loops_tier(trace)
+    return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES + ("loops",), trace,
+                "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy",
+                tuple(f"layer {n}" for n in range(config.num_layers)))
+
+
+def add_loops_tier(trace):
+    """Add to `trace` the loops tier's kernels as they run, with the JIT off, in a small GPT step
+    (demos/bench/lines.py's), traced in a subprocess (the JIT is off from before Numba's import);
+    their functions in phase "loops", their lines, no shapes (a small step's are not this page's)."""
+    with tempfile.TemporaryDirectory() as folder:
+        found = os.path.join(folder, "loops.json")
+        result = subprocess.run([sys.executable, "-c", "import sys; from demos.reading.steps import trace_loops_tier; "
+                                 "trace_loops_tier(sys.argv[1])", found], cwd=PROJECT, capture_output=True, text=True,
+                                env=dict(os.environ, NUMBA_DISABLE_JIT="1", AUTOGRAD_KERNELS="loops"), timeout=600)
+        if result.returncode:
+            raise RuntimeError(f"tracing the loops tier failed: {result.stderr.strip().splitlines()[-1]}")
+        with open(found) as f:
+            functions, lines = json.load(f)
+    for name, first, qualname in functions:
+        trace.functions[Code(name, first, qualname)] = (LOOPS, "loops")
+    trace.lines[LOOPS] = set(lines)
+
+
+def trace_loops_tier(path):
+    """Write to `path` ([[name, first line, qualified name], ...], [lines run]) of loops.py in a
+    small GPT step's second step (run with NUMBA_DISABLE_JIT=1)."""
+    from demos.bench.lines import gpt_step, parse_args
+    step = gpt_step(parse_args([]))
+    step()
+    trace = Trace()
+    trace.record("loops", step)
+    functions = [[code.co_name, code.co_firstlineno, code.co_qualname] for code, (where, _) in trace.functions.items()
+                 if where == LOOPS]
+    with open(path, "w") as f:
+        json.dump([functions, sorted(trace.lines.get(LOOPS, ()))], f)
+
+
+def seq2seq_step():
+    """Trace the configuration and the second training step of the main demo's encoder-decoder
+    (demos.train --task reverse: 2 + 2 layers, d_model 64, 4 heads, batch 64)."""
+    from autograd import kernels, manual_seed
+    from transformer.data import tasks
+    from transformer.data.registry import make_task
+    from transformer.encoder_decoder import Transformer, TransformerConfig
+    from transformer.training.seq2seq import ToyTaskJob, TrainConfig
+
+    kernels.use_tier("numpy")
+    trace = Trace(phases=(("transformer/encoder_decoder.py", "Transformer.forward", "forward"),
+                          ("autograd/tensor.py", "Tensor.backward", "backward"),
+                          ("nn/optim.py", "clip_grad_norm_", "optimizer")),
+                  pinned=TRAINING_PINS + (("transformer/training/seq2seq.py", "ToyTaskJob.step", "step"),),
+                  watch=(ATTENTION,))
+    cfg = trace.record("config", TrainConfig)
+    data = make_task(cfg)
+    config = trace.record("config", TransformerConfig, src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab,
+                          max_len=data.max_output_len + 2, pad_id=tasks.PAD)
+    manual_seed(cfg.seed)
+    model = Transformer(config)
+    job = ToyTaskJob(model, data, cfg)
+    job.step(0)
+    trace.watched.clear()
+    trace.record("step", job.step, 1)
+    layers = range(config.num_encoder_layers)
+    labels = ([f"encoder {n} self" for n in layers]
+              + [f"decoder {n} {kind}" for n in range(config.num_decoder_layers) for kind in ("self", "cross")])
+    intro = (f"One training step of the main demo's encoder-decoder Transformer (`python -m demos.train --task "
+             f"reverse`: {config.num_encoder_layers} + {config.num_decoder_layers} layers, d_model {config.d_model}, "
+             f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
+             "symbols to reverse): the encoder, the decoder with its masked self-attention and its "
+             "cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule."
+             + TIERS_NOTE + ".")
+    return Step("seq2seq_step", "One encoder-decoder training step", intro, TRAINING_PHASES, trace,
+                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels))
+
+
+def scalar_backward():
+    """Trace the scalar engine (autograd/scalar.py) on micrograd's neuron, tanh(x1 w1 + x2 w2 + b),
+    building its graph, then its backward pass."""
+    from autograd.scalar import Value
+
+    trace = Trace(phases=(("autograd/scalar.py", "Value.backward", "backward"),))
+    names = {}
+
+    def neuron():
+        x1, x2, w1, w2, b = (Value(v) for v in (2.0, 0.0, -3.0, 1.0, 6.8813735870195432))
+        names.update({id(v): name for name, v in zip(("x1", "x2", "w1", "w2", "b"), (x1, x2, w1, w2, b))})
+        return (x1 * w1 + x2 * w2 + b).tanh()
+
+    out = trace.record("build", neuron)
+    trace.record("build", out.backward)
+    out.names = names
+    intro = ("The scalar engine's backward pass through one neuron, micrograd's example: "
+             "`o = (x1*w1 + x2*w2 + b).tanh()` with x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.88, then `o.backward()`. "
+             "Each operation makes a `Value` that remembers its parents and a `_backward` closure; `backward` "
+             "orders the graph and runs the closures from the output back.")
+    return Step("scalar_backward", "The scalar engine's backward", intro, ("build", "backward"), trace,
+                "demos.scalar_mlp --steps 1 --out runs/scratch", "", graph=out)
