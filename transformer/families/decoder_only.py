@@ -28,7 +28,7 @@ from transformer.kv_cache import KVCache
 from transformer.layers import FEED_FORWARDS, NORMS, SelfAttentionStack, swiglu_hidden_size
 from transformer.masks import causal_mask, combine_masks
 from transformer.positional import make_positional
-from transformer.relative_position import ROPE_PAIRINGS
+from transformer.relative_position import ROPE_PAIRINGS, check_rope_scaling
 
 
 @dataclasses.dataclass
@@ -47,6 +47,9 @@ class DecoderOnlyConfig(BlockConfig):
     feed_forward: str = "mlp"         # or "swiglu" (Llama's, gated by SiLU: activation "silu")
     rope_base: float = 10000.0        # RoPE's theta (positional="rope")
     rope_pairing: str = "half"        # RoPE's pairs of dims: "half" (Hugging Face) or "interleaved" (Meta)
+    rope_scaling: dict | None = None  # RoPE's frequencies stretched: relative_position.py's rope_frequencies
+    norm_eps: float = 1e-5            # every norm's eps (1e-6 in most Llamas since Llama 2)
+    qkv_bias: bool = False            # biases on q, k, v even when bias is False (Qwen2's attention)
 
     positive_fields = ("vocab", "num_layers", "max_len")
 
@@ -60,6 +63,15 @@ class DecoderOnlyConfig(BlockConfig):
                              f"'silu', got {self.activation!r}")
         if not (isinstance(self.rope_base, (int, float)) and self.rope_base > 1):
             raise ValueError(f"DecoderOnlyConfig: rope_base must be a number > 1, got {self.rope_base!r}")
+        if not (isinstance(self.norm_eps, (int, float)) and 0 < self.norm_eps < 1):
+            raise ValueError(f"DecoderOnlyConfig: norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        try:
+            check_rope_scaling(self.rope_scaling)
+        except ValueError as err:
+            raise ValueError(f"DecoderOnlyConfig: {err}") from None
+        if self.rope_scaling is not None and self.positional != "rope":
+            raise ValueError(f"DecoderOnlyConfig: rope_scaling scales rotary positions, but positional is "
+                             f"{self.positional!r}")
 
 
 def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused"):
@@ -97,11 +109,11 @@ class DecoderOnly(nn.Module):
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
                                                            c.dropout, c.score, rope_base=c.rope_base,
-                                                           rope_pairing=c.rope_pairing)
+                                                           rope_pairing=c.rope_pairing, rope_scaling=c.rope_scaling)
         self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                          activation=c.activation, bias=c.bias, make_self_score=make_self_score,
                                          fused_attention=c.attention == "fused", norm=c.norm,
-                                         feed_forward=c.feed_forward)
+                                         feed_forward=c.feed_forward, norm_eps=c.norm_eps, qkv_bias=c.qkv_bias)
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()
