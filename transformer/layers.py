@@ -107,12 +107,14 @@ class TransformerLayer(nn.Module):
     encoder (every source position looks at every other) and, under a causal mask, of the
     GPT (each position looks at itself and those before it).
     self_score: the self-attention's score module (None: scaled dot product), e.g. one of
-    transformer/relative_position.py's, which put positions into attention."""
+    transformer/relative_position.py's, which put positions into attention.  num_kv_heads:
+    grouped-query self-attention (see MultiHeadAttention; None: as many as num_heads)."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
-                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp"):
+                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp", num_kv_heads=None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention,
+                                            num_kv_heads=num_kv_heads)
         self.feed_forward = make_feed_forward(feed_forward, d_model, d_ff, dropout, activation, bias)
         self.sublayer1 = Residual(d_model, dropout, norm_first, bias, norm)
         self.sublayer2 = Residual(d_model, dropout, norm_first, bias, norm)
@@ -155,14 +157,16 @@ class SelfAttentionStack(nn.Module):
     (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
     Vision Transformer models.  make_self_score: None, or a zero-argument function giving
     each layer its own self-attention score module.  fused_attention: every attention as one
-    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward."""
+    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward.
+    num_kv_heads: grouped-query self-attention (TransformerLayer's)."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp"):
+                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp",
+                 num_kv_heads=None):
         super().__init__()
         self.layers = nn.ModuleList(TransformerLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
                                                      make_self_score and make_self_score(), fused_attention, norm,
-                                                     feed_forward)
+                                                     feed_forward, num_kv_heads)
                                     for _ in range(num_layers))
         self.norm = make_norm(norm, d_model, bias) if norm_first else None
 
