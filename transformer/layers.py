@@ -116,15 +116,17 @@ class TransformerLayer(nn.Module):
     encoder (every source position looks at every other) and, under a causal mask, of the
     GPT (each position looks at itself and those before it).
     self_score: the self-attention's score module (None: scaled dot product), e.g. one of
-    transformer/relative_position.py's, which put positions into attention.  norm_eps: the
-    norms' eps (make_norm).  qkv_bias: biases on the query, key and value projections even
-    when bias is False (Qwen2's attention: no other Linear has one)."""
+    transformer/relative_position.py's, which put positions into attention.  num_kv_heads:
+    grouped-query self-attention (see MultiHeadAttention; None: as many as num_heads).
+    norm_eps: the norms' eps (make_norm).  qkv_bias: biases on the query, key and value
+    projections even when bias is False (Qwen2's attention: no other Linear has one)."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
-                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp", *, norm_eps=1e-5,
-                 qkv_bias=False):
+                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp", num_kv_heads=None, *,
+                 norm_eps=1e-5, qkv_bias=False):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention,
+                                            num_kv_heads=num_kv_heads)
         if qkv_bias and not bias:
             add_biases(self.self_attn.q_proj, self.self_attn.k_proj, self.self_attn.v_proj)
         self.feed_forward = make_feed_forward(feed_forward, d_model, d_ff, dropout, activation, bias)
@@ -169,16 +171,16 @@ class SelfAttentionStack(nn.Module):
     (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
     Vision Transformer models.  make_self_score: None, or a zero-argument function giving
     each layer its own self-attention score module.  fused_attention: every attention as one
-    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward;
-    norm_eps, qkv_bias: see TransformerLayer."""
+    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward.
+    num_kv_heads, norm_eps, qkv_bias: see TransformerLayer."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp", *,
-                 norm_eps=1e-5, qkv_bias=False):
+                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp",
+                 num_kv_heads=None, *, norm_eps=1e-5, qkv_bias=False):
         super().__init__()
         self.layers = nn.ModuleList(TransformerLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
                                                      make_self_score and make_self_score(), fused_attention, norm,
-                                                     feed_forward, norm_eps=norm_eps, qkv_bias=qkv_bias)
+                                                     feed_forward, num_kv_heads, norm_eps=norm_eps, qkv_bias=qkv_bias)
                                     for _ in range(num_layers))
         self.norm = make_norm(norm, d_model, bias, norm_eps) if norm_first else None
 

@@ -11,7 +11,9 @@ positions, pre-norm blocks, exact GELU, tied input/output embeddings, optional b
 and GPT-2's initialisation.  transformer/training/nanogpt.py maps nanoGPT's weights onto it.
 `llama_config(...)` configures the same model as Llama does, in three changes: RMSNorm for
 LayerNorm, a SwiGLU feed-forward for the GELU MLP, rotary positions (RoPE) inside every
-attention for the learned table added to the embeddings; and no biases anywhere.
+attention for the learned table added to the embeddings; and no biases anywhere.  A fourth,
+grouped-query attention (n_kv_head < n_head: the Llama 2 70B's, Llama 3's, Mistral's), lets
+groups of query heads share their keys and values, shrinking the key/value cache.
 """
 
 import dataclasses
@@ -22,7 +24,7 @@ import numpy as np
 import nn
 from autograd import Tensor, no_grad
 from autograd.kernels import reference
-from transformer.config import BlockConfig
+from transformer.config import BlockConfig, check_kv_heads
 from transformer.decoding import greedy_decode
 from transformer.kv_cache import KVCache
 from transformer.layers import FEED_FORWARDS, NORMS, SelfAttentionStack, swiglu_hidden_size
@@ -47,6 +49,7 @@ class DecoderOnlyConfig(BlockConfig):
     feed_forward: str = "mlp"         # or "swiglu" (Llama's, gated by SiLU: activation "silu")
     rope_base: float = 10000.0        # RoPE's theta (positional="rope")
     rope_pairing: str = "half"        # RoPE's pairs of dims: "half" (Hugging Face) or "interleaved" (Meta)
+    num_kv_heads: int | None = None   # key/value heads of grouped-query attention (None: num_heads, no grouping)
     rope_scaling: dict | None = None  # RoPE's frequencies stretched: relative_position.py's rope_frequencies
     norm_eps: float = 1e-5            # every norm's eps (1e-6 in most Llamas since Llama 2)
     qkv_bias: bool = False            # biases on q, k, v even when bias is False (Qwen2's attention)
@@ -61,6 +64,11 @@ class DecoderOnlyConfig(BlockConfig):
         if self.feed_forward == "swiglu" and self.activation != "silu":
             raise ValueError(f"DecoderOnlyConfig: feed_forward='swiglu' is gated by SiLU, so activation must be "
                              f"'silu', got {self.activation!r}")
+        if self.num_kv_heads is not None:
+            check_kv_heads("DecoderOnlyConfig", self.num_heads, self.num_kv_heads)
+            if self.num_kv_heads != self.num_heads and self.score != "scaled_dot":
+                raise ValueError(f"DecoderOnlyConfig: grouped-query attention (num_kv_heads={self.num_kv_heads} < "
+                                 f"num_heads={self.num_heads}) takes the scaled dot product score, not {self.score!r}")
         if not (isinstance(self.rope_base, (int, float)) and self.rope_base > 1):
             raise ValueError(f"DecoderOnlyConfig: rope_base must be a number > 1, got {self.rope_base!r}")
         if not (isinstance(self.norm_eps, (int, float)) and 0 < self.norm_eps < 1):
@@ -85,13 +93,15 @@ def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.
 
 
 def llama_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, tie_weights=False,
-                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused"):
+                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused", n_kv_head=None):
     """A Llama-style GPT under gpt_config's argument names: gpt_config's model with RMSNorm,
     a SwiGLU feed-forward (d_ff: 8/3 n_embd rounded up to a multiple of 64 unless given),
     rotary positions (base rope_base, pairs rope_pairing) and no biases; the output
     projection untied from the token embedding, as in Llama 2 (tie_weights=True: tied, as
-    in the small Llama 3.2s).  GPT-2's initialisation, as the from-scratch Llamas use."""
-    return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head,
+    in the small Llama 3.2s).  GPT-2's initialisation, as the from-scratch Llamas use.
+    n_kv_head (None: n_head): grouped-query attention's key/value heads, n_head a multiple
+    of it (1: multi-query attention), as Hugging Face's num_key_value_heads."""
+    return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, num_kv_heads=n_kv_head,
                              d_ff=swiglu_hidden_size(n_embd) if d_ff is None else d_ff, num_layers=n_layer,
                              max_len=block_size, dropout=dropout, pad_id=None, positional="rope", activation="silu",
                              rope_base=rope_base, rope_pairing=rope_pairing, norm="rms_norm", feed_forward="swiglu",
@@ -113,7 +123,8 @@ class DecoderOnly(nn.Module):
         self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                          activation=c.activation, bias=c.bias, make_self_score=make_self_score,
                                          fused_attention=c.attention == "fused", norm=c.norm,
-                                         feed_forward=c.feed_forward, norm_eps=c.norm_eps, qkv_bias=c.qkv_bias)
+                                         feed_forward=c.feed_forward, num_kv_heads=c.num_kv_heads,
+                                         norm_eps=c.norm_eps, qkv_bias=c.qkv_bias)
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()
