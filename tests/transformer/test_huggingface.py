@@ -216,7 +216,7 @@ def test_a_malformed_tokenizer_json_is_one_error_naming_it(tmp_path, case):
     (lambda c: {k: v for k, v in c.items() if k != "n_embd"}, "missing 'n_embd'"),
     (lambda c: {**c, "n_head": 3}, "d_model=16 is not divisible by num_heads=3"),
     (lambda c: {**c, "n_layer": "two"}, "num_layers must be an integer >= 1, got 'two'"),
-    (lambda c: {**c, "layer_norm_epsilon": 1e-6}, "GPT-2 settings this model cannot follow: layer_norm_epsilon=1e-06"),
+    (lambda c: {**c, "layer_norm_epsilon": "small"}, "norm_eps must be a number in (0, 1), got 'small'"),
     (lambda c: {**c, "activation_function": "silu"}, "activation_function='silu'"),
     (lambda c: {**c, "n_inner": 48}, "model.safetensors': the weights disagree with config.json: "
                                      "transformer.h.0.mlp.c_fc.weight (64, 16), config.json: (48, 16)"),
@@ -236,11 +236,12 @@ def test_a_malformed_or_unsupported_config_json_is_one_error_naming_the_file(tmp
     assert says in message and "\n" not in message and str(tmp_path) in message, message
 
 
-@pytest.mark.parametrize("missing", ["config.json", "model.safetensors", "tokenizer.json"])
-def test_a_missing_file_is_named(tmp_path, missing):
+@pytest.mark.parametrize("missing, says", [("config.json", "no config.json in "),
+                                           ("model.safetensors", "no model.safetensors nor model.safetensors.index.json in ")])
+def test_a_missing_file_is_named(tmp_path, missing, says):
     save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
     os.remove(tmp_path / missing)
-    with pytest.raises(FileNotFoundError, match=f"from_hf: no {missing} in "):
+    with pytest.raises(FileNotFoundError, match=f"from_hf: {says}"):
         from_hf(tmp_path)
     with pytest.raises(FileNotFoundError, match="from_hf: no folder at"):
         from_hf(tmp_path / "nowhere")
