@@ -171,25 +171,29 @@ def architecture_of(spec, path):
 
 def hf_files(model, tokenizer):
     """{file name: its content (JSON objects, and the tensors)} of the Hugging Face folder
-    of model and tokenizer; ValueError, before anything is written, for what the
-    architecture or tokenizer.json cannot hold."""
+    of model and tokenizer (None: weights and config only, as save_pretrained writes a
+    model); ValueError, before anything is written, for what the architecture or
+    tokenizer.json cannot hold."""
     architecture = architecture_for(model.config)
-    special = special_ids(tokenizer)
+    special = {} if tokenizer is None else special_ids(tokenizer)
     end = special.get(END_OF_TEXT)
-    config = architecture.write_config(model.config, special)
+    files = {"model.safetensors": architecture.to_theirs(model.state_dict(), model.config),
+             "config.json": architecture.write_config(model.config, special),
+             "generation_config.json": {"bos_token_id": end, "eos_token_id": end} if end is not None else {}}
+    if tokenizer is None:
+        return files
     tokens = to_tokenizer_json(tokenizer)
     if len(tokenizer) != model.config.vocab:
         raise ValueError(f"the tokenizer has {len(tokenizer)} tokens but the model {model.config.vocab}")
     ends = {} if end is None else {"bos_token": END_OF_TEXT, "eos_token": END_OF_TEXT}
-    return {"model.safetensors": architecture.to_theirs(model.state_dict(), model.config), "config.json": config,
-            "generation_config.json": {"bos_token_id": end, "eos_token_id": end} if end is not None else {},
-            "tokenizer.json": tokens,
-            "tokenizer_config.json": {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces":
-                                      False, "model_max_length": model.config.max_len, **ends}}
+    return files | {"tokenizer.json": tokens,
+                    "tokenizer_config.json": {"tokenizer_class": "PreTrainedTokenizerFast",
+                                              "clean_up_tokenization_spaces": False,
+                                              "model_max_length": model.config.max_len, **ends}}
 
 
 def save_hf(model, tokenizer, folder):
-    """Write model (our DecoderOnly) and its tokenizer into folder (made if missing) as
+    """Write model (our DecoderOnly) and its tokenizer (or None) into folder (made if missing) as
     Hugging Face's files (hf_files); returns the architecture's name.  What cannot be
     written is refused before the folder is touched."""
     files = hf_files(model, tokenizer)
