@@ -263,3 +263,21 @@ def test_equals_pytorchs_scaled_dot_product_attention_with_enable_gqa(heads, kv_
     want.backward(torch.tensor(dout))
     for mine, theirs_ in zip(ours, theirs):
         np.testing.assert_allclose(mine.grad, theirs_.grad.numpy(), **TOLERANCE[np.float64])
+
+
+def test_demos_gpt_arch_llama_takes_kv_heads(tmp_path, capsys):
+    from demos import gpt
+    small = ["--max-iters", "2", "--eval-every", "2", "--eval-iters", "1", "--block-size", "8", "--batch-size", "2",
+             "--layers", "1", "--d-model", "16", "--heads", "4", "--sample-tokens", "3", "--data", __file__]
+    metrics = gpt.main(small + ["--arch", "llama", "--kv-heads", "2", "--out", str(tmp_path)])
+    assert metrics["model_config"]["num_kv_heads"] == 2
+    assert "4 heads (2 key/value heads)" in capsys.readouterr().out
+    resumed = gpt.main(["--resume", str(tmp_path), "--max-iters", "3"])
+    assert resumed["model_config"]["num_kv_heads"] == 2 and resumed["iterations"] == 3
+    capsys.readouterr()
+    for argv, message in ((small + ["--arch", "llama", "--kv-heads", "3"], "--heads 4 is not a multiple of --kv-heads 3"),
+                          (small + ["--kv-heads", "2"], "--kv-heads is not a flag of --arch gpt2"),
+                          (["--resume", str(tmp_path), "--kv-heads", "4"], "--kv-heads 4 contradicts")):
+        with pytest.raises(SystemExit) as stop:
+            gpt.main(argv + ["--out", str(tmp_path / "other")])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
