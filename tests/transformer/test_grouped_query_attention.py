@@ -281,3 +281,25 @@ def test_demos_gpt_arch_llama_takes_kv_heads(tmp_path, capsys):
         with pytest.raises(SystemExit) as stop:
             gpt.main(argv + ["--out", str(tmp_path / "other")])
         assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_learning_paths_cache_bytes_are_the_recipes_models():
+    """docs/LEARNING_PATH.md's table of the cache's bytes: llama_config's model at the recipe's
+    size (demos.gpt's defaults), one 64-token context, float32."""
+    import os
+    import re
+    from fractions import Fraction
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "LEARNING_PATH.md")
+    with open(path) as f:
+        rows = re.findall(r"^\| (\d) [^|]*\| ([\d,]+) \| ([\d/]+) \|$", f.read(), re.M)
+    assert [int(kv) for kv, _, _ in rows] == [4, 2, 1]
+    full = None
+    for kv_heads, nbytes, fraction in rows:
+        manual_seed(0)
+        model = DecoderOnly(llama_config(101, n_kv_head=int(kv_heads)))
+        cache = model.new_cache()
+        with no_grad():
+            model(np.zeros((1, 64), np.int64), cache)
+        full = full or cache.nbytes()
+        assert cache.nbytes() == int(nbytes.replace(",", ""))
+        assert Fraction(cache.nbytes(), full) == Fraction(fraction)
