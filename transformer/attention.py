@@ -64,7 +64,11 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     if groups > 1:
         scores_shape = q.shape[:-1] + (k.shape[-2],)                                       # (..., H, T_q, T_k)
     else:
-        scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)  # (..., T_q, T_k)
+        try:
+            scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)  # (..., T_q, T_k)
+        except ValueError:
+            raise ValueError(f"scaled_dot_product_attention: the batch dims of q {q.shape} and k {k.shape} do not "
+                             "broadcast (fewer key/value heads than query heads: enable_gqa=True)") from None
     mask = None if mask is None else _checked_mask(mask, scores_shape)
     if fused and score is None and not (dropout_p and training) and (q.shape[:-2] == k.shape[:-2] or groups > 1):
         return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None

@@ -25,7 +25,7 @@ def check_kv_heads(owner, num_heads, num_kv_heads):
     require_positive(owner, num_kv_heads=num_kv_heads)
     if num_heads % num_kv_heads:
         raise ValueError(f"{owner}: num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads} "
-                         "(each key/value head serves a group of num_heads / num_kv_heads query heads)")
+                         "(each key/value head serves an equal group of query heads)")
 
 
 def require(owner, name, value, ok, expected):

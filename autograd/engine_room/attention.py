@@ -94,14 +94,16 @@ def describe_rows(mask, has_mask, t_k, first, last):
 @register_jitable
 def visible_keys(first, last, rows, width_step, t_k_padded):
     """[low, high) of the keys that queries `rows` (a range) may attend to (low == high:
-    none), widened to a multiple of width_step inside the padded keys: the masked keys this
-    adds get weight 0 (`mark_visible`)."""
+    none), widened to a multiple of width_step inside the padded keys, low down to a
+    multiple of width_step (the gradients' strips of MR rows are counted from key 0): the
+    masked keys this adds get weight 0 (`mark_visible`)."""
     low, high = t_k_padded, 0
     for i in rows:
         if last[i] > first[i]:
             low, high = min(low, first[i]), max(high, last[i])
     if high <= low:
         return 0, 0
+    low = low // width_step * width_step
     width = (high - low + width_step - 1) // width_step * width_step
     low = min(low, t_k_padded - width)
     return low, low + width

@@ -93,7 +93,7 @@ def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.
 
 
 def llama_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, tie_weights=False,
-                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused", n_kv_head=None):
+                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused", n_kv_head: int | None = None):
     """A Llama-style GPT under gpt_config's argument names: gpt_config's model with RMSNorm,
     a SwiGLU feed-forward (d_ff: 8/3 n_embd rounded up to a multiple of 64 unless given),
     rotary positions (base rope_base, pairs rope_pairing) and no biases; the output
