@@ -4,7 +4,7 @@ baseline of `demos.bench.train --model llama` (as demos/bench/torch_gpt.py is th
 import torch
 import transformers
 
-from transformer.training.huggingface import llama_config_json, llama_to_theirs
+from transformer.training.hf_llama import llama_config_json, llama_to_theirs
 
 
 class LogitsOf(torch.nn.Module):

@@ -13,7 +13,8 @@ from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, tiny_gpt
 from tests.transformer.test_huggingface import JSON_VALUES, read_with_changed_config
 from transformer.data.bpe import END_OF_TEXT
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, llama_config
-from transformer.training.huggingface import from_hf, half_from_interleaved, save_hf
+from transformer.training.hf_llama import half_from_interleaved
+from transformer.training.huggingface import from_hf, save_hf
 from transformer.training.safetensors import read_safetensors, write_safetensors
 
 TOKENS = np.random.default_rng(6).integers(0, len(CHARS), (2, 12))

@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+import nn
 from transformer.families.decoder_only import DecoderOnly
 from transformer.training.hf_tokenizer import read_json
 from transformer.training.safetensors import StoredTensor, open_safetensors
@@ -60,10 +61,12 @@ def open_weights(folder, reader="from_hf"):
 
 def decoder_reading(config, weights):
     """A float32 DecoderOnly of `config` in eval mode, each parameter read from weights
-    ({our name: StoredTensor or array}; a tied model's out_proj.weight left out).  Every
-    name and shape is checked before anything is read; the model's own initial values are
-    overwritten in place, tensor by tensor, so no second copy of the weights is made."""
-    model = DecoderOnly(dataclasses.replace(config, dtype="float32"))
+    ({our name: StoredTensor or array}; a tied model's out_proj.weight left out).  The model
+    is built under nn.init.skip_init (its memory uninitialised), every name and shape is
+    checked, and each parameter is written in place, tensor by tensor: no second copy of the
+    weights is made."""
+    with nn.init.skip_init():                             # every value is read below: nothing drawn
+        model = DecoderOnly(dataclasses.replace(config, dtype="float32"))
     own = dict(model.named_parameters())                  # a tied out_proj.weight appears once, as embed.weight
     missing, unexpected = sorted(own.keys() - weights.keys()), sorted(weights.keys() - own.keys())
     mismatched = [f"{name} {tuple(weights[name].shape)}, the model's {own[name].shape}"

@@ -38,7 +38,7 @@ import numpy as np
 from transformer.data.bpe import END_OF_TEXT
 from transformer.families.decoder_only import DecoderOnlyConfig
 from transformer.training.hf_architecture import Architecture, check_sizes, drop_tied_head, tie_word_embeddings
-from transformer.training.hf_llama import LLAMA, MISTRAL, QWEN2, half_from_interleaved  # noqa: F401 (tests' import)
+from transformer.training.hf_llama import LLAMA, MISTRAL, QWEN2
 from transformer.training.hf_tokenizer import read_json, read_tokenizer_json, special_ids, to_tokenizer_json
 from transformer.training.hf_weights import decoder_reading, open_weights
 from transformer.training.nanogpt import nanogpt_parameter_order, rename_from_nanogpt, rename_to_nanogpt
