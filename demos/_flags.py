@@ -10,6 +10,7 @@ import os
 import re
 import sys
 import traceback
+import typing
 
 
 class CommandLine(argparse.ArgumentParser):
@@ -72,13 +73,15 @@ def number(ok, expected):
 
 def add_config_flags(parser, config, names, rename=None, choices=None, helps=None):
     """A --flag for each parameter of `config` (a dataclass or a function) named in `names`:
-    its default is the parameter's, its type the annotation's (else the default's type); its
+    its default is the parameter's, its type the annotation's (int for int | None; else the
+    default's type); its
     name is the parameter's with '-' for '_', or rename[name]; a bool gets --flag / --no-flag."""
     parameters = inspect.signature(config).parameters
     rename, choices, helps = rename or {}, choices or {}, helps or {}
     for name in names:
         parameter = parameters[name]
         kind = type(parameter.default) if parameter.annotation is inspect.Parameter.empty else parameter.annotation
+        kind = next((t for t in typing.get_args(kind) if t is not type(None)), kind)    # int | None: int
         flag = "--" + rename.get(name, name.replace("_", "-"))
         help_text = f"{helps[name]} " if name in helps else ""
         options = dict(dest=name, default=argparse.SUPPRESS, help=f"{help_text}(default: {parameter.default})")

@@ -4,6 +4,7 @@
     python -m demos.gpt --data my_text.txt --max-iters 5000 --out runs/mine
     python -m demos.gpt --tokenizer bpe --vocab-size 512     # byte-level BPE tokens, not characters
     python -m demos.gpt --arch llama             # Llama's block: RMSNorm, SwiGLU, RoPE; an untied output layer
+    python -m demos.gpt --arch llama --kv-heads 2    # and grouped-query attention: 2 kv heads for 4 heads
 
 The defaults are nanoGPT's CPU recipe for its Shakespeare character model: 4 layers, 4
 heads, 128 wide, context 64, batch 12, 2000 iterations, dropout 0, AdamW (beta2 0.99,
@@ -14,7 +15,8 @@ this Python's standard library, so it runs offline out of the box.
 --arch llama trains the same model with Llama's block in place of GPT-2's (llama_config in
 transformer/families/decoder_only.py): RMSNorm for LayerNorm, a SwiGLU feed-forward for the
 GELU MLP, rotary positions in every attention for the learned table, no biases, and an
-output projection of its own (--tie-weights: the token embedding, as GPT-2's).
+output projection of its own (--tie-weights: the token embedding, as GPT-2's); --kv-heads K
+makes its attention grouped-query: K key/value heads, each shared by --heads / K query heads.
 
 --tokenizer bpe trains a byte-level BPE tokenizer (transformer/data/bpe.py) on the training
 split only and saves it in the checkpoint. The validation loss is reported per token and in
@@ -56,12 +58,14 @@ from transformer.training.loop import INTERRUPTED_EXIT_CODE
 TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup", "weight_decay", "beta2", "grad_clip",
                "eval_every", "eval_iters", "log_every", "save_every", "seed")
 MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention")     # gpt_config's parameters
-LLAMA_FLAGS = ("tie_weights", "rope_base", "rope_pairing")       # llama_config's parameters of its own
+LLAMA_FLAGS = ("tie_weights", "rope_base", "rope_pairing", "n_kv_head")     # llama_config's parameters of its own
 ARCHS = {"gpt2": (gpt_config, MODEL_FLAGS), "llama": (llama_config, tuple(f for f in MODEL_FLAGS if f != "bias")
                                                                     + LLAMA_FLAGS)}   # (config, its flags)
-MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model"}   # their DecoderOnlyConfig names
-RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model"}
+MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model",
+                "n_kv_head": "num_kv_heads"}                                   # their DecoderOnlyConfig names
+RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model", "n_kv_head": "kv-heads"}
 CONFIG_FLAGS = {"num_layers": "layers", "num_heads": "heads", "d_model": "d-model", "dropout": "dropout",
+                "num_kv_heads": "kv-heads",
                 "rope_base": "rope-base", "rope_pairing": "rope-pairing",
                 "max_len": "block-size", **{field: field.replace("_", "-") for field in TRAIN_FLAGS}}
 # the flag that sets each field of LMTrainConfig and DecoderOnlyConfig
@@ -73,7 +77,9 @@ HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
          "attention": "fused: one op (faster); composed: matmul, masked_fill, softmax, matmul, the nodes to step "
                       "through in a debugger",
          "tie_weights": "--arch llama: the output projection is the token embedding",
-         "rope_base": "--arch llama: RoPE's theta", "rope_pairing": "--arch llama: RoPE's pairs of dimensions, "
+         "rope_base": "--arch llama: RoPE's theta",
+         "n_kv_head": "--arch llama: key/value heads of grouped-query attention, --heads a multiple of it "
+                      "(default: as many as --heads; 1: multi-query attention)", "rope_pairing": "--arch llama: RoPE's pairs of dimensions, "
          "half (i, i + d/2) as Hugging Face's Llama, or interleaved (2i, 2i + 1) as Meta's"}
 PROG = "demos.gpt"
 TOKENIZERS = ("char", "bpe")
@@ -212,8 +218,9 @@ def main(argv=None):
     print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "
           f"tokens: train {len(data.splits['train']):,}, validation {len(data.splits['val']):,} "
           f"({data.bytes_per_token['val']:.2f} bytes a token)")
-    print(f"GPT, {arch}'s block: {counted(c.num_layers, 'layer')}, {counted(c.num_heads, 'head')}, d_model {c.d_model}, "
-          f"context {cfg.block_size}, {n_params:,} parameters; {counted(cfg.max_iters, 'iteration')} of batch "
+    kv_heads = "" if c.num_kv_heads in (None, c.num_heads) else f" ({counted(c.num_kv_heads, 'key/value head')})"
+    print(f"GPT, {arch}'s block: {counted(c.num_layers, 'layer')}, {counted(c.num_heads, 'head')}{kv_heads}, "
+          f"d_model {c.d_model}, context {cfg.block_size}, {n_params:,} parameters; {counted(cfg.max_iters, 'iteration')} of batch "
           f"{cfg.batch_size}, {c.attention} attention")
     step, evaluate, optimizer = step_functions(model, cfg)
     job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)

@@ -72,21 +72,47 @@ def attention_heatmaps(model, example, out_dir, src_label=tasks.symbol_label, tg
     paths = []
     for stack, module, title, q_labels, k_labels, row_meaning, column_meaning in kinds:
         names = sorted(n for n in maps if n.startswith(stack + ".") and n.endswith(module))
-        heads = maps[names[0]].shape[1]
-        fig, axes = plt.subplots(len(names), heads, figsize=(2.6 * heads + 1, 2.6 * len(names) + 0.4), squeeze=False,
-                                 layout="constrained")
-        for row, name in enumerate(names):
-            weights = maps[name][0, :, :len(q_labels), :len(k_labels)]     # (H, T_q, T_k)
-            for h in range(heads):
-                ax = axes[row, h]
-                image = ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
-                ax.set_xticks(range(len(k_labels)), k_labels, fontsize=7, rotation=90)
-                ax.set_yticks(range(len(q_labels)), q_labels, fontsize=7)
-                ax.set_title(f"layer {name.split('.')[2]}, head {h}", fontsize=8)
-            axes[row, 0].set_ylabel(row_meaning, fontsize=8)
-        for ax in axes[-1]:
-            ax.set_xlabel(column_meaning, fontsize=8)
-        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
-        fig.suptitle(f"{title}: each row, a query's weights over the keys, sums to 1", fontsize=10)
-        paths.append(save(fig, f"{out_dir}/attention_{stack}_{module}.png"))
+        layers = [(f"layer {name.split('.')[2]}", maps[name][0, :, :len(q_labels), :len(k_labels)]) for name in names]
+        paths.append(heatmap_grid(layers, q_labels, k_labels, (row_meaning, column_meaning),
+                                  f"{title}: each row, a query's weights over the keys, sums to 1",
+                                  f"{out_dir}/attention_{stack}_{module}.png"))
+    return paths
+
+
+def heatmap_grid(layers, q_labels, k_labels, meanings, title, path):
+    """One figure of attention maps: a row per (name, weights (H, T_q, T_k)) of `layers`, a
+    column per head, queries down (q_labels), keys across (k_labels), one colorbar;
+    meanings: what a row and a column of a map are.  Returns the path written."""
+    heads = layers[0][1].shape[0]
+    fig, axes = plt.subplots(len(layers), heads, figsize=(2.6 * heads + 1, 2.6 * len(layers) + 0.4), squeeze=False,
+                             layout="constrained")
+    for row, (name, weights) in enumerate(layers):
+        for h in range(heads):
+            ax = axes[row, h]
+            image = ax.imshow(weights[h], cmap="viridis", vmin=0, vmax=1)
+            ax.set_xticks(range(len(k_labels)), k_labels, fontsize=7, rotation=90)
+            ax.set_yticks(range(len(q_labels)), q_labels, fontsize=7)
+            ax.set_title(f"{name}, head {h}", fontsize=8)
+        axes[row, 0].set_ylabel(meanings[0], fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel(meanings[1], fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight")
+    fig.suptitle(title, fontsize=10)
+    return save(fig, path)
+
+
+def prompt_attention_heatmaps(model, tokens, labels, out_dir):
+    """Run a decoder-only model over one prompt (tokens (1, T), labels: each token as text)
+    and plot each layer's causal self-attention, a figure per layer (attention_layer{i}.png)
+    with a column per head: row t, the weights position t gives positions 0..t.  Returns the
+    paths."""
+    with no_grad():
+        model.eval()
+        model(tokens)
+    paths = []
+    for i, layer in enumerate(model.blocks.layers):
+        weights = layer.self_attn.attn_weights[0]                           # (H, T, T)
+        paths.append(heatmap_grid([(f"layer {i}", weights)], labels, labels, ("query: prompt token", "key: prompt token"),
+                                  f"layer {i}'s self-attention over the prompt: each row sums to 1",
+                                  f"{out_dir}/attention_layer{i:02d}.png"))
     return paths

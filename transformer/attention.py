@@ -18,7 +18,7 @@ import numpy as np
 import nn
 from autograd import Tensor, cat, kernels, no_grad, ops
 from nn import functional as F
-from transformer.config import require_positive
+from transformer.config import check_kv_heads, require_positive
 from transformer.relative_position import is_position_aware
 from transformer.scores import scaled_dot_scores
 
@@ -36,7 +36,7 @@ def _checked_mask(mask, scores_shape):
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=True, generator=None, score=None,
-                                 fused=False):
+                                 fused=False, enable_gqa=False):
     """Returns (output, weights).
 
     q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v);  mask: boolean, True = may
@@ -51,20 +51,37 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     learner steps through.  Under a debugger (kernels.stepping()) they run even where fused
     is asked for, said once, so that `s` reaches masked_fill and softmax; a student copy
     that hands out the attention exercise runs them always (the fused op would answer it).
+
+    enable_gqa=True (PyTorch's name): grouped-query attention.  q (..., H, T_q, d_k) and k, v
+    (..., KV, T_k, d) with fewer heads, H a multiple of KV: the H / KV query heads of a group
+    share one key/value head, query head h using kv head h // (H / KV) (multi-query
+    attention when KV = 1).  The queries are regrouped as (..., KV, H / KV, T_q, d_k) and
+    the keys and values broadcast over each group, not repeated; the gradients of a group's
+    queries sum into its shared keys and values.
     """
     d_k = q.shape[-1]
     if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
         raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
                          "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
-    scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)     # (..., T_q, T_k)
+    groups = query_groups(q.shape, k.shape, v.shape) if enable_gqa else 1
+    if groups > 1:
+        scores_shape = q.shape[:-1] + (k.shape[-2],)                                       # (..., H, T_q, T_k)
+    else:
+        try:
+            scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)  # (..., T_q, T_k)
+        except ValueError:
+            raise ValueError(f"scaled_dot_product_attention: the batch dims of q {q.shape} and k {k.shape} do not "
+                             "broadcast (fewer key/value heads than query heads: enable_gqa=True)") from None
     mask = None if mask is None else _checked_mask(mask, scores_shape)
     if fused and kernels.stepping():
         _say_composed_for_the_debugger()
         fused = False
     # BEGIN TWIN attention (dropped)
-    if fused and score is None and not (dropout_p and training) and q.shape[:-2] == k.shape[:-2]:
+    if fused and score is None and not (dropout_p and training) and (q.shape[:-2] == k.shape[:-2] or groups > 1):
         return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
     # END TWIN
+    if groups > 1:
+        q, k, v, mask = _grouped(q, k, v, mask, groups)       # (..., KV, G, T_q, d_k), k, v (..., KV, 1, T_k, d)
     scores = (score or scaled_dot_scores)(q, k)                      # (..., T_q, T_k)
     # BEGIN EXERCISE attention
     if mask is not None:
@@ -73,7 +90,37 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     # END EXERCISE
     if dropout_p:
         weights = F.dropout(weights, dropout_p, training, generator)
-    return weights @ v, weights                                      # (..., T_q, d_v)
+    out = weights @ v                                                # (..., T_q, d_v)
+    if groups > 1:                                                   # the groups' heads side by side again
+        out, weights = out.reshape(*scores_shape[:-1], v.shape[-1]), weights.reshape(*scores_shape)
+    return out, weights
+
+
+def query_groups(q_shape, k_shape, v_shape):
+    """How many query heads share each key/value head (G = H / KV) for q (..., H, T_q, d),
+    k (..., KV, T_k, d), v (..., KV, T_k, d_v); a ValueError names the shapes when H is not
+    a multiple of KV or the batch dims or kv heads of k and v differ."""
+    if len(q_shape) < 3 or k_shape[:-3] != q_shape[:-3] or k_shape[:-2] != v_shape[:-2]:
+        raise ValueError(f"grouped-query attention needs q (..., H, T_q, d), k and v (..., KV, T_k, d) with the "
+                         f"same batch dims; got q {q_shape}, k {k_shape}, v {v_shape}")
+    heads, kv_heads = q_shape[-3], k_shape[-3]
+    if kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"grouped-query attention: the {heads} query heads (q {q_shape}) are not a multiple of the "
+                         f"{kv_heads} key/value heads (k {k_shape})")
+    return heads // kv_heads
+
+
+def _grouped(q, k, v, mask, groups):
+    """q (..., H, T_q, d) as (..., KV, G, T_q, d): query head h = kv G + g is row g of group
+    kv; k and v (..., KV, T_k, d) as (..., KV, 1, T_k, d), broadcast over each group's G
+    rows by the matmuls; the mask (..., H or 1, T_q, T_k) likewise split, or given a group axis."""
+    q = q.reshape(*q.shape[:-3], q.shape[-3] // groups, groups, *q.shape[-2:])       # (..., KV, G, T_q, d)
+    k, v = k.unsqueeze(-3), v.unsqueeze(-3)                                           # (..., KV, 1, T_k, d)
+    if mask is not None:
+        mask = mask.reshape((1,) * (q.ndim - 1 - mask.ndim) + mask.shape)              # (..., H or 1, T_q, T_k)
+        mask = (mask[..., None, :, :] if mask.shape[-3] == 1 else
+                mask.reshape(*mask.shape[:-3], mask.shape[-3] // groups, groups, *mask.shape[-2:]))
+    return q, k, v, mask
 
 
 @functools.cache
@@ -86,10 +133,11 @@ def _say_composed_for_the_debugger():
 
 def attention_weights(q, k, mask=None):
     """softmax(q k^T / sqrt(d_k), masked) as a plain array, computed afresh (for plots) by the
-    composed attention above, so that it is the attention exercise's own code that runs."""
+    composed attention above, so that it is the attention exercise's own code that runs.
+    k may have fewer heads than q (grouped-query attention: see scaled_dot_product_attention)."""
     q, k = Tensor(q), Tensor(k)
-    with no_grad():
-        _, weights = scaled_dot_product_attention(q, k, k, mask)         # k as the values: only the weights matter
+    with no_grad():                                                      # k as the values: only the weights matter
+        _, weights = scaled_dot_product_attention(q, k, k, mask, enable_gqa=q.ndim > 2 and q.shape[-3] != k.shape[-3])
     return weights.data                                                  # (..., T_q, T_k)
 
 
@@ -117,23 +165,34 @@ class MultiHeadAttention(nn.Module):
     learned projections of the queries, keys and values; their outputs are concatenated and
     projected back to d_model.
 
+    num_kv_heads (None: num_heads) < num_heads makes it grouped-query attention (Ainslie et
+    al., 2023; multi-query with 1): k_proj and v_proj project to num_kv_heads heads only, and
+    each group of num_heads / num_kv_heads query heads shares one of them (query head h uses
+    kv head h // (num_heads / num_kv_heads), as PyTorch's and Hugging Face's do), so the
+    key/value cache holds num_heads / num_kv_heads times fewer numbers.
     `score` (a module from transformer/scores.py, sized for d_head) replaces the scaled dot
     product.  fused=True computes attention as one op (see scaled_dot_product_attention).  forward returns the output only (PyTorch's returns (output, weights)); the last
     attention weights are available, detached, as `self.attn_weights` (B, H, T_q, T_k) for plotting.
     """
 
-    def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None, fused=False):
+    def __init__(self, d_model, num_heads, dropout=0.0, bias=True, score=None, fused=False, num_kv_heads=None):
         super().__init__()
-        require_positive("MultiHeadAttention", d_model=d_model, num_heads=num_heads)
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        require_positive("MultiHeadAttention", d_model=d_model, num_heads=num_heads, num_kv_heads=num_kv_heads)
         if d_model % num_heads:
             raise ValueError(f"MultiHeadAttention: d_model={d_model} is not divisible by num_heads={num_heads}")
+        check_kv_heads("MultiHeadAttention", num_heads, num_kv_heads)
+        if num_kv_heads != num_heads and score is not None and not hasattr(score, "rotate_queries_and_keys"):
+            raise ValueError(f"MultiHeadAttention: grouped-query attention (num_kv_heads={num_kv_heads} < num_heads="
+                             f"{num_heads}) takes the scaled dot product or RoPE, not the score {type(score).__name__}")
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.num_kv_heads = num_kv_heads
         self.dropout = dropout
         self.score = score            # None: scaled dot product; else a module from transformer/scores.py
         self.fused = fused
         self.q_proj = nn.Linear(d_model, d_model, bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * self.d_head, bias)
         self.out_proj = nn.Linear(d_model, d_model, bias)
         self._weights = self._weights_from = None     # see attn_weights
         if score is not None:
@@ -154,6 +213,14 @@ class MultiHeadAttention(nn.Module):
         x = x.reshape(batch, length, self.num_heads, self.d_head)    # (B, T, H, d_head)
         return x.transpose(1, 2)                                     # (B, H, T, d_head)
         # END EXERCISE
+
+    def _split_kv_heads(self, x):
+        """Keys or values (B, T, num_kv_heads d_head) -> (B, num_kv_heads, T, d_head): split as
+        the queries are (by _split_heads itself when there are as many kv heads as heads)."""
+        if self.num_kv_heads == self.num_heads:
+            return self._split_heads(x)
+        batch, length, _ = x.shape
+        return x.reshape(batch, length, self.num_kv_heads, self.d_head).transpose(1, 2)   # (B, KV, T, d_head)
 
     def _merge_heads(self, x):
         # BEGIN EXERCISE heads
@@ -176,10 +243,10 @@ class MultiHeadAttention(nn.Module):
         q = self._split_heads(self.q_proj(query))                    # (B, H, T_q, d_head)
         past = 0
         if static_kv and kv_cache:
-            k, v = kv_cache["k"], kv_cache["v"]                      # (B, H, T_k, d_head), projected before
+            k, v = kv_cache["k"], kv_cache["v"]                      # (B, KV, T_k, d_head), projected before
         else:
-            k = self._split_heads(self.k_proj(key))                  # (B, H, T_k, d_head)
-            v = self._split_heads(self.v_proj(value))                # (B, H, T_k, d_head)
+            k = self._split_kv_heads(self.k_proj(key))               # (B, KV, T_k, d_head), KV = num_kv_heads
+            v = self._split_kv_heads(self.v_proj(value))             # (B, KV, T_k, d_head)
             # BEGIN EXERCISE kv_cache
             if kv_cache is not None:
                 if "k" in kv_cache:
@@ -194,10 +261,12 @@ class MultiHeadAttention(nn.Module):
         elif is_position_aware(score):
             score = functools.partial(self.score, q_offset=past)
         out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score,
-                                                    fused=self.fused)
+                                                    fused=self.fused, enable_gqa=self.num_kv_heads != self.num_heads)
         self._weights = None if weights is None else weights.data                    # (B, H, T_q, T_k), no graph
         self._weights_from = None if weights is not None else (q.data, k.data, None if mask is None else np.asarray(mask))
         return self.out_proj(self._merge_heads(out))                   # (B, T_q, d_model)
 
     def extra_repr(self):
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, dropout={self.dropout}" + (", fused" if self.fused else "")
+        kv = f", num_kv_heads={self.num_kv_heads}" if self.num_kv_heads != self.num_heads else ""
+        return f"d_model={self.d_model}, num_heads={self.num_heads}{kv}, dropout={self.dropout}" + (
+            ", fused" if self.fused else "")

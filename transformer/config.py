@@ -19,6 +19,15 @@ def require_positive(owner, **values):
             raise ValueError(f"{owner}: {name} must be an integer >= 1, got {value!r}")
 
 
+def check_kv_heads(owner, num_heads, num_kv_heads):
+    """Grouped-query attention's rule: the query heads split into groups of equal size, one
+    per key/value head, so num_heads must be a multiple of num_kv_heads."""
+    require_positive(owner, num_kv_heads=num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(f"{owner}: num_heads={num_heads} is not a multiple of num_kv_heads={num_kv_heads} "
+                         "(each key/value head serves an equal group of query heads)")
+
+
 def require(owner, name, value, ok, expected):
     """Raise ValueError naming the field when its value is not as expected:
     "TrainConfig: lr must be > 0, got -1.0"."""

@@ -27,6 +27,13 @@ class KVCache:
         """How many positions the cache holds."""
         return 0 if self.key_mask is None else self.key_mask.shape[1]
 
+    def nbytes(self):
+        """Bytes held by the cached keys and values, every layer's: 2 x layers x B x KV x T x
+        d_head numbers, KV the attention's key/value heads (num_heads / num_kv_heads times
+        fewer than a cache of every head under grouped-query attention)."""
+        layers = self.self_attention + self.cross_attention
+        return sum(entry[name].data.nbytes for entry in layers for name in ("k", "v") if name in entry)
+
     def extend(self, not_pad):
         """Take in the new positions' (B, T) may-attend flags; returns the mask of the new
         queries over every key so far, (B, 1, T, past + T): query i (position past + i)

@@ -11,6 +11,8 @@ LayerNorm's place.
 
 import math
 
+import numpy as np
+
 import nn
 from autograd import cat
 from transformer.attention import MultiHeadAttention
@@ -79,20 +81,21 @@ def make_feed_forward(kind, d_model, d_ff, dropout, activation, bias):
     return FeedForward(d_model, d_ff, dropout, activation, bias)
 
 
-def make_norm(kind, d_model, bias=True):
-    """LayerNorm ("layer_norm"; bias=False leaves its shift out) or RMSNorm ("rms_norm",
-    eps 1e-5 as Llama 2's; it has no shift)."""
+def make_norm(kind, d_model, bias=True, eps=1e-5):
+    """LayerNorm ("layer_norm"; bias=False leaves its shift out) or RMSNorm ("rms_norm"; it
+    has no shift).  eps is added to the variance (or mean square) under the square root:
+    1e-5 by default, as PyTorch's LayerNorm and Llama 2's RMSNorm; 1e-6 in most Llamas since."""
     if kind not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {kind!r}")
-    return nn.LayerNorm(d_model, bias=bias) if kind == "layer_norm" else nn.RMSNorm(d_model, eps=1e-5)
+    return nn.LayerNorm(d_model, eps=eps, bias=bias) if kind == "layer_norm" else nn.RMSNorm(d_model, eps=eps)
 
 
 class Residual(nn.Module):
     """Residual connection around a sub-layer, with a norm before (pre-norm) or after (post-norm)."""
 
-    def __init__(self, d_model, dropout, norm_first, bias=True, norm="layer_norm"):
+    def __init__(self, d_model, dropout, norm_first, bias=True, norm="layer_norm", norm_eps=1e-5):
         super().__init__()
-        self.norm = make_norm(norm, d_model, bias)
+        self.norm = make_norm(norm, d_model, bias, norm_eps)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -102,20 +105,33 @@ class Residual(nn.Module):
         return self.norm(x + self.dropout(sublayer(x)))
 
 
+def add_biases(*linears):
+    """Give each bias-free nn.Linear a zero bias (a Parameter of its out_features)."""
+    for linear in linears:
+        linear.bias = nn.Parameter(np.zeros(linear.out_features, linear.weight.dtype))
+
+
 class TransformerLayer(nn.Module):
     """Self-attention, then feed-forward: the slides' "Transformer layer", the block of the
     encoder (every source position looks at every other) and, under a causal mask, of the
     GPT (each position looks at itself and those before it).
     self_score: the self-attention's score module (None: scaled dot product), e.g. one of
-    transformer/relative_position.py's, which put positions into attention."""
+    transformer/relative_position.py's, which put positions into attention.  num_kv_heads:
+    grouped-query self-attention (see MultiHeadAttention; None: as many as num_heads).
+    norm_eps: the norms' eps (make_norm).  qkv_bias: biases on the query, key and value
+    projections even when bias is False (Qwen2's attention: no other Linear has one)."""
 
     def __init__(self, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu", bias=True,
-                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp"):
+                 self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp", num_kv_heads=None, *,
+                 norm_eps=1e-5, qkv_bias=False):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout, bias, score=self_score, fused=fused_attention,
+                                            num_kv_heads=num_kv_heads)
+        if qkv_bias and not bias:
+            add_biases(self.self_attn.q_proj, self.self_attn.k_proj, self.self_attn.v_proj)
         self.feed_forward = make_feed_forward(feed_forward, d_model, d_ff, dropout, activation, bias)
-        self.sublayer1 = Residual(d_model, dropout, norm_first, bias, norm)
-        self.sublayer2 = Residual(d_model, dropout, norm_first, bias, norm)
+        self.sublayer1 = Residual(d_model, dropout, norm_first, bias, norm, norm_eps)
+        self.sublayer2 = Residual(d_model, dropout, norm_first, bias, norm, norm_eps)
 
     def forward(self, x, mask=None, kv_cache=None):       # (B, S, d_model)
         """kv_cache: see MultiHeadAttention (used when a causal stack generates token by token)."""
@@ -155,16 +171,18 @@ class SelfAttentionStack(nn.Module):
     (Encoder); so is the body of the encoder-only, decoder-only (with a causal mask) and
     Vision Transformer models.  make_self_score: None, or a zero-argument function giving
     each layer its own self-attention score module.  fused_attention: every attention as one
-    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward."""
+    op (MultiHeadAttention's fused).  norm, feed_forward: see make_norm, make_feed_forward.
+    num_kv_heads, norm_eps, qkv_bias: see TransformerLayer."""
 
     def __init__(self, num_layers, d_model, num_heads, d_ff, dropout=0.0, norm_first=False, activation="relu",
-                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp"):
+                 bias=True, make_self_score=None, fused_attention=False, norm="layer_norm", feed_forward="mlp",
+                 num_kv_heads=None, *, norm_eps=1e-5, qkv_bias=False):
         super().__init__()
         self.layers = nn.ModuleList(TransformerLayer(d_model, num_heads, d_ff, dropout, norm_first, activation, bias,
                                                      make_self_score and make_self_score(), fused_attention, norm,
-                                                     feed_forward)
+                                                     feed_forward, num_kv_heads, norm_eps=norm_eps, qkv_bias=qkv_bias)
                                     for _ in range(num_layers))
-        self.norm = make_norm(norm, d_model, bias) if norm_first else None
+        self.norm = make_norm(norm, d_model, bias, norm_eps) if norm_first else None
 
     def forward(self, x, mask=None, cache=None):
         """cache: a KVCache, for cached generation (see MultiHeadAttention)."""

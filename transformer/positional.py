@@ -144,7 +144,7 @@ def make_positional(kind, d_model, num_heads, max_len, dropout=0.0, score="scale
     POSITIONAL_KINDS. `score` names the self-attention's score function
     (transformer/scores.py: SCORES) for the schemes that add positions to the embeddings;
     the others (RoPE, ALiBi, relative bias) put positions into the score itself.  rope:
-    rope_base and rope_pairing, for kind "rope" (see RotaryScore)."""
+    rope_base, rope_pairing and rope_scaling, for kind "rope" (see RotaryScore)."""
     if kind not in POSITIONAL_KINDS:
         raise ValueError(f"positional must be one of {POSITIONAL_KINDS}, got {kind!r}")
     if kind in ADDED_ENCODINGS and score != "scaled_dot":

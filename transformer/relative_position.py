@@ -42,9 +42,58 @@ def _constant(array, like):
 ROPE_PAIRINGS = ("half", "interleaved")
 
 
-def rotary_embedding(x, positions, base=10000.0, pairing="half"):
+ROPE_SCALINGS = {"linear": ("factor",),
+                 "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
+
+
+def check_rope_scaling(scaling):
+    """A RoPE scaling is None or {"rope_type": one of ROPE_SCALINGS, and its numbers (> 0)}:
+    ValueError naming what is wrong."""
+    if scaling is None:
+        return
+    kind = scaling.get("rope_type") if isinstance(scaling, dict) else None
+    if kind not in ROPE_SCALINGS:
+        raise ValueError(f"rope_scaling must be None or a dict with rope_type one of {sorted(ROPE_SCALINGS)}, "
+                         f"got {scaling!r}")
+    wrong = [key for key in ROPE_SCALINGS[kind] if not (isinstance(scaling.get(key), (int, float))
+                                                        and not isinstance(scaling.get(key), bool) and scaling[key] > 0)]
+    if wrong or set(scaling) != {"rope_type", *ROPE_SCALINGS[kind]}:
+        raise ValueError(f"rope_scaling of type {kind!r} takes exactly {', '.join(ROPE_SCALINGS[kind])} (numbers > 0), "
+                         f"got {scaling!r}")
+    if kind == "llama3" and not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
+        raise ValueError(f"rope_scaling llama3: high_freq_factor must exceed low_freq_factor, got {scaling!r}")
+
+
+def rope_frequencies(d, base=10000.0, scaling=None):
+    """The angular frequencies (d/2,) of RoPE's pairs: base^(-2i/d) for pair i, then scaled
+    to stretch the context a model was trained on (scaling, see check_rope_scaling):
+
+    - "linear" (position interpolation): every frequency / factor, as if positions were
+      factor times closer together.
+    - "llama3" (Llama 3.1 and 3.2): with L = original_max_position_embeddings, pairs whose
+      wavelength 2 pi / frequency exceeds L / low_freq_factor (they turn less than once or
+      so over the original context) are divided by factor; those shorter than
+      L / high_freq_factor (local detail) are kept; in between they blend, with
+      s = (L / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor):
+      (1 - s) frequency / factor + s frequency."""
+    frequencies = base ** (-np.arange(0, d, 2) / d)                         # (d/2,)
+    if scaling is None:
+        return frequencies
+    factor = scaling["factor"]
+    if scaling["rope_type"] == "linear":
+        return frequencies / factor
+    low, high, original = (scaling[key] for key in ROPE_SCALINGS["llama3"][1:])
+    wavelength = 2 * np.pi / frequencies
+    blend = (original / wavelength - low) / (high - low)                    # 0 at L/low, 1 at L/high
+    blended = (1 - blend) * frequencies / factor + blend * frequencies
+    return np.where(wavelength > original / low, frequencies / factor,
+                    np.where(wavelength < original / high, frequencies, blended))
+
+
+def rotary_embedding(x, positions, base=10000.0, pairing="half", scaling=None):
     """x (..., T, d) with each pair of dimensions (x_a, x_b) turned by the angle
-    pos * base^(-2i/d) of pair i and of the token's position pos:
+    pos * base^(-2i/d) of pair i and of the token's position pos (with a scaling, the
+    frequencies rope_frequencies gives):
 
         rot(x)_a = x_a cos(angle) - x_b sin(angle)
         rot(x)_b = x_a sin(angle) + x_b cos(angle)
@@ -61,7 +110,7 @@ def rotary_embedding(x, positions, base=10000.0, pairing="half"):
             positions.ndim == 2 and positions.shape[0] != x.shape[0]):
         raise ValueError(f"rotary_embedding: positions must be (T,) or (B, T) for x of shape (B, [H,] T, d) "
                          f"= {x.shape}, got positions of shape {positions.shape}")
-    angles = positions[..., None] * base ** (-np.arange(0, d, 2) / d)        # (T, d/2) or (B, T, d/2)
+    angles = positions[..., None] * rope_frequencies(d, base, scaling)      # (T, d/2) or (B, T, d/2)
     if positions.ndim == 2 and x.ndim == 4:
         angles = angles[:, None]                                             # (B, 1, T, d/2): every head alike
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
@@ -71,11 +120,12 @@ def rotary_embedding(x, positions, base=10000.0, pairing="half"):
 class RotaryScore(nn.Module):
     """Scaled dot product of rotated queries and keys (rotary_embedding), so that
     rot(q, i) . rot(k, j) = q^T R(j - i) k: only the offset matters.  Needs d_head even.
-    base: the theta of the angles (10000 in RoFormer and Llama 2, 500000 in Llama 3)."""
+    base: the theta of the angles (10000 in RoFormer and Llama 2, 500000 in Llama 3);
+    scaling: None or a RoPE scaling (rope_frequencies)."""
 
     position_aware = True
 
-    def __init__(self, d_head, base=10000.0, pairing="half"):
+    def __init__(self, d_head, base=10000.0, pairing="half", scaling=None):
         super().__init__()
         if d_head % 2:
             raise ValueError(f"RotaryScore: the head size must be even to rotate pairs, got d_head={d_head}")
@@ -83,11 +133,12 @@ class RotaryScore(nn.Module):
             raise ValueError(f"RotaryScore: pairing must be one of {ROPE_PAIRINGS}, got {pairing!r}")
         if not base > 1:
             raise ValueError(f"RotaryScore: base must be > 1, got {base!r}")
-        self.d_head, self.base, self.pairing = d_head, base, pairing
+        check_rope_scaling(scaling)
+        self.d_head, self.base, self.pairing, self.scaling = d_head, base, pairing, scaling
 
     def rotate(self, x, positions):
         """x (..., T, d_head) rotated by its positions (T,) or (B, T)."""
-        return rotary_embedding(x, positions, self.base, self.pairing)
+        return rotary_embedding(x, positions, self.base, self.pairing, self.scaling)
 
     def rotate_queries_and_keys(self, q, k, q_offset=0):
         """(rotated q, rotated k): the queries from position q_offset on, the keys from 0.
@@ -100,7 +151,8 @@ class RotaryScore(nn.Module):
         return scaled_dot_scores(*self.rotate_queries_and_keys(q, k, q_offset))   # (..., T_q, T_k)
 
     def extra_repr(self):
-        return f"d_head={self.d_head}, base={self.base}, pairing={self.pairing!r}"
+        return f"d_head={self.d_head}, base={self.base}, pairing={self.pairing!r}" + (
+            f", scaling={self.scaling}" if self.scaling else "")
 
 
 def alibi_slopes(num_heads):
@@ -165,13 +217,13 @@ class RelativeBiasScore(nn.Module):
         return f"num_heads={self.num_heads}, max_distance={self.max_distance}"
 
 
-def position_score_factory(kind, num_heads, d_head, rope_base=10000.0, rope_pairing="half"):
+def position_score_factory(kind, num_heads, d_head, rope_base=10000.0, rope_pairing="half", rope_scaling=None):
     """A zero-argument function making one score module per attention layer for `kind`
     ("rope", "alibi", "relative"), or None for the other (additive) schemes."""
     if kind == "rope":
         if d_head % 2:
             raise ValueError(f"positional='rope' needs an even head size, got d_model/num_heads = {d_head}")
-        return lambda: RotaryScore(d_head, rope_base, rope_pairing)
+        return lambda: RotaryScore(d_head, rope_base, rope_pairing, rope_scaling)
     if kind == "alibi":
         return lambda: ALiBiScore(num_heads)
     if kind == "relative":

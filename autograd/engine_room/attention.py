@@ -46,6 +46,11 @@ are copied a square of registers at a time (transpose.py).
 A query whose keys are all masked gets output 0, lse -inf and zero gradient (as the composed
 softmax gives).  Threads split the N = batch x heads matrices (chunks.py), so no two write the same row.
 The numpy twins are reference.attention_forward and reference.attention_backward.
+
+Grouped-query attention (k and v with KV heads, q with H = G KV) runs on the same kernels:
+the G query heads that share a kv head are stacked into one matrix of G T_q rows, their
+mask likewise, and attended as one head (_pack_groups): each kv head's blocks are read
+once per group, and its gradients sum over the whole group in the kernel's own sums.
 """
 
 import math
@@ -89,14 +94,16 @@ def describe_rows(mask, has_mask, t_k, first, last):
 @register_jitable
 def visible_keys(first, last, rows, width_step, t_k_padded):
     """[low, high) of the keys that queries `rows` (a range) may attend to (low == high:
-    none), widened to a multiple of width_step inside the padded keys: the masked keys this
-    adds get weight 0 (`mark_visible`)."""
+    none), widened to a multiple of width_step inside the padded keys, low down to a
+    multiple of width_step (the gradients' strips of MR rows are counted from key 0): the
+    masked keys this adds get weight 0 (`mark_visible`)."""
     low, high = t_k_padded, 0
     for i in rows:
         if last[i] > first[i]:
             low, high = min(low, first[i]), max(high, last[i])
     if high <= low:
         return 0, 0
+    low = low // width_step * width_step
     width = (high - low + width_step - 1) // width_step * width_step
     low = min(low, t_k_padded - width)
     return low, low + width
@@ -533,12 +540,44 @@ def _check_mask(mask, q, k):
                          f"dims hold the {n} matrices; got {mask.dtype} {mask.shape} (broadcast it first)")
 
 
+def _query_groups(q, k):
+    """G, the query heads per key/value head: q (..., H, T_q, d) with k (..., KV, T_k, d)
+    is grouped-query attention when KV < H (1 otherwise, and without a heads dim)."""
+    return q.shape[-3] // k.shape[-3] if q.ndim >= 3 and k.shape[-3] else 1
+
+
+def _pack_groups(x, groups):
+    """(..., H, T, d) -> (..., KV, G T, d): the G query heads of each group stacked as one
+    matrix of G T rows (a copy), so that the kernels run grouped-query attention as
+    attention with KV heads, reading each kv head once for its whole group and summing the
+    group's gradients into it as they sum over any queries."""
+    return x.reshape(x.shape[:-3] + (x.shape[-3] // groups, groups * x.shape[-2], x.shape[-1]))
+
+
+def _pack_mask(mask, groups):
+    """The mask (..., H, T_q, T_k) for _pack_groups' queries: (..., KV, G T_q, T_k).  The
+    dims it is broadcast along (stride 0: the heads, for a causal or padding mask) stay
+    broadcast, so the kernels still describe one mask per distinct matrix."""
+    if mask is None:
+        return None
+    lead, (t_q, t_k) = mask.shape[:-3], mask.shape[-2:]
+    split = mask.reshape(lead + (mask.shape[-3] // groups, groups, t_q, t_k))   # (..., KV, G, T_q, T_k)
+    distinct = split[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in split.strides[:-3])]
+    rows = np.ascontiguousarray(distinct).reshape(distinct.shape[:-3] + (groups * t_q, t_k))
+    return np.broadcast_to(rows, split.shape[:-3] + rows.shape[-2:])
+
+
 def attention_forward(q, k, v, mask, scale):
     """q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v) with the same batch dims (any
     strides), mask (..., T_q, T_k) bool with the matrices in its leading dims, or None ->
     (out (..., T_q, d_v), lse (..., T_q)).  Same as reference.attention_forward; out is
-    laid out in memory as q is (_empty_laid_out_as)."""
+    laid out in memory as q is (_empty_laid_out_as).  k and v with fewer heads than q:
+    grouped-query attention, each group's queries packed into one matrix (_pack_groups)."""
     # BEGIN TWIN softmax softmax_backward log_softmax attention
+    groups = _query_groups(q, k)
+    if groups > 1:
+        out, lse = attention_forward(_pack_groups(q, groups), k, v, _pack_mask(mask, groups), scale)
+        return out.reshape(q.shape[:-1] + v.shape[-1:]), lse.reshape(q.shape[:-1])   # (..., H, T_q, d_v)
     dtype = q.dtype
     _check_mask(mask, q, k)
     q4, k4, v4 = (_as_4d(x, dtype) for x in (q, k, v))                  # (B1, B2, T, d) each
@@ -556,8 +595,14 @@ def attention_forward(q, k, v, mask, scale):
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
     """Gradients (dq, dk, dv) of attention_forward's output, each laid out in memory as its
-    operand is; same as reference.attention_backward."""
+    operand is; same as reference.attention_backward (grouped queries packed as forward's)."""
     # BEGIN TWIN softmax softmax_backward log_softmax attention
+    groups = _query_groups(q, k)
+    if groups > 1:
+        packed = [_pack_groups(x, groups) for x in (q, out, dout)]
+        dq, dk, dv = attention_backward(packed[0], k, v, _pack_mask(mask, groups), scale, packed[1],
+                                        lse.reshape(packed[0].shape[:-1]), packed[2])
+        return dq.reshape(q.shape), dk, dv
     dtype = q.dtype
     _check_mask(mask, q, k)
     q4, k4, v4 = (_as_4d(x, dtype) for x in (q, k, v))

@@ -1,7 +1,8 @@
 """matmul for the fast tier: the product of (..., M, K) and (..., K, N) arrays, batch dims
 broadcast, handed to one of two compiled drivers: the blocked Goto GEMM (gemm.py) for large
 products and the small GEMM (small_gemm.py) for products that fit the caches unpacked, such
-as attention's per-head ones.  `like=` lays the result out in memory as a given operand is,
+as attention's per-head ones; a few rows by a large transposed weight (a step of
+generation) go to few_rows.py.  `like=` lays the result out in memory as a given operand is,
 so that the views that made a gradient's operand hand the gradient back without a copy.
 """
 
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from autograd.engine_room import gemm, small_gemm
+from autograd.engine_room import few_rows, gemm, small_gemm
 from autograd.engine_room.dispatch import PARALLEL_MIN_FLOPS, threads, use_threads
 
 
@@ -58,6 +59,8 @@ def product(a, b, out=None):
     dtype = a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
     if dtype.char not in "fd" or a.ndim < 2 or b.ndim < 2:          # float32, float64
         return np.matmul(a, b, out=out)
+    if out is None and few_rows.takes(a, b):                         # a step of generation: W^T read in place
+        return few_rows.product(a, b)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if b.shape[-2] != k:

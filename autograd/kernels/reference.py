@@ -192,9 +192,29 @@ def attention_forward(q, k, v, mask, scale):
     in its leading dims (any strides: a mask broadcast over heads is not copied per head) or
     None -> (out (..., T_q, d_v), lse (..., T_q)), with out = softmax(q k^T scale) v and lse
     the rows' log-sum-exp (-inf, and out 0, for a fully masked row).  The softmax and the
-    log-sum-exp are this file's softmax and log_softmax (exercises both)."""
-    scores = _masked_scores(q, k, _batch_mask(mask, q), scale)                   # (..., T_q, T_k)
-    return np.matmul(softmax(scores), v), log_sum_exp(scores).astype(q.dtype)
+    log-sum-exp are this file's softmax and log_softmax (exercises both).
+
+    Grouped-query attention: q (..., H, T_q, d) with k, v (..., KV, T_k, d), H a multiple of
+    KV: query head h attends with kv head h // (H / KV) (see _grouped)."""
+    q5, k5, v5 = _grouped(q, k, v)                          # (..., KV, G, T_q, d), (..., KV, 1, T_k, d) ...
+    scores = _masked_scores(q5, k5, _batch_mask(mask, q5), scale)               # (..., KV, G, T_q, T_k)
+    out = np.matmul(softmax(scores), v5)                                         # (..., KV, G, T_q, d_v)
+    return out.reshape(q.shape[:-1] + v.shape[-1:]), log_sum_exp(scores).astype(q.dtype).reshape(q.shape[:-1])
+
+
+def _grouped(q, k, v):
+    """(q, k, v) with a group axis: q (..., H, T_q, d) as (..., KV, G, T_q, d), G = H / KV
+    query heads per key/value head (query head h = kv G + g), and k, v (..., KV, T, d) as
+    (..., KV, 1, T, d), broadcast over each group by the matmuls rather than repeated.  With
+    as many kv heads as heads, G = 1; without a heads dim (2-D q), q, k and v as they are."""
+    if q.ndim < 3:
+        return q, k, v
+    heads, kv_heads = q.shape[-3], k.shape[-3]
+    if heads % kv_heads or k.shape[:-3] != q.shape[:-3]:
+        raise ValueError(f"attention: q {q.shape} and k {k.shape} need the same batch dims and a number of query "
+                         f"heads (dim -3) that is a multiple of the key/value heads")
+    q5 = q.reshape(q.shape[:-3] + (kv_heads, heads // kv_heads) + q.shape[-2:])
+    return q5, np.expand_dims(k, -3), np.expand_dims(v, -3)
 
 
 def _masked_scores(q, k, mask, scale):
@@ -219,8 +239,15 @@ def log_sum_exp(x, log_softmax=log_softmax):
 
 def attention_backward(q, k, v, mask, scale, out, lse, dout):
     """Gradients (dq, dk, dv) of attention_forward, recomputing the weights p (this file's
-    softmax; lse is not needed here) and the scores' gradient by softmax_backward."""
-    p = softmax(_masked_scores(q, k, _batch_mask(mask, q), scale))                 # (..., T_q, T_k)
-    dv = np.matmul(np.swapaxes(p, -1, -2), dout)
-    ds = softmax_backward(p, np.matmul(dout, np.swapaxes(v, -1, -2))) * scale     # dp = dout v^T
-    return np.matmul(ds, k).astype(q.dtype), np.matmul(np.swapaxes(ds, -1, -2), q).astype(q.dtype), dv.astype(q.dtype)
+    softmax; lse is not needed here) and the scores' gradient by softmax_backward.  Under
+    grouped-query attention a key/value head's gradient is the sum over the G query heads
+    of its group (the sum over the group axis that broadcasting k and v made)."""
+    q5, k5, v5 = _grouped(q, k, v)
+    dout5 = dout.reshape(q5.shape[:-1] + dout.shape[-1:])                       # (..., KV, G, T_q, d_v)
+    p = softmax(_masked_scores(q5, k5, _batch_mask(mask, q5), scale))            # (..., KV, G, T_q, T_k)
+    dv = np.matmul(np.swapaxes(p, -1, -2), dout5)
+    ds = softmax_backward(p, np.matmul(dout5, np.swapaxes(v5, -1, -2))) * scale  # dp = dout v^T
+    dq, dk = np.matmul(ds, k5), np.matmul(np.swapaxes(ds, -1, -2), q5)
+    if q5 is not q:                                          # the group axis summed back: (..., KV, T_k, d)
+        dk, dv = dk.sum(axis=-3), dv.sum(axis=-3)
+    return dq.reshape(q.shape).astype(q.dtype), dk.astype(q.dtype), dv.astype(q.dtype)

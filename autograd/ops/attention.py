@@ -15,13 +15,18 @@ class ScaledDotProductAttention(Function):
     the keys with an online softmax and keeps only the output and each row's log-sum-exp,
     from which backward recomputes the weights (reference.attention_forward and
     attention_backward in autograd/kernels/reference.py have the math).
-    A query with every key masked gets zeros, as in the composed form."""
+    A query with every key masked gets zeros, as in the composed form.
+    Grouped-query attention: k and v may have fewer heads (dim -3) than q, KV dividing H;
+    query head h then uses kv head h // (H / KV), and the kernels sum each group's
+    gradients into its shared kv head."""
 
     def forward(ctx, q, k, v, mask=None, scale=1.0):
         batch = q.shape[:-2]
-        if k.shape[:-2] != batch or v.shape[:-2] != batch or k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
+        if not (k.shape[:-2] == v.shape[:-2] and (k.shape[:-2] == batch or _grouped_heads(q.shape, k.shape))
+                and k.shape[-1] == q.shape[-1] and v.shape[-2] == k.shape[-2]):
             raise ValueError(f"fused attention needs q (..., T_q, d), k (..., T_k, d), v (..., T_k, d_v) with one "
-                             f"batch shape; got q {q.shape}, k {k.shape}, v {v.shape}")
+                             f"batch shape, or q (..., H, T_q, d) with k, v (..., KV, T_k, d) and H a multiple of "
+                             f"KV; got q {q.shape}, k {k.shape}, v {v.shape}")
         t_q, t_k = q.shape[-2], k.shape[-2]
         if mask is not None:
             mask = np.broadcast_to(mask, batch + (t_q, t_k))     # (..., T_q, T_k): a view, not N copies
@@ -33,3 +38,10 @@ class ScaledDotProductAttention(Function):
     def backward(ctx, grad):
         q, k, v, out, lse = ctx.saved_tensors
         return kernels.attention_backward(q, k, v, ctx.mask, ctx.scale, out, lse, grad)
+
+
+def _grouped_heads(q_shape, k_shape):
+    """Whether q (..., H, T_q, d) and k (..., KV, T_k, d) are grouped-query attention's: the
+    same batch dims before the heads, and H a multiple of KV."""
+    return (len(q_shape) >= 3 and len(k_shape) == len(q_shape) and k_shape[:-3] == q_shape[:-3]
+            and k_shape[-3] > 0 and q_shape[-3] % k_shape[-3] == 0)

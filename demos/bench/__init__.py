@@ -4,6 +4,7 @@
     python -m demos.bench.kernels                              every kernel against numpy (and PyTorch)
     python -m demos.bench.attention                            fused against composed attention
     python -m demos.bench.threads                              one thread against two
+    python -m demos.bench.generate [--threads 1|2]             SmolLM2-135M-shaped generation, ours against transformers
 
 Each prints its figures with a baseline measured in the same run, and writes them with
 --json; `python -m demos.figures` runs them all into docs/RESULTS.md.  PyTorch comes from

@@ -1,5 +1,7 @@
 """The GPT half of demos/bench/train.py (`--model gpt`): our DecoderOnly against the same
-GPT in PyTorch (demos/bench/torch_gpt.py), step time and, with --recipe, a whole training run."""
+GPT in PyTorch (demos/bench/torch_gpt.py), step time and, with --recipe, a whole training run;
+with arch "llama" (`--model llama`) our Llama-style GPT against transformers' LlamaForCausalLM
+holding the same weights (demos/bench/hf_llama.py)."""
 
 import time
 
@@ -10,18 +12,22 @@ from transformer.training.lm import LMTrainConfig
 VOCAB = 101                       # the default corpus's vocabulary size
 
 
-def _models(vocab, cfg, attention="fused"):
-    """Our GPT at the recipe's size, its attention run as `attention`, and the PyTorch twin
-    holding the very same weights."""
+def _models(vocab, cfg, attention="fused", arch="gpt2", kv_heads=None):
+    """Our GPT at the recipe's size (arch "gpt2": gpt_config's; "llama": llama_config's, with
+    kv_heads key/value heads), its attention run as `attention`, and the PyTorch twin holding
+    the very same weights (nanoGPT's GPT; transformers' LlamaForCausalLM)."""
     from autograd import manual_seed
-    from demos.bench.torch_gpt import from_config, load_numpy_state
-    from transformer.families.decoder_only import DecoderOnly, gpt_config
-    from transformer.training.nanogpt import to_nanogpt
+    from transformer.families.decoder_only import DecoderOnly, gpt_config, llama_config
 
     manual_seed(cfg.seed)
+    if arch == "llama":
+        from demos.bench.hf_llama import transformers_twin
+        ours = DecoderOnly(llama_config(vocab, cfg.block_size, attention=attention, n_kv_head=kv_heads))
+        return ours, transformers_twin(ours)
+    from demos.bench.torch_gpt import from_config, load_numpy_state
+    from transformer.training.nanogpt import to_nanogpt
     ours = DecoderOnly(gpt_config(vocab, cfg.block_size, attention=attention))
-    theirs = load_numpy_state(from_config(ours.config), to_nanogpt(ours))
-    return ours, theirs
+    return ours, load_numpy_state(from_config(ours.config), to_nanogpt(ours))
 
 
 def torch_engine(model, cfg):
@@ -61,20 +67,20 @@ def _median_ratio(numerators, denominators):
     return ratios[len(ratios) // 2]
 
 
-def step_times(steps, rounds=9, profile=False, attention=("fused",)):
+def step_times(steps, rounds=9, profile=False, attention=("fused",), arch="gpt2", kv_heads=None):
     """Median ms per training step on one fixed batch of PyTorch's GPT and of ours with
     each kind of attention in `attention` ("fused", "composed"; the first is "ours"), all
     in `rounds` short interleaved rounds of steps // 3 steps.  Ratios are medians of the
     rounds' ratios: rounds a second apart see the same load, which can move every engine's
     median a good deal from one minute to the next.  With profile, then
-    where our (first) step spends its time (bench_train.profile)."""
+    where our (first) step spends its time (bench_train.profile).  arch, kv_heads: _models'."""
     from autograd import kernels
     from demos.bench.train import _median
     from demos.bench.train import profile as print_profile
     from transformer.training.lm import step_functions
 
     cfg = LMTrainConfig()
-    ours, theirs = _models(VOCAB, cfg, attention[0])
+    ours, theirs = _models(VOCAB, cfg, attention[0], arch, kv_heads)
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)), rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size))
     result = {"logits_max_abs_diff": None}
@@ -83,7 +89,7 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
         with torch.no_grad():
             result["logits_max_abs_diff"] = float(np.abs(theirs(torch.from_numpy(x)).numpy() - ours(x).data).max())
     # the same starting weights for each kind of attention (only the time of a step is wanted here)
-    steppers = {kind: step_functions(_models(VOCAB, cfg, kind)[0], cfg)[0] for kind in attention}
+    steppers = {kind: step_functions(_models(VOCAB, cfg, kind, arch, kv_heads)[0], cfg)[0] for kind in attention}
     kernels.prepare(np.float32, fused_attention="fused" in attention)   # as the training loop does: steps timed here
     steppers["pytorch"] = torch_engine(theirs, cfg)[0]
     for step in steppers.values():
@@ -110,9 +116,9 @@ def step_times(steps, rounds=9, profile=False, attention=("fused",)):
     return result
 
 
-def recipe(data_path=None, attention="fused"):
+def recipe(data_path=None, attention="fused", arch="gpt2", kv_heads=None):
     """Both engines through the whole recipe from the same weights, batches and seed (ours
-    with `attention`)."""
+    with `attention`; arch, kv_heads: _models')."""
     from demos.gpt import load_corpus
     from transformer.data.text import TextDataset
     from transformer.training.lm import LMJob, step_functions, train_lm
@@ -120,7 +126,7 @@ def recipe(data_path=None, attention="fused"):
     cfg = LMTrainConfig()
     text, source = load_corpus(data_path)
     data = TextDataset(text, cfg.block_size)
-    ours, theirs = _models(len(data.vocab), cfg, attention)
+    ours, theirs = _models(len(data.vocab), cfg, attention, arch, kv_heads)
     runs = {}
     for name, (step, evaluate) in (("ours", step_functions(ours, cfg)[:2]), ("pytorch", torch_engine(theirs, cfg))):
         print(f"\n{name}: {cfg.max_iters} iterations on {source}")

@@ -2,6 +2,7 @@
 
     python -m demos.bench.train [--size S|M|L] [--threads 1] [--steps 60] [--profile] [--json out.json]
     python -m demos.bench.train --model gpt [--threads 1] [--recipe]
+    python -m demos.bench.train --model llama [--kv-heads 2] [--threads 1] [--recipe]
     either with --attention fused [composed]: our attention (two kinds: both timed, interleaved)
     either with --cpu NAME: the kernels compiled for another CPU's tuning and features (demos/bench/cpu.py)
     either with --clock cpu: steps timed in this thread's CPU time, not wall time (demos/bench/_clock.py)
@@ -21,6 +22,10 @@ composed, in 9 short interleaved
 rounds; it also prints the largest logit difference between them.  --recipe
 then trains both for the whole recipe (2000 iterations) on the same corpus, batches and
 seed, and compares validation losses and wall times.
+--model llama: the same, with llama_config's GPT (RMSNorm, SwiGLU, RoPE, untied output; with
+--kv-heads K, grouped-query attention of K key/value heads) against transformers'
+LlamaForCausalLM holding the same weights (the optional extra's transformers), its attention
+PyTorch's scaled_dot_product_attention.
 
 Where PyTorch is installed (the optional `bench` extra) the same model in PyTorch is timed
 in the same run, rounds of ours and theirs interleaved.  --profile prints where our step
@@ -41,8 +46,12 @@ TORCH_GPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_gpt.
 
 def parse_args(argv=None):
     parser = command_line("demos.bench.train", __doc__)
-    parser.add_argument("--model", choices=["transformer", "gpt"], default="transformer", help="(default: transformer)")
-    parser.add_argument("--recipe", action="store_true", help="--model gpt: also train both engines for the whole recipe")
+    parser.add_argument("--model", choices=["transformer", "gpt", "llama"], default="transformer",
+                        help="(default: transformer)")
+    parser.add_argument("--kv-heads", type=integer_at_least(1),
+                        help="--model llama: key/value heads of grouped-query attention (default: 4, the heads)")
+    parser.add_argument("--recipe", action="store_true",
+                        help="--model gpt or llama: also train both engines for the whole recipe")
     parser.add_argument("--data", type=a_path,
                         help="--recipe: a UTF-8 text file (default: the standard library's docstrings)")
     parser.add_argument("--attention", choices=["fused", "composed"], nargs="+",
@@ -70,10 +79,11 @@ def parse_args(argv=None):
 def refuse_misplaced_flags(parser, args):
     """One line and exit status 2, before anything is timed, for a flag the chosen model
     does not read, a --data file that is not there, or more threads than cores."""
-    gpt = args.model == "gpt"
+    gpt = args.model in ("gpt", "llama")
     for flag, given, read, owner in (("--size", args.size is not None, not gpt, "--model transformer"),
-                                     ("--recipe", args.recipe, gpt, "--model gpt"),
-                                     ("--data", args.data is not None, gpt and args.recipe, "--model gpt --recipe")):
+                                     ("--recipe", args.recipe, gpt, "--model gpt or llama"),
+                                     ("--data", args.data is not None, gpt and args.recipe, "--model gpt --recipe"),
+                                     ("--kv-heads", args.kv_heads is not None, args.model == "llama", "--model llama")):
         if given and not read:
             parser.error(f"{flag} is for {owner}")
     if args.data is not None and not os.path.isfile(args.data):
@@ -83,7 +93,7 @@ def refuse_misplaced_flags(parser, args):
                      "the engines fighting over them)")
 
 
-DEFAULT_ATTENTION = {"gpt": "fused", "transformer": "composed"}     # as demos.gpt and demos.train train them
+DEFAULT_ATTENTION = {"gpt": "fused", "llama": "fused", "transformer": "composed"}  # as demos.gpt and demos.train train them
 
 
 SIZES = {   # name: (model, batch, length)
@@ -241,9 +251,9 @@ def main(argv=None):
     from autograd.engine_room.warmup import warmup
     kernels.prepare()                   # as in training: the kernels ready, freed memory kept
     warmup()
-    if args.model == "gpt":
+    if args.model in ("gpt", "llama"):
         if torch is None:
-            raise SystemExit("bench_train --model gpt compares with PyTorch: pip install -e '.[bench]'")
+            raise SystemExit(f"bench_train --model {args.model} compares with PyTorch: pip install -e '.[bench]'")
         return gpt(args)
     from demos.bench.gemm_calls import blas_rate, record_matmuls
     kinds = tuple(dict.fromkeys(args.attention))
@@ -285,17 +295,21 @@ def main(argv=None):
 
 def gpt(args):
     from demos.bench import gpt as bench_gpt
-    result = bench_gpt.step_times(args.steps, profile=args.profile, attention=tuple(dict.fromkeys(args.attention)))
+    arch = "llama" if args.model == "llama" else "gpt2"
+    result = bench_gpt.step_times(args.steps, profile=args.profile, attention=tuple(dict.fromkeys(args.attention)),
+                                  arch=arch, kv_heads=args.kv_heads)
     result["threads"], result["machine"], result["clock"] = args.threads, machine_record(), args.clock
+    result["model"], result["kv_heads"] = args.model, args.kv_heads
     print(f"machine: {result['machine']}")
-    print(f"GPT at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
+    model = {"gpt2": "GPT", "llama": f"Llama-style GPT ({args.kv_heads or 4} key/value heads)"}[arch]
+    theirs = {"gpt2": "PyTorch's", "llama": "transformers' LlamaForCausalLM's"}[arch]
+    print(f"{model} at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
           f"{args.threads} thread(s), 9 interleaved rounds of {max(args.steps // 3, 1)} steps (medians, {args.clock} "
-          f"time); PyTorch's "
-          f"attention is its fused scaled_dot_product_attention")
+          f"time); {theirs} attention is PyTorch's fused scaled_dot_product_attention")
     print(f"  largest logit difference between the engines (same weights): {result['logits_max_abs_diff']:.1e}")
     engines = [("ours", f"ours, {result['attention']} attention")]
     engines += [(kind, f"ours, {kind} attention") for kind in args.attention[1:] if kind != result["attention"]]
-    for engine, label in engines + [("pytorch", "PyTorch CPU")]:
+    for engine, label in engines + [("pytorch", {"gpt2": "PyTorch CPU", "llama": "transformers CPU"}[arch])]:
         rounds = ", ".join(f"{ms:.1f}" for ms in result[f"{engine}_ms"])
         print(f"  {label:<25} {result[f'{engine}_median_ms']:7.2f} ms/step ({rounds}), "
               f"{result[f'{engine}_tokens_per_s']:8.0f} tokens/s")
@@ -306,7 +320,8 @@ def gpt(args):
     if warning := unsteady({engine: result[f"{engine}_ms"] for engine, _ in engines + [("pytorch", "")]}):
         print(warning)
     if args.recipe:
-        result["recipe"] = runs = bench_gpt.recipe(args.data, attention=result["attention"])
+        result["recipe"] = runs = bench_gpt.recipe(args.data, attention=result["attention"], arch=arch,
+                                                   kv_heads=args.kv_heads)
         print(f"\nafter the recipe: validation loss ours {runs['ours']['val_loss']:.4f} in {runs['ours']['seconds']:.0f} s, "
               f"PyTorch {runs['pytorch']['val_loss']:.4f} in {runs['pytorch']['seconds']:.0f} s "
               f"(difference {runs['val_loss_difference']:+.4f})")

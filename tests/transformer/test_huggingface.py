@@ -216,7 +216,7 @@ def test_a_malformed_tokenizer_json_is_one_error_naming_it(tmp_path, case):
     (lambda c: {k: v for k, v in c.items() if k != "n_embd"}, "missing 'n_embd'"),
     (lambda c: {**c, "n_head": 3}, "d_model=16 is not divisible by num_heads=3"),
     (lambda c: {**c, "n_layer": "two"}, "num_layers must be an integer >= 1, got 'two'"),
-    (lambda c: {**c, "layer_norm_epsilon": 1e-6}, "GPT-2 settings this model cannot follow: layer_norm_epsilon=1e-06"),
+    (lambda c: {**c, "layer_norm_epsilon": "small"}, "norm_eps must be a number in (0, 1), got 'small'"),
     (lambda c: {**c, "activation_function": "silu"}, "activation_function='silu'"),
     (lambda c: {**c, "n_inner": 48}, "model.safetensors': the weights disagree with config.json: "
                                      "transformer.h.0.mlp.c_fc.weight (64, 16), config.json: (48, 16)"),
@@ -236,11 +236,12 @@ def test_a_malformed_or_unsupported_config_json_is_one_error_naming_the_file(tmp
     assert says in message and "\n" not in message and str(tmp_path) in message, message
 
 
-@pytest.mark.parametrize("missing", ["config.json", "model.safetensors", "tokenizer.json"])
-def test_a_missing_file_is_named(tmp_path, missing):
+@pytest.mark.parametrize("missing, says", [("config.json", "no config.json in "),
+                                           ("model.safetensors", "no model.safetensors nor model.safetensors.index.json in ")])
+def test_a_missing_file_is_named(tmp_path, missing, says):
     save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
     os.remove(tmp_path / missing)
-    with pytest.raises(FileNotFoundError, match=f"from_hf: no {missing} in "):
+    with pytest.raises(FileNotFoundError, match=f"from_hf: {says}"):
         from_hf(tmp_path)
     with pytest.raises(FileNotFoundError, match="from_hf: no folder at"):
         from_hf(tmp_path / "nowhere")
@@ -305,3 +306,57 @@ def read_with_changed_config(folder, make_model, changes):
     except ValueError as err:
         assert str(err).startswith("from_hf: ") and str(folder) in str(err) and "\n" not in str(err), str(err)
         return None
+
+
+def shard(folder, names_per_file=7):
+    """Split folder's model.safetensors into shards and an index as save_pretrained writes them."""
+    tensors, _ = read_safetensors(folder / "model.safetensors")
+    os.remove(folder / "model.safetensors")
+    names = sorted(tensors)
+    groups = [names[i:i + names_per_file] for i in range(0, len(names), names_per_file)]
+    weight_map = {}
+    for number, group in enumerate(groups, 1):
+        file = f"model-{number:05d}-of-{len(groups):05d}.safetensors"
+        write_safetensors(folder / file, {name: tensors[name] for name in group})
+        weight_map |= dict.fromkeys(group, file)
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return weight_map
+
+
+@pytest.mark.parametrize("per_file", [1, 5, 1000])
+def test_a_sharded_folder_without_tokenizer_reads_as_one_file(tmp_path, per_file):
+    model = tiny_gpt(len(CHARS), seed=per_file)
+    save_hf(model, None, tmp_path)
+    assert not (tmp_path / "tokenizer.json").exists()
+    shard(tmp_path, per_file)
+    back, tokenizer = from_hf(tmp_path)
+    tokens = np.random.default_rng(per_file).integers(0, len(CHARS), (2, 9))
+    assert tokenizer is None
+    np.testing.assert_allclose(back(tokens).data, model(tokens).data, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda m, f: {**m, next(iter(m)): "../model-00001-of-00004.safetensors"}, "not a file name in the folder"),
+    (lambda m, f: {**m, next(iter(m)): "elsewhere.safetensors"}, "lists 'elsewhere.safetensors', which is not in"),
+    (lambda m, f: dict(list(m.items())[1:]), "holds other tensors than model.safetensors.index.json says"),
+    (lambda m, f: (f / m[next(iter(m))]).write_bytes(b"\x10" + bytes(20)) and m, "is not a valid safetensors file"),
+    (lambda m, f: "weights", "has no weight_map object")])
+def test_a_damaged_shard_or_index_is_one_error_naming_it(tmp_path, damage, says):
+    save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
+    weight_map = shard(tmp_path)
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": damage(weight_map, tmp_path)}))
+    with pytest.raises((ValueError, FileNotFoundError)) as err:
+        from_hf(tmp_path)
+    message = str(err.value)
+    assert message.startswith("from_hf: ") and says in message and "\n" not in message, message
+    assert ".safetensors" in message
+
+
+def test_a_damaged_model_safetensors_is_named_first(tmp_path):
+    save_hf(tiny_gpt(len(CHARS)), CHARS, tmp_path)
+    raw = (tmp_path / "model.safetensors").read_bytes()
+    (tmp_path / "model.safetensors").write_bytes(raw[:len(raw) // 2])
+    with pytest.raises(ValueError) as err:
+        from_hf(tmp_path)
+    assert f"{str(tmp_path / 'model.safetensors')!r} is not a valid safetensors file" in str(err.value)
+    assert "truncated" in str(err.value) and "tokenizer" not in str(err.value)

@@ -13,7 +13,8 @@ from tests.transformer.hf_helpers import BPE, CHARS, CORPUS, tiny_gpt
 from tests.transformer.test_huggingface import JSON_VALUES, read_with_changed_config
 from transformer.data.bpe import END_OF_TEXT
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, llama_config
-from transformer.training.huggingface import from_hf, half_from_interleaved, save_hf
+from transformer.training.hf_llama import half_from_interleaved
+from transformer.training.huggingface import from_hf, save_hf
 from transformer.training.safetensors import read_safetensors, write_safetensors
 
 TOKENS = np.random.default_rng(6).integers(0, len(CHARS), (2, 12))
@@ -81,34 +82,43 @@ def test_llama_names_layout_and_config(tmp_path):
 
 @pytest.mark.parametrize("changes, says", [
     ({"positional": "learned"}, "positions must be rotary (RoPE), not 'learned'"),
-    ({"bias": True}, "it has no biases"),
-    ({"head_bias": True}, "it has no biases"),
+    ({"head_bias": True}, "its lm_head has no bias (the model has head_bias=True)"),
     ({"norm": "layer_norm"}, "its norms are RMSNorm, not 'layer_norm'"),
     ({"feed_forward": "mlp", "activation": "gelu"}, "its feed-forward is SwiGLU, not 'mlp'"),
     ({"pad_id": 0}, "it masks no padding token (the model has pad_id=0)")])
-def test_what_neither_architecture_can_express_is_refused_before_writing(tmp_path, changes, says):
+def test_what_no_architecture_can_express_is_refused_before_writing(tmp_path, changes, says):
     with pytest.raises(ValueError) as err:
         save_hf(tiny_llama(len(BPE), **changes), BPE, tmp_path / "out")
     message = str(err.value)
     assert message.startswith("this model cannot be written as GPT-2: ") and "\n" not in message, message
-    assert says in message.split(", nor as Llama: ")[1], message
+    llama, qwen2 = message.split(", nor as Llama: ")[1].split(", nor as Qwen2: ")
+    assert says in llama and says in qwen2, message
     assert not (tmp_path / "out").exists()
 
 
 BAD_CONFIGS = [
     (lambda c: {**c, "architectures": 7}, "describes [7]; this reads GPT2LMHeadModel, LlamaForCausalLM"),
+    (lambda c: {**c, "architectures": ["MixtralForCausalLM"]}, "which has a mixture of experts: not supported"),
+    (lambda c: {**c, "num_local_experts": 8}, "a mixture of experts (num_local_experts=8) is not supported"),
+    (lambda c: {**c, "sliding_window": 8}, "a sliding window (sliding_window=8) is not supported"),
+    (lambda c: {**c, "layer_types": ["sliding_attention"] * 2}, "layer_types ['sliding_attention'] are not supported"),
     (lambda c: {k: v for k, v in c.items() if k != "hidden_size"}, "missing 'hidden_size'"),
-    (lambda c: {k: v for k, v in c.items() if k != "rms_norm_eps"}, "cannot follow: rms_norm_eps=1e-06"),
-    (lambda c: {**c, "num_key_value_heads": 1}, "cannot follow: num_key_value_heads=1"),
+    (lambda c: {**c, "rms_norm_eps": 2.0}, "norm_eps must be a number in (0, 1), got 2.0"),
+    (lambda c: {**c, "num_key_value_heads": 1}, "k_proj.weight (16, 16), config.json: (8, 16)"),
+    (lambda c: {**c, "num_key_value_heads": 3}, "num_heads=2 is not a multiple of num_kv_heads=3"),
     (lambda c: {**c, "hidden_act": "gelu"}, "cannot follow: hidden_act='gelu'"),
-    (lambda c: {**c, "attention_bias": True, "mlp_bias": True}, "attention_bias=True, mlp_bias=True"),
-    (lambda c: {**c, "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "rope_scaling={'rope_type': 'linear'"),
-    (lambda c: {**c, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500.0}}, "rope_type='llama3'"),
+    (lambda c: {**c, "attention_bias": True, "mlp_bias": False}, "cannot follow: attention_bias=True"),
+    (lambda c: {**c, "attention_bias": True, "mlp_bias": True}, "weights missing: blocks.layers.0.feed_forward.w1.bias"),
+    (lambda c: {**c, "rope_scaling": {"rope_type": "yarn", "factor": 2.0}}, "RoPE scaling 'yarn' is not supported"),
+    (lambda c: {**c, "rope_scaling": {"rope_type": "linear"}}, "missing 'factor'"),
+    (lambda c: {**c, "rope_scaling": {"type": "linear", "factor": -2}}, "takes exactly factor (numbers > 0)"),
+    (lambda c: {**c, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500.0}}, "missing 'factor'"),
     (lambda c: {**c, "rope_parameters": {"rope_theta": 9.0}}, "rope_parameters.rope_theta=9.0"),
-    (lambda c: {**c, "rope_parameters": "default"}, "rope_parameters must be an object, got 'default'"),
+    (lambda c: {**c, "rope_parameters": "default"}, "rope_parameters and rope_scaling must be objects"),
     (lambda c: {**c, "rope_theta": 1, "rope_parameters": None}, "rope_base must be a number > 1, got 1"),
-    (lambda c: {**c, "head_dim": 4}, "head_dim=4: ours is hidden_size / num_attention_heads"),
-    (lambda c: {**c, "num_attention_heads": 3, "num_key_value_heads": 3}, "d_model=16 is not divisible by num_heads=3"),
+    (lambda c: {**c, "head_dim": 4}, "cannot follow: head_dim=4"),
+    (lambda c: {**c, "num_attention_heads": 3, "num_key_value_heads": 3, "head_dim": None},
+     "d_model=16 is not divisible by num_heads=3"),
     (lambda c: {**c, "intermediate_size": 48}, "model.safetensors': the weights disagree with config.json: "
                                                "model.layers.0.mlp.gate_proj.weight (40, 16), config.json: (48, 16)"),
     (lambda c: {**c, "vocab_size": 10**9}, "model.embed_tokens.weight (307, 16), config.json: (1000000000, 16)"),
@@ -136,8 +146,7 @@ def test_a_weight_llama_does_not_have_is_named(tmp_path):
     tensors["model.layers.0.self_attn.q_proj.bias"] = np.zeros(16, np.float32)
     tensors["model.layers.0.self_attn.rotary_emb.inv_freq"] = np.ones(4, np.float32)     # an old file's buffer: fine
     write_safetensors(tmp_path / "model.safetensors", tensors)
-    with pytest.raises(ValueError, match=r"tensors LlamaForCausalLM does not have: \['model.layers.0.self_attn.q_proj"
-                                         r".bias'\]") as err:
+    with pytest.raises(ValueError, match=r"1 weights unexpected: blocks.layers.0.self_attn.q_proj.bias$") as err:
         from_hf(tmp_path)
     assert str(tmp_path / "model.safetensors") in str(err.value)
 

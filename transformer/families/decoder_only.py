@@ -14,6 +14,8 @@ LayerNorm, a SwiGLU feed-forward for the GELU MLP, rotary positions (RoPE) insid
 attention for the learned table added to the embeddings; outside the blocks, an output
 projection of its own (untied) by default.  Neither has biases by default (gpt_config's are
 optional, off as in nanoGPT's CPU recipe; Llama has none).
+A fourth, grouped-query attention (n_kv_head < n_head: Llama 2 70B's, Llama 3's, Mistral's),
+lets groups of query heads share their keys and values, shrinking the key/value cache.
 """
 
 import dataclasses
@@ -24,13 +26,13 @@ import numpy as np
 import nn
 from autograd import Tensor, no_grad
 from autograd.kernels import reference
-from transformer.config import BlockConfig
+from transformer.config import BlockConfig, check_kv_heads
 from transformer.decoding import greedy_decode
 from transformer.kv_cache import KVCache
 from transformer.layers import FEED_FORWARDS, NORMS, SelfAttentionStack, swiglu_hidden_size
 from transformer.masks import causal_mask, combine_masks
 from transformer.positional import make_positional
-from transformer.relative_position import ROPE_PAIRINGS
+from transformer.relative_position import ROPE_PAIRINGS, check_rope_scaling
 
 
 @dataclasses.dataclass
@@ -49,6 +51,10 @@ class DecoderOnlyConfig(BlockConfig):
     feed_forward: str = "mlp"         # or "swiglu" (Llama's, gated by SiLU: activation "silu")
     rope_base: float = 10000.0        # RoPE's theta (positional="rope")
     rope_pairing: str = "half"        # RoPE's pairs of dims: "half" (Hugging Face) or "interleaved" (Meta)
+    num_kv_heads: int | None = None   # key/value heads of grouped-query attention (None: num_heads, no grouping)
+    rope_scaling: dict | None = None  # RoPE's frequencies stretched: relative_position.py's rope_frequencies
+    norm_eps: float = 1e-5            # every norm's eps (1e-6 in most Llamas since Llama 2)
+    qkv_bias: bool = False            # biases on q, k, v even when bias is False (Qwen2's attention)
 
     positive_fields = ("vocab", "num_layers", "max_len")
 
@@ -60,8 +66,22 @@ class DecoderOnlyConfig(BlockConfig):
         if self.feed_forward == "swiglu" and self.activation != "silu":
             raise ValueError(f"DecoderOnlyConfig: feed_forward='swiglu' is gated by SiLU, so activation must be "
                              f"'silu', got {self.activation!r}")
+        if self.num_kv_heads is not None:
+            check_kv_heads("DecoderOnlyConfig", self.num_heads, self.num_kv_heads)
+            if self.num_kv_heads != self.num_heads and self.score != "scaled_dot":
+                raise ValueError(f"DecoderOnlyConfig: grouped-query attention (num_kv_heads={self.num_kv_heads} < "
+                                 f"num_heads={self.num_heads}) takes the scaled dot product score, not {self.score!r}")
         if not (isinstance(self.rope_base, (int, float)) and self.rope_base > 1):
             raise ValueError(f"DecoderOnlyConfig: rope_base must be a number > 1, got {self.rope_base!r}")
+        if not (isinstance(self.norm_eps, (int, float)) and 0 < self.norm_eps < 1):
+            raise ValueError(f"DecoderOnlyConfig: norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
+        try:
+            check_rope_scaling(self.rope_scaling)
+        except ValueError as err:
+            raise ValueError(f"DecoderOnlyConfig: {err}") from None
+        if self.rope_scaling is not None and self.positional != "rope":
+            raise ValueError(f"DecoderOnlyConfig: rope_scaling scales rotary positions, but positional is "
+                             f"{self.positional!r}")
 
 
 def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused"):
@@ -75,13 +95,15 @@ def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.
 
 
 def llama_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, tie_weights=False,
-                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused"):
+                 rope_base=10000.0, rope_pairing="half", d_ff=None, attention="fused", n_kv_head: int | None = None):
     """A Llama-style GPT under gpt_config's argument names: gpt_config's model with RMSNorm,
     a SwiGLU feed-forward (d_ff: 8/3 n_embd rounded up to a multiple of 64 unless given),
     rotary positions (base rope_base, pairs rope_pairing) and no biases; the output
     projection untied from the token embedding, as in Llama 2 (tie_weights=True: tied, as
-    in the small Llama 3.2s).  GPT-2's initialisation, as the from-scratch Llamas use."""
-    return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head,
+    in the small Llama 3.2s).  GPT-2's initialisation, as the from-scratch Llamas use.
+    n_kv_head (None: n_head): grouped-query attention's key/value heads, n_head a multiple
+    of it (1: multi-query attention), as Hugging Face's num_key_value_heads."""
+    return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, num_kv_heads=n_kv_head,
                              d_ff=swiglu_hidden_size(n_embd) if d_ff is None else d_ff, num_layers=n_layer,
                              max_len=block_size, dropout=dropout, pad_id=None, positional="rope", activation="silu",
                              rope_base=rope_base, rope_pairing=rope_pairing, norm="rms_norm", feed_forward="swiglu",
@@ -99,11 +121,12 @@ class DecoderOnly(nn.Module):
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
                                                            c.dropout, c.score, rope_base=c.rope_base,
-                                                           rope_pairing=c.rope_pairing)
+                                                           rope_pairing=c.rope_pairing, rope_scaling=c.rope_scaling)
         self.blocks = SelfAttentionStack(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, norm_first=True,
                                          activation=c.activation, bias=c.bias, make_self_score=make_self_score,
                                          fused_attention=c.attention == "fused", norm=c.norm,
-                                         feed_forward=c.feed_forward)
+                                         feed_forward=c.feed_forward, num_kv_heads=c.num_kv_heads,
+                                         norm_eps=c.norm_eps, qkv_bias=c.qkv_bias)
         self.out_proj = nn.Linear(c.d_model, c.vocab, c.head_bias)
         if c.init == "gpt2":
             self._init_gpt2()

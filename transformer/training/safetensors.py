@@ -14,11 +14,14 @@ using it: the header fits in the file and is a JSON object of well-formed entrie
 dtype is known, each shape's byte count equals its offsets' span, and the spans tile the
 buffer exactly (no overlap, no gap, nothing past its end).  Any failure is one ValueError
 naming the file.  F16 and BF16 are widened to float32 (numpy has no bfloat16: its bits are
-a float32's top half), other dtypes kept.
+a float32's top half), other dtypes kept.  `open_safetensors` memory-maps the file and
+reads each tensor only when asked, into an array of the caller's (a model's parameter), so
+that a large model loads without a second copy of its weights.
 """
 
 import json
 import math
+import mmap
 import os
 
 import numpy as np
@@ -32,6 +35,14 @@ METADATA = "__metadata__"
 
 def read_safetensors(path):
     """({name: numpy array}, {metadata key: value}) of the safetensors file at path."""
+    stored, metadata = open_safetensors(path)
+    return {name: tensor.read() for name, tensor in stored.items()}, metadata
+
+
+def open_safetensors(path):
+    """({name: StoredTensor}, {metadata key: value}) of the safetensors file at path, its
+    header checked and nothing else read yet: the file is memory-mapped, and each tensor is
+    read when asked (a model of 500 MB loads without a second copy of it)."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size < 8:
@@ -41,11 +52,58 @@ def read_safetensors(path):
             raise _malformed(path, f"the header length {length} exceeds the {size - 8} bytes after it"
                              + (f" (and the limit of {MAX_HEADER})" if length > MAX_HEADER else ""))
         header = _parse_header(path, f.read(length))
-        buffer = f.read(size - 8 - length)
-    entries = {name: _entry(path, name, spec) for name, spec in header.items() if name != METADATA}
-    _check_tiling(path, entries, len(buffer))
-    tensors = {name: _array(buffer, dtype, shape, begin, end) for name, (dtype, shape, begin, end) in entries.items()}
-    return tensors, _metadata(path, header.get(METADATA, {}))
+        entries = {name: _entry(path, name, spec) for name, spec in header.items() if name != METADATA}
+        _check_tiling(path, entries, size - 8 - length)
+        metadata = _metadata(path, header.get(METADATA, {}))
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if entries else None
+    start = 8 + length
+    return {name: StoredTensor(mapped, dtype, shape, start + begin)
+            for name, (dtype, shape, begin, _) in entries.items()}, metadata
+
+
+class StoredTensor:
+    """One tensor of a memory-mapped safetensors file, not yet read: its dtype name (e.g.
+    "BF16"), shape, and where its bytes start.  read() gives a numpy array (F16 and BF16
+    widened to float32); read_into(out) writes it into an existing array, and lets the
+    operating system drop the file's pages from memory once they are copied."""
+
+    def __init__(self, mapped, dtype, shape, offset):
+        self.mapped, self.dtype, self.shape, self.offset = mapped, dtype, shape, offset
+
+    @property
+    def read_dtype(self):
+        """The numpy dtype read() gives: float32 for F16 and BF16, the stored one otherwise."""
+        return np.dtype(np.float32 if self.dtype in ("F16", "BF16") else DTYPES[self.dtype])
+
+    def raw(self):
+        """The stored values as a read-only view of the file (BF16 as its uint16 bits)."""
+        count = math.prod(self.shape)
+        if count == 0:
+            return np.zeros(self.shape, DTYPES[self.dtype])
+        return np.frombuffer(self.mapped, np.dtype(DTYPES[self.dtype]).newbyteorder("<"), count,
+                             self.offset).reshape(self.shape)
+
+    def read(self):
+        out = np.empty(self.shape, self.read_dtype)
+        self.read_into(out)
+        return out
+
+    def read_into(self, out):
+        """Write the tensor into out (an array of its shape; float32 for F16 and BF16, else
+        any dtype numpy casts to), then release the pages it was read from."""
+        raw = self.raw()
+        if self.dtype == "BF16" and out.dtype == np.float32 and out.flags.c_contiguous:
+            bits = out.view(np.uint32)                 # bfloat16 is the top 16 bits of a float32
+            bits[...] = raw
+            bits <<= 16
+        elif self.dtype == "BF16":
+            out[...] = (raw.astype(np.uint32) << 16).view(np.float32)
+        else:
+            out[...] = raw
+        if raw.size and hasattr(mmap, "MADV_DONTNEED"):
+            page = self.offset - self.offset % mmap.PAGESIZE
+            self.mapped.madvise(mmap.MADV_DONTNEED, page, self.offset + raw.nbytes - page)
+        return out
 
 
 def _malformed(path, reason):
@@ -103,14 +161,6 @@ def _check_tiling(path, entries, buffer_size):
     if position != buffer_size:
         raise _malformed(path, f"the tensors end at byte {position} of a {buffer_size}-byte buffer"
                          + (" (the file is truncated)" if position > buffer_size else ""))
-
-
-def _array(buffer, dtype, shape, begin, end):
-    """One tensor, copied out of the buffer; F16 and BF16 widened to float32."""
-    data = np.frombuffer(buffer, np.dtype(DTYPES[dtype]).newbyteorder("<"), math.prod(shape), begin).reshape(shape)
-    if dtype == "BF16":                                   # bfloat16 is the top 16 bits of a float32
-        return (data.astype(np.uint32) << 16).view(np.float32)
-    return data.astype(np.float32 if dtype == "F16" else data.dtype.newbyteorder("="))
 
 
 def _metadata(path, metadata):

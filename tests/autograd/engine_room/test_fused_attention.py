@@ -82,6 +82,21 @@ def test_a_tile_of_scores_one_query_sees_is_computed(dtype, t_q):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("t_q,t_k,d", [(33, 65, 16), (66, 65, 5), (40, 65, 16), (64, 64, 16)])
+@pytest.mark.parametrize("first_seen", [1, 3, 9])
+def test_keys_no_query_sees_at_the_start_leave_the_gradients_right(dtype, t_q, t_k, d, first_seen):
+    """Left padding: keys 0 .. first_seen - 1 masked for every query.  A block's first
+    visible key was taken as the origin of its strips of MR gradient rows, so where it was
+    not a multiple of the strip (and the keys were not a whole number of tiles) dk and dv
+    came out with rows never written (0.5 off, or inf)."""
+    rng = np.random.default_rng(first_seen)
+    q, k, v = (rng.standard_normal((2, 2, t, d)).astype(dtype) for t in (t_q, t_k, t_k))
+    padding = rng.random((2, 1, 1, t_k)) < 0.7
+    padding[:, :, :, :first_seen] = False
+    assert_kernels_match_twins(q, k, v, np.broadcast_to(padding, (2, 2, t_q, t_k)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("t,d", [(64, 32), (45, 6)])              # whole tiles (written in place), padded
 def test_gradient_rows_no_product_reaches_are_zeroed_not_left_as_they_were(monkeypatch, dtype, t, d):
     """Each strip of MR gradient rows is written by the first product that reaches it (not

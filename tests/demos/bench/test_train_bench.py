@@ -14,7 +14,7 @@ pytest.importorskip("autograd.engine_room", reason=ENGINE_ROOM_ABSENT)
 from demos.bench import train as bench_train  # noqa: E402  (it measures the engine room)
 
 
-@pytest.mark.parametrize("argv,kinds", [([], ["composed"]), (["--model", "gpt"], ["fused"]),
+@pytest.mark.parametrize("argv,kinds", [([], ["composed"]), (["--model", "gpt"], ["fused"]), (["--model", "llama"], ["fused"]),
                                         (["--attention", "fused"], ["fused"]),
                                         (["--model", "gpt", "--attention", "composed", "fused"], ["composed", "fused"])])
 def test_each_model_runs_the_attention_its_demo_trains_with_unless_told(argv, kinds):
@@ -51,7 +51,8 @@ def test_a_ratio_of_rounds_is_the_median_of_each_rounds_ratio():
 
 @pytest.mark.parametrize("argv,message", [(["--steps", "2"], "--steps: must be an integer >= 3, got 2"),
                                           (["--model", "gpt", "--size", "M"], "--size is for --model transformer"),
-                                          (["--recipe"], "--recipe is for --model gpt"),
+                                          (["--recipe"], "--recipe is for --model gpt or llama"),
+                                          (["--model", "gpt", "--kv-heads", "2"], "--kv-heads is for --model llama"),
                                           (["--model", "gpt", "--data", "x.txt"], "--data is for --model gpt --recipe"),
                                           (["--model", "gpt", "--recipe", "--data", "/no/such.txt"],
                                            "--data /no/such.txt: no such file"),
@@ -78,3 +79,21 @@ def test_the_benchmarks_refuse_an_output_they_could_not_write_and_an_unknown_siz
     with pytest.raises(SystemExit) as stop:
         importlib.import_module(f"demos.bench.{module}").parse_args(argv)
     assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kv_heads", [None, 2, 1])
+def test_the_llama_baseline_is_transformers_llama_holding_our_weights(kv_heads):
+    """--model llama's baseline: LlamaForCausalLM with our config's key/value heads and our
+    weights gives our logits (so the two steps time the same model)."""
+    pytest.importorskip("transformers", reason="transformers (the optional bench extra) is not installed: "
+                                               "--model llama has no baseline to build")
+    import numpy as np
+    import torch
+
+    from demos.bench.hf_llama import transformers_twin
+    from transformer.families.decoder_only import DecoderOnly, llama_config
+    model = DecoderOnly(llama_config(23, block_size=16, n_layer=2, n_head=4, n_embd=32, n_kv_head=kv_heads))
+    tokens = np.random.default_rng(0).integers(0, 23, (2, 16))
+    with torch.no_grad():
+        theirs = transformers_twin(model)(torch.from_numpy(tokens)).numpy()
+    np.testing.assert_allclose(theirs, model(tokens).data, atol=1e-4)
