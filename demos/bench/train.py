@@ -35,7 +35,7 @@ spends its time.
 import os
 import sys
 
-from demos._flags import a_file_to_write, a_path, command_line, integer_at_least
+from demos._flags import a_file_to_write, a_path, command_line, counted, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, cut_from_this_copy, need_engine_room
 from demos.bench._threads import use_threads
@@ -301,7 +301,7 @@ def gpt(args):
     result["threads"], result["machine"], result["clock"] = args.threads, machine_record(), args.clock
     result["model"], result["kv_heads"] = args.model, args.kv_heads
     print(f"machine: {result['machine']}")
-    model = {"gpt2": "GPT", "llama": f"Llama-style GPT ({args.kv_heads or 4} key/value heads)"}[arch]
+    model = {"gpt2": "GPT", "llama": f"Llama-style GPT ({counted(args.kv_heads or 4, 'key/value head')})"}[arch]
     theirs = {"gpt2": "PyTorch's", "llama": "transformers' LlamaForCausalLM's"}[arch]
     print(f"{model} at nanoGPT's CPU recipe size (4 layers, 4 heads, 128 wide, context 64, batch 12), "
           f"{args.threads} thread(s), 9 interleaved rounds of {max(args.steps // 3, 1)} steps (medians, {args.clock} "
