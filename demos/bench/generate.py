@@ -8,9 +8,10 @@ vocabulary 49,152, tied embeddings, SwiGLU of 1,536; saves it weights-only in bf
 SmolLM2 ships, into a temporary folder (or --dir, kept); then
 
 1. loads it with from_hf in a fresh process and reports the peak memory of the load
-   (resource.getrusage's ru_maxrss after from_hf, minus the same after a tiny model's
-   load has imported every module) over the float32 weights' bytes: the bf16 file is
-   widened once, straight into the model;
+   over the float32 weights' bytes (on Linux the peak resident set, VmHWM, reset just
+   before the load, minus what was resident then; elsewhere ru_maxrss's growth, after a
+   tiny model's load has imported every module): the bf16 file is widened once, straight
+   into the model;
 2. times greedy generation with the key/value cache, `--new` tokens after a `--prompt`
    token prompt, ours (DecoderOnly.generate) and transformers' (LlamaForCausalLM.generate
    from the same folder, float32), interleaved in rounds in one process: the ratio is the
@@ -42,16 +43,25 @@ SMOLLM2_135M = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, n
                     num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192, rms_norm_eps=1e-5,
                     rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0)
 LOAD_PEAK = """
-import json, resource, sys, tempfile
+import json, os, resource, sys, tempfile
 from transformer.families.decoder_only import DecoderOnly, llama_config
 from transformer.training.huggingface import from_hf, save_hf
 warm = tempfile.mkdtemp()
 save_hf(DecoderOnly(llama_config(40, 16, 1, 4, 16, n_kv_head=2)), None, warm)
 from_hf(warm)                               # every module a load imports, imported before the baseline
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def kib(field):                             # a line of /proc/self/status, as 'VmHWM:  1234 kB'
+    with open('/proc/self/status') as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ':'))
+
+if os.path.exists('/proc/self/clear_refs'):  # Linux: the peak (VmHWM) reset to what is resident now
+    with open('/proc/self/clear_refs', 'w') as refs:
+        refs.write('5')
+    before, peak = kib('VmRSS'), lambda: kib('VmHWM')
+else:                                       # elsewhere the process's peak so far, which the load must exceed
+    before, peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 model, _ = from_hf(sys.argv[1])
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"peak_bytes": (after - before) * 1024, "weights_bytes": sum(p.data.nbytes for p in model.parameters())}))
+print(json.dumps({"peak_bytes": (peak() - before) * 1024, "weights_bytes": sum(p.data.nbytes for p in model.parameters())}))
 """
 
 def build(folder, layers, seed=0):
