@@ -145,6 +145,7 @@ def main(argv=None):
 
     from transformer.training.huggingface import from_hf
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()               # its "Loading weights" bar would cut our lines
     folder = args.dir or tempfile.mkdtemp(prefix="smollm2-shaped-")
     if not os.path.isfile(os.path.join(folder, "config.json")):
         build(folder, args.layers)
