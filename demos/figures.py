@@ -402,6 +402,53 @@ def collect_gpt_steps(runs):
                             "python -m demos.bench.train --model gpt --threads 1")])
 
 
+def hf_llama_commands(runs):
+    return [["demos.bench.train", "--model", "llama", "--kv-heads", str(kv), "--threads", "1", "--json",
+             f"{runs}/bench/llama-hf-{kv}.json"] for kv in (4, 2)]
+
+
+def collect_hf_llama(runs):
+    rows = []
+    for kv in (4, 2):
+        g = load(f"{runs}/bench/llama-hf-{kv}.json")
+        rows.append([kv, f"{g['ours_median_ms']:.1f}", f"{g['pytorch_median_ms']:.1f}", f"{g['ratio_vs_pytorch']:.2f}x",
+                     f"{g['logits_max_abs_diff']:.1e}"])
+    return group([table("The Llama-style GPT's training step (nanoGPT's CPU recipe size, 4 heads) against transformers' "
+                        "LlamaForCausalLM holding the same weights, one thread (median of interleaved rounds)",
+                        ["kv heads", "ours ms/step", "transformers ms/step", "ours / transformers",
+                         "largest logit difference"], rows,
+                        "python -m demos.bench.train --model llama --kv-heads 4|2 --threads 1", MEDIAN_OF_RATIOS)])
+
+
+def generate_commands(runs):
+    return [["demos.bench.generate", "--threads", t, "--json", f"{runs}/bench/generate-{t}.json"] for t in "12"]
+
+
+def collect_generate(runs):
+    rows, parts = [], []
+    for threads in (1, 2):
+        g = load(f"{runs}/bench/generate-{threads}.json")
+        tps = g["median_tokens_per_second"]
+        rows.append([threads, f"{tps['ours']:.1f}", f"{tps['transformers']:.1f}", f"{g['ours_over_transformers']:.2f}x",
+                     "yes" if g["same_tokens"] else "NO"])
+        parts.append([threads] + [f"{ms:.1f}" for ms in g["ours_ms_per_token"].values()])
+    load_ = load(f"{runs}/bench/generate-1.json")["load"]
+    names = list(load(f"{runs}/bench/generate-1.json")["ours_ms_per_token"])
+    return group([table(f"Greedy generation with the key/value cache by a model of SmolLM2-135M's shape (random "
+                        f"weights, bf16 file), 32-token prompt, 128 new tokens, ours against transformers' "
+                        f"LlamaForCausalLM (median of interleaved rounds)",
+                        ["threads", "ours tokens/s", "transformers tokens/s", "ours / transformers", "same tokens"],
+                        rows, "python -m demos.bench.generate --threads 1|2",
+                        f"Loading it (from_hf) peaked at {load_['peak_bytes'] / 2**20:.0f} MiB over what was resident "
+                        f"before, {load_['peak_over_float32_weights']:.2f}x its {load_['weights_bytes'] / 2**20:.0f} MiB "
+                        f"of float32 weights. " + MEDIAN_OF_RATIOS),
+                  table("Where our time per generated token goes (ms)", ["threads"] + names, parts,
+                        "python -m demos.bench.generate --threads 1|2",
+                        "The per-token Python is the time per token of the same 30 layers at width 12.")],
+                 headline=[("SmolLM2-135M-shaped greedy generation, one thread", f"{rows[0][3]} transformers' tokens/s",
+                            "python -m demos.bench.generate --threads 1")])
+
+
 def collect_share(runs):
     r = load(f"{runs}/bench/share.json")
     rows = [[mode, f"{r[mode]['alone_tokens_per_s']:,.0f}", f"{r[mode]['side_by_side_tokens_per_s']:,.0f}",
@@ -413,6 +460,21 @@ def collect_share(runs):
                         "(AUTOGRAD_SHARE_CORES=0 turns it off). A fair share is 50%.")],
                  headline=[("Two trainings side by side, each against alone", f"{rows[0][3]} (without sharing: {rows[1][3]})",
                             "python -m demos.bench.share")])
+
+
+def collect_grading(runs):
+    r = load(f"{runs}/bench/grading.json")
+    minutes = f"{r['seconds'] / 60:.1f} min"
+    rows = [[str(r["students"]), f"{r['checks']:,}", str(r["passed"]), str(r["jobs"]), r["isolation"], minutes,
+             f"{r['checks'] / r['seconds']:.1f}"]]
+    exercises = r["checks"] // r["students"]
+    return group([table("Grading a class: every exercise of every submission, each submission solved (every check runs "
+                        "to its end)", ["submissions", "checks", "passed", "jobs", "isolated in", "time", "checks/s"],
+                        rows, "python -m demos.bench.grading --students 200",
+                        "Each check's student code runs in a child isolated from the judge (exercises/sandbox.py), "
+                        "forked from one zygote per job, which is started afresh (docs/TEACHING.md).")],
+                 headline=[(f"Grading {r['students']} students, all {exercises} exercises, isolated", minutes,
+                            "python -m demos.bench.grading --students 200")])
 
 
 def collect_first_run(runs):
@@ -586,6 +648,10 @@ GROUPS = {
                              "--json", f"{runs}/bench/train-{size}-{t}.json"] for size, steps in STEP_SIZES.items()
                             for t in "12"], collect_steps),
     "share": (lambda runs: [["demos.bench.share", "--json", f"{runs}/bench/share.json"]], collect_share),
+    "hf_llama": (hf_llama_commands, collect_hf_llama),
+    "generate": (generate_commands, collect_generate),
+    "grading": (lambda runs: [["demos.bench.grading", "--students", "200", "--json", f"{runs}/bench/grading.json"]],
+                collect_grading),
     "first_run": (lambda runs: [["demos.bench.first_run", "--json", f"{runs}/bench/first_run.json"]], collect_first_run),
     "threads": (lambda runs: [["demos.bench.threads", "--json", f"{runs}/bench/threads.json"]], collect_threads),
     "kernels": (lambda runs: [["demos.bench.kernels", "--json", f"{runs}/bench/kernels.json"]], collect_kernels),
@@ -603,11 +669,12 @@ TITLES = {"train": "The main demo: reverse and copy", "bottleneck": "The RNN bot
           "gpt_steps": "GPT training speed against PyTorch",
           "llama": "From GPT-2 to Llama on the same engine", "scan": "SCAN against the paper",
           "pictures": "Pictures", "steps": "Training step against PyTorch", "threads": "One thread and two",
-          "share": "Two trainings on one machine", "first_run": "A first run",
+          "share": "Two trainings on one machine", "first_run": "A first run", "grading": "Grading a class",
+          "hf_llama": "Llama's training step against transformers", "generate": "Generating with a small open model's shape",
           "kernels": "Kernels", "attention": "Fused attention",
           "tunings": "One table per CPU tuning", "reading": "The reading edition"}
-ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "llama", "gpt_recipe", "gpt_steps", "steps",
-         "share", "first_run", "tokenizer", "scan", "pictures", "threads", "kernels", "attention",
+ORDER = ["train", "bottleneck", "length_generalisation", "families", "gpt", "llama", "gpt_recipe", "gpt_steps", "hf_llama", "generate",
+         "steps", "share", "first_run", "grading", "tokenizer", "scan", "pictures", "threads", "kernels", "attention",
          "tunings", "reading"]     # the results document's sections
 
 
