@@ -31,13 +31,17 @@ MAX_REGION_CHARS = 200_000                # a region is a few lines; a larger on
 # with which every solution passes: the end-to-end training runs an Embedding, a LayerNorm, a
 # Linear, a matmul, cross-entropy and Adam; the cache a whole attention layer and a GPT);
 # every other exercise is cut there.
+# Every check but topological_sort's own gets topological_sort too: a Tensor's backward walks
+# its graph with the scalar engine's topological_order, that exercise's region (engine.graph_nodes).
 TRAINING = ("matmul_backward", "log_softmax", "layer_norm_backward", "linear", "embedding", "adam_step")
-NEEDS = {"value_mul": ("topological_sort",), "topological_sort": ("value_mul",),
-         **{name: tuple(n for n in TRAINING if n != name) for name in TRAINING},
-         "matmul_backward": ("unbroadcast",) + TRAINING[1:],
-         "attention": ("softmax",), "beam_search": ("log_softmax",),
-         "log_softmax": ("softmax",) + TRAINING[:1] + TRAINING[2:],          # log(softmax(x)) is a classic mistake
-         "kv_cache": ("softmax", "linear", "attention", "heads", "causal_mask", "embedding", "greedy_decode")}
+_OWN_NEEDS = {"value_mul": (), "topological_sort": ("value_mul",),
+              **{name: tuple(n for n in TRAINING if n != name) for name in TRAINING},
+              "matmul_backward": ("unbroadcast",) + TRAINING[1:],
+              "attention": ("softmax",), "beam_search": ("log_softmax",),
+              "log_softmax": ("softmax",) + TRAINING[:1] + TRAINING[2:],     # log(softmax(x)) is a classic mistake
+              "kv_cache": ("softmax", "linear", "attention", "heads", "causal_mask", "embedding", "greedy_decode")}
+NEEDS = {name: _OWN_NEEDS.get(name, ()) + (() if name == "topological_sort" else ("topological_sort",))
+         for name in EXERCISES}
 
 
 @dataclass(frozen=True)

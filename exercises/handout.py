@@ -5,9 +5,10 @@ out cut from its region (`raise NotImplementedError("exercise NAME: hint")`, the
 carrying the exercise's version) and each one not handed out left solved, its markers
 removed. It holds no solution of an exercise handed out: not the teacher's tests of the
 exercises (tests/exercises/), not the tests that compare with a numpy answer of one
-(catalog.TESTS_THAT_REVEAL), not the faster tiers' kernels or other code that computes
-one too (its twins, exercises/twins.py: cut, so that the learner's region runs in their
-place), not the numpy definitions the checks compare with
+(catalog.TESTS_THAT_REVEAL), not the reading edition's pages that show one solved
+(docs/reading/), not the faster tiers' kernels or other code that computes one too (its
+twins, exercises/twins.py: cut, so that the learner's region runs in their place), not
+the numpy definitions the checks compare with
 (exercises/checks/definitions.py; the copy gets the expected results instead, recorded by
 running the checks here), not a sealed copy of the solutions. `exercises/handout.json`
 lists what was handed out, for the learner's `check` and the copy's test run;
@@ -51,22 +52,42 @@ def cut_all(versions):
     return _cut(set(EXERCISES), versions)
 
 
-def tests_left_out(handed_out):
-    """{test file: [exercise]}: the files a copy handing out these exercises leaves out, as
-    each gives the answer of those exercises away (catalog.TESTS_THAT_REVEAL)."""
-    return by_item(TESTS_THAT_REVEAL, handed_out)
+READING = "docs/reading"        # the reading edition (demos/reading/): whole functions of a step, regions solved
+READING_TEST = "tests/demos/test_reading.py"
+EXERCISE_SHOWN = re.compile(r"BEGIN EXERCISE (\w+)")
 
 
-def unlink_left_out(readme, left_out):
-    """The copy's README without links to the files it leaves out (a notebook that computes
-    an exercise by hand): each link `[text](path)` becomes its text and why the file is not there."""
-    with open(readme, encoding="utf-8") as f:
-        text = f.read()
-    for path, names in left_out.items():
-        text = re.sub(r"\[([^\]]*)\]\(" + re.escape(path) + r"\)",
-                      lambda link: f"{link[1]} (not in this copy: it gives away exercises {', '.join(names)})", text)
-    with open(readme, "w", encoding="utf-8") as f:
-        f.write(text)
+def files_left_out(root, handed_out):
+    """{file: [exercise]}: the files a copy handing out these exercises leaves out, as each
+    gives the answer of those exercises away: the tests of catalog.TESTS_THAT_REVEAL, and
+    the reading edition's pages that show one of their regions solved (with the reading
+    edition's test, which compares the pages with the code)."""
+    left_out = by_item(TESTS_THAT_REVEAL, handed_out)
+    pages = sorted(os.listdir(os.path.join(root, READING))) if os.path.isdir(os.path.join(root, READING)) else []
+    for page in pages:
+        shown = set(EXERCISE_SHOWN.findall(read(root, f"{READING}/{page}")))
+        if names := [name for name in handed_out if name in shown]:
+            left_out[f"{READING}/{page}"] = names
+    if any(path.startswith(READING) for path in left_out):
+        left_out[READING_TEST] = [name for name in handed_out
+                                  if any(name in names for path, names in left_out.items() if path.startswith(READING))]
+    return left_out
+
+
+def unlink_left_out(copy, left_out):
+    """The copy's README and docs/*.md without links to the files it leaves out (a notebook
+    that computes an exercise by hand, a reading page): each link `[text](path)`, the path
+    relative to the document, becomes its text and why the file is not there."""
+    documents = ["README.md"] + [f"docs/{name}" for name in sorted(os.listdir(os.path.join(copy, "docs")))
+                                 if name.endswith(".md")]
+    for document in documents:
+        text = read(copy, document)
+        for path, names in left_out.items():
+            target = os.path.relpath(path, os.path.dirname(document) or ".").replace(os.sep, "/")
+            text = re.sub(r"\[([^\]]*)\]\(" + re.escape(target) + r"\)",
+                          lambda link: f"{link[1]} (not in this copy: it gives away exercises {', '.join(names)})", text)
+        with open(os.path.join(copy, document), "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 def _ignore(root, left_out):
@@ -90,7 +111,7 @@ def student_copy(root, destination, handed_out):
     if os.path.exists(destination) and os.listdir(destination):
         raise FileExistsError(f"exercises make: {destination!r} exists and is not empty")
     handed_out = [name for name in EXERCISES if name in handed_out]       # in the order of the lectures
-    left_out = tests_left_out(handed_out)
+    left_out = files_left_out(root, handed_out)
     shutil.copytree(root, destination, dirs_exist_ok=True, ignore=_ignore(root, left_out))
     current = versions(root)
     changed = [path for path in python_files(root) if "# BEGIN EXERCISE" in read(root, path)]
@@ -103,7 +124,7 @@ def student_copy(root, destination, handed_out):
         json.dump({"handed_out": {name: current[name] for name in handed_out},
                    "solved": [name for name in EXERCISES if name not in handed_out],
                    "tests_left_out": left_out}, f, indent=1)
-    unlink_left_out(os.path.join(destination, "README.md"), left_out)
+    unlink_left_out(destination, left_out)
     conftest = os.path.join(destination, "tests", "conftest.py")
     with open(conftest, "a") as f:
         f.write(OUTSTANDING_HOOKS)

@@ -235,15 +235,20 @@ class StandInModel:
     def make_src_mask(self, src):
         return None
 
-    def encode(self, src, mask):
+    def encode(self, src, src_mask=None):
         from autograd import Tensor
         return Tensor(np.asarray(src, dtype=float)[:, :1, None])       # (B, 1, 1): the source id
 
     def new_cache(self):
         return {"seen": 0}
 
-    def decode(self, ys, memory, src_mask, cache=None):
+    def decode(self, ys, memory, src_mask, tgt_mask=None, cache=None):
+        """The real model's signature (transformer/encoder_decoder.py): a cache passed fourth
+        lands in tgt_mask, which the real model refuses as a mask that is not boolean."""
         from autograd import Tensor
+        if tgt_mask is not None and getattr(tgt_mask, "dtype", None) != np.bool_:
+            raise TypeError(f"attention mask must be boolean (True = may attend), got {type(tgt_mask).__name__} "
+                            "as decode's tgt_mask: decode(tgt_in, memory, src_mask, tgt_mask=None, cache=None)")
         ys = np.asarray(ys)
         start = 0 if cache is None else cache["seen"]
         if cache is not None:

@@ -48,37 +48,18 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     fused=True runs the whole computation as one op (autograd/ops/attention.py), which keeps
     no weights (they are returned as None), when no dropout is in effect and no custom
     score is given; otherwise, and by default, the composed ops below run: the nodes a
-    learner steps through.  Under a debugger (kernels.stepping()) they run even where fused
-    is asked for, said once, so that `s` reaches masked_fill and softmax; a student copy
-    that hands out the attention exercise runs them always (the fused op would answer it).
+    learner steps through.  They run under a debugger even where fused is asked for (said
+    once), and always in a student copy handing out the attention exercise.
 
-    enable_gqa=True (PyTorch's name): grouped-query attention.  q (..., H, T_q, d_k) and k, v
-    (..., KV, T_k, d) with fewer heads, H a multiple of KV: the H / KV query heads of a group
-    share one key/value head, query head h using kv head h // (H / KV) (multi-query
-    attention when KV = 1).  The queries are regrouped as (..., KV, H / KV, T_q, d_k) and
-    the keys and values broadcast over each group, not repeated; the gradients of a group's
-    queries sum into its shared keys and values.
+    enable_gqa=True (PyTorch's name): k and v may have fewer heads than q, grouped-query
+    attention (see _grouped).
     """
-    d_k = q.shape[-1]
-    if (score is None and k.shape[-1] != d_k) or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
-                         "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
-    groups = query_groups(q.shape, k.shape, v.shape) if enable_gqa else 1
-    if groups > 1:
-        scores_shape = q.shape[:-1] + (k.shape[-2],)                                       # (..., H, T_q, T_k)
-    else:
-        try:
-            scores_shape = np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)  # (..., T_q, T_k)
-        except ValueError:
-            raise ValueError(f"scaled_dot_product_attention: the batch dims of q {q.shape} and k {k.shape} do not "
-                             "broadcast (fewer key/value heads than query heads: enable_gqa=True)") from None
+    groups, scores_shape = _checked_shapes(q, k, v, score, enable_gqa)
     mask = None if mask is None else _checked_mask(mask, scores_shape)
-    if fused and kernels.stepping():
-        _say_composed_for_the_debugger()
-        fused = False
+    fused = fused and not _composed_for_a_debugger()
     # BEGIN TWIN attention (dropped)
     if fused and score is None and not (dropout_p and training) and (q.shape[:-2] == k.shape[:-2] or groups > 1):
-        return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
+        return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(q.shape[-1])), None
     # END TWIN
     if groups > 1:
         q, k, v, mask = _grouped(q, k, v, mask, groups)       # (..., KV, G, T_q, d_k), k, v (..., KV, 1, T_k, d)
@@ -96,6 +77,22 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     return out, weights
 
 
+def _checked_shapes(q, k, v, score, enable_gqa):
+    """(G, the scores' shape (..., T_q, T_k)) for scaled_dot_product_attention's q, k, v: G
+    query heads per key/value head (1 without grouped-query attention); shapes that do not
+    fit are a ValueError naming them."""
+    if (score is None and k.shape[-1] != q.shape[-1]) or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
+                         "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
+    if enable_gqa and (groups := query_groups(q.shape, k.shape, v.shape)) > 1:
+        return groups, q.shape[:-1] + (k.shape[-2],)                                        # (..., H, T_q, T_k)
+    try:
+        return 1, np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)   # (..., T_q, T_k)
+    except ValueError:
+        raise ValueError(f"scaled_dot_product_attention: the batch dims of q {q.shape} and k {k.shape} do not "
+                         "broadcast (fewer key/value heads than query heads: enable_gqa=True)") from None
+
+
 def query_groups(q_shape, k_shape, v_shape):
     """How many query heads share each key/value head (G = H / KV) for q (..., H, T_q, d),
     k (..., KV, T_k, d), v (..., KV, T_k, d_v); a ValueError names the shapes when H is not
@@ -111,7 +108,13 @@ def query_groups(q_shape, k_shape, v_shape):
 
 
 def _grouped(q, k, v, mask, groups):
-    """q (..., H, T_q, d) as (..., KV, G, T_q, d): query head h = kv G + g is row g of group
+    """Grouped-query attention: q (..., H, T_q, d_k) and k, v (..., KV, T_k, d) with fewer
+    heads, H a multiple of KV: the G = H / KV query heads of a group share one key/value
+    head, query head h using kv head h // G (multi-query attention when KV = 1).  The
+    queries are regrouped and the keys and values broadcast over each group, not repeated;
+    the gradients of a group's queries sum into its shared keys and values.
+
+    q (..., H, T_q, d) as (..., KV, G, T_q, d): query head h = kv G + g is row g of group
     kv; k and v (..., KV, T_k, d) as (..., KV, 1, T_k, d), broadcast over each group's G
     rows by the matmuls; the mask (..., H or 1, T_q, T_k) likewise split, or given a group axis."""
     q = q.reshape(*q.shape[:-3], q.shape[-3] // groups, groups, *q.shape[-2:])       # (..., KV, G, T_q, d)
@@ -123,9 +126,16 @@ def _grouped(q, k, v, mask, groups):
     return q, k, v, mask
 
 
+def _composed_for_a_debugger():
+    """Whether a debugger is stepping (kernels.stepping()), so that fused attention runs as the
+    composed ops; said in one line, once a run."""
+    if kernels.stepping():
+        _say_composed_for_the_debugger()
+    return kernels.stepping()
+
+
 @functools.cache
 def _say_composed_for_the_debugger():
-    """The one line (once a run) that says fused attention runs composed for a debugger."""
     print("transformer: a debugger is tracing, so fused attention runs as the composed ops (matmul, "
           "masked_fill, softmax, matmul: `s` enters each); AUTOGRAD_KERNELS=fast keeps it fused",
           file=sys.stderr, flush=True)
@@ -215,12 +225,17 @@ class MultiHeadAttention(nn.Module):
         # END EXERCISE
 
     def _split_kv_heads(self, x):
-        """Keys or values (B, T, num_kv_heads d_head) -> (B, num_kv_heads, T, d_head): split as
-        the queries are (by _split_heads itself when there are as many kv heads as heads)."""
+        """Keys or values (B, T, num_kv_heads d_head) -> (B, num_kv_heads, T, d_head), split by
+        _split_heads itself (the heads exercise's region, so that no second split answers
+        it): with fewer kv heads, each one's columns are repeated for the G = H / KV query
+        heads that share it, split as the queries are, and one head of each group kept."""
         if self.num_kv_heads == self.num_heads:
             return self._split_heads(x)
-        batch, length, _ = x.shape
-        return x.reshape(batch, length, self.num_kv_heads, self.d_head).transpose(1, 2)   # (B, KV, T, d_head)
+        group = self.num_heads // self.num_kv_heads
+        shared = x.reshape(*x.shape[:2], self.num_kv_heads, 1, self.d_head)                 # (B, T, KV, 1, d_head)
+        repeated = shared.expand(*x.shape[:2], self.num_kv_heads, group, self.d_head)       # (B, T, KV, G, d_head)
+        heads = self._split_heads(repeated.reshape(*x.shape[:2], self.d_model))             # (B, H, T, d_head)
+        return heads.reshape(x.shape[0], self.num_kv_heads, group, *heads.shape[2:])[:, :, 0]   # (B, KV, T, d_head)
 
     def _merge_heads(self, x):
         # BEGIN EXERCISE heads

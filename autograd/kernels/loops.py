@@ -186,11 +186,16 @@ def warmup(dtype, skip=()):
     here are cut: autograd/kernels/twins.py).  With the loops run as Python (the JIT off,
     or run_as_python) there is nothing to compile, so nothing runs (a breakpoint in a loop
     then first stops on the model's own arrays)."""
+    global _as_python
     if not hasattr(matmul_loops, "py_func"):
         return
     x = np.zeros((1, 1), dtype)
     calls = {"matmul": (matmul, x, x), "softmax": (softmax, x), "softmax_backward": (softmax_backward, x, x),
              "log_softmax": (log_softmax, x), "log_softmax_backward": (log_softmax_backward, x, x)}
-    for name, (kernel, *arrays) in calls.items():
-        if name not in skip:
-            kernel(*arrays)
+    where, _as_python = _as_python, None          # compiled here, so a breakpoint in a loop never stops on x
+    try:
+        for name, (kernel, *arrays) in calls.items():
+            if name not in skip:
+                kernel(*arrays)
+    finally:
+        _as_python = where

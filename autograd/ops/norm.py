@@ -15,10 +15,12 @@ class LayerNormFn(Function):
         mu = mean(x),  var = mean((x - mu)^2)   (biased, as in PyTorch)
         xhat = (x - mu) / sqrt(var + eps),      out = xhat * weight + bias   (bias optional)
 
+    # BEGIN TWIN layer_norm_backward (dropped)
     Backward, with g = dL/dout and D the number of normalized elements:
         dL/dxhat = g * weight
         dL/dx    = (dL/dxhat - mean(dL/dxhat) - xhat * mean(dL/dxhat * xhat)) / sqrt(var + eps)
         dL/dweight = sum over rows of g * xhat,   dL/dbias = sum over rows of g
+    # END TWIN
     """
 
     def forward(ctx, x, weight, bias=None, eps=1e-5):
@@ -43,11 +45,14 @@ class RMSNormFn(Function):
 
         r = 1 / sqrt(mean(x^2) + eps),   xhat = x * r,   out = xhat * weight   (weight optional)
 
+    # BEGIN TWIN layer_norm_backward (dropped)
     Backward, with g = dL/dout and D the number of normalized elements:
         dL/dxhat   = g * weight
         dL/dx      = r * (dL/dxhat - xhat * mean(dL/dxhat * xhat))
         dL/dweight = sum over rows of g * xhat
-    (LayerNorm's backward without its "- mean(dL/dxhat)" term, since no mean was taken.)"""
+    (LayerNorm's backward without its "- mean(dL/dxhat)" term, since no mean was taken.)
+    # END TWIN
+    """
 
     def forward(ctx, x, weight=None, normalized_ndim=1, eps=1e-6):
         shape = x.shape[x.ndim - normalized_ndim:]

@@ -59,12 +59,13 @@ def check_greedy_decode(task):
 
 
 BOS_COUNTED = ("length counts BOS", "the length in the penalty is the number of tokens after BOS")
+ALPHA_IGNORED = ("alpha ignored", "the length penalty is ((5 + length) / 6) ** alpha, with the alpha given")
+ALPHA_IGNORED_FINISHED = ("alpha ignored in the finished scores", "a finished hypothesis scores log-prob / "
+                          "length_penalty(its length, alpha) with the alpha given, as the live ones and the bound do")
 BEAM = {"unnormalised": ("no length normalisation", "divide a finished hypothesis's log-probability by "
                          "length_penalty(its length, alpha), or short outputs always win"),
-        "alpha_ignored": ("alpha ignored", "the length penalty is ((5 + length) / 6) ** alpha, with the alpha given"),
-        "alpha_ignored_finished": ("alpha ignored in the finished scores", "a finished hypothesis scores log-prob / "
-                                   "length_penalty(its length, alpha) with the alpha given, as the live ones and the "
-                                   "bound do"),
+        "alpha_ignored": ALPHA_IGNORED, "alpha_one": ALPHA_IGNORED,                  # alpha fixed at 0.6 or at 1
+        "alpha_ignored_finished": ALPHA_IGNORED_FINISHED, "alpha_one_finished": ALPHA_IGNORED_FINISHED,
         "keeps_k_squared": ("keeps k x k candidates", "after extending every beam, keep only the beam_size best"),
         "first_finished_stops": ("stops at the first finished hypothesis", "a longer hypothesis may still score "
                                  "better after the length penalty: go on while a live beam can beat the best"),
@@ -92,8 +93,10 @@ LIVE_DROPPED = mistake("live hypotheses dropped at max_len", "when max_len is re
                        "there is")
 # (seed, beam size, alpha, max_len, EOS bias): widths 1 to 5, alpha 0 to 2, some rows never end by max_len
 # (seed 12 before 11: there stopping at the first finished hypothesis and at beam_size finished differ;
-# seed 14 before 11: there alpha ignored in the finished scores alone is wrong, stopping at beam_size finished not)
-BEAMS = [(10, 1, 0.6, 7, -0.5), (12, 3, 0.6, 7, -0.5), (14, 2, 1.5, 7, -0.5), (11, 2, 0.0, 7, -0.5), (11, 2, 1.5, 7, -0.5),
+# seed 14 before 11: there alpha ignored in the finished scores alone is wrong, stopping at beam_size finished not;
+# seed 19 before 11: there so is alpha fixed at 1 in the finished scores, which seed 14 does not catch)
+BEAMS = [(10, 1, 0.6, 7, -0.5), (12, 3, 0.6, 7, -0.5), (14, 2, 1.5, 7, -0.5), (19, 2, 2.0, 7, -0.5),
+         (11, 2, 0.0, 7, -0.5), (11, 2, 1.5, 7, -0.5),
          (10, 2, 1.5, 7, -0.5), (13, 2, 1.5, 7, -0.5), (14, 5, 1.0, 7, -0.5), (15, 3, 2.0, 7, -0.5),
          (22, 2, 1.5, 7, -0.5), (13, 3, 1.5, 4, -1.5), (12, 2, 2.0, 5, -1.0), (13, 3, 1.0, 6, 0.0)]
 
@@ -120,4 +123,4 @@ def check_beam_search(task):
         judge.compare("beam search: the best hypothesis by log-probability / ((5 + length) / 6) ** alpha", case,
                       padded, expect("beam", tables, sources, max_len, beam, alpha, "right"),
                       [(*BEAM[v], expect("beam", tables, sources, max_len, beam, alpha, v)) for v in BEAM])
-    return "thirteen beam widths, length penalties and lengths (1 to 5, alpha 0 to 2), four distinct rows"
+    return "fourteen beam widths, length penalties and lengths (1 to 5, alpha 0 to 2), four distinct rows"

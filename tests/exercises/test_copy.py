@@ -116,8 +116,14 @@ def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     handout = json.loads((copy / "exercises" / "handout.json").read_text())
     assert list(handout["handed_out"]) == ["softmax", "causal_mask"] and len(handout["solved"]) == 17
     assert solutions_found(copy, ["softmax", "causal_mask"]) == []
+    pages = {f"docs/reading/{step}.{kind}": ["softmax", "causal_mask"] for step in ("gpt_step", "seq2seq_step")
+             for kind in ("md", "html")}                                       # each shows both regions solved
     assert handout["tests_left_out"] == {"tests/transformer/test_gpt.py": ["softmax", "causal_mask"],
-                                         "notebooks/03_attention_by_hand.py": ["softmax"]}    # softmax by hand
+                                         "notebooks/03_attention_by_hand.py": ["softmax"],    # softmax by hand
+                                         **pages, "tests/demos/test_reading.py": ["softmax", "causal_mask"]}
+    assert (copy / "docs" / "reading" / "scalar_backward.md").exists()         # Value's backward: not handed out
+    assert "](docs/reading/gpt_step.md)" not in (copy / "README.md").read_text()
+    assert "](reading/gpt_step.html)" not in (copy / "docs" / "LEARNING_PATH.md").read_text()
     assert not (copy / "tests" / "transformer" / "test_gpt.py").exists()       # its numpy GPT: np.tril, softmax
     assert (copy / "tests" / "nn" / "test_optim.py").exists()                  # Adam's answer: not handed out
     status, out = exercises("check", "all", "--project", str(copy))

@@ -282,6 +282,9 @@ PLANTED = [
      sub("candidates[flat] / length_penalty(step, alpha)", "candidates[flat] / length_penalty(step, 0.6)"), None),
     ("sinusoidal", "table not float64", sub("np.zeros((max_len, d_model))", "np.zeros((max_len, d_model), dtype=np.float32)"),
      None),
+    # ----- the fourth, from a held-out set: alpha fixed at 1, not at the default 0.6
+    ("beam_search", "alpha ignored in the finished scores",
+     sub("candidates[flat] / length_penalty(step, alpha)", "candidates[flat] / length_penalty(step, 1.0)"), None),
 ]
 NAMES = {name for _, name, _, _ in PLANTED}
 
@@ -309,3 +312,14 @@ def test_a_planted_mistake_fails_naming_it_and_no_other(graded, index):
     line = graded[(str(index), exercise)]
     assert line.startswith(f"exercise {exercise}: not yet: "), line
     assert f"[mistake: {name}]" in line and line.count("[mistake: ") == 1, line
+
+
+def test_a_cache_passed_where_the_real_model_takes_tgt_mask_is_not_accepted(tmp_path):
+    """greedy_decode's model.decode(ys, memory, src_mask, cache): the real model's fourth
+    parameter is tgt_mask, which refuses a cache; the check's stand-in model has the real
+    signature, so the answer that runs on it fails there too (held-out set: accepted before)."""
+    from tests.exercises.helpers import ROOT
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "greedy_decode", sub("memory, src_mask, cache=cache)", "memory, src_mask, cache)"))
+    line = grade_pairs({"s": tmp_path}, {"s": ["greedy_decode"]})[("s", "greedy_decode")]
+    assert line.startswith("exercise greedy_decode: not yet: ") and "tgt_mask" in line, line

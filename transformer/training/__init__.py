@@ -8,7 +8,10 @@ Read, in this order (what one training step of any model goes through):
 
 Interop, to skip on a first reading (other programs' files, read and written):
     nanogpt.py         nanoGPT's checkpoints
-    huggingface.py     Hugging Face's folders: GPT-2 and Llama
+    huggingface.py     Hugging Face's folders, read (from_hf) and written (save_hf)
+    hf_architecture.py what every architecture shares: its names, and the checks its weights meet
+    hf_llama.py        the Llama family's configs and weight names: Llama, Qwen2, Mistral
+    hf_weights.py      their weights read tensor by tensor into our model, no second copy
     safetensors.py     the safetensors format those folders hold their weights in
     hf_tokenizer.py    Hugging Face's tokenizer.json
 """

@@ -51,8 +51,12 @@ def length_penalty(length, alpha):
     return ((5.0 + length) / 6.0) ** alpha
 
 
+FIXED_ALPHA = {"alpha_ignored": 0.6, "alpha_one": 1.0}                    # a fixed alpha everywhere
+FIXED_ALPHA_FINISHED = {"alpha_ignored_finished": 0.6, "alpha_one_finished": 1.0}   # in the finished scores only
+
+
 def _alpha(alpha, variant):
-    return 0.6 if variant == "alpha_ignored" else 0.0 if variant == "no_penalty" else alpha
+    return FIXED_ALPHA.get(variant, 0.0 if variant == "no_penalty" else alpha)
 
 
 RAW = {"finished": ("unnormalised",), "live": ("live_raw",), "bound": ("raw_bound",)}
@@ -64,8 +68,8 @@ def _score(total, length, alpha, variant, where):
     variant computes it for a finished one, a live one at max_len, or the bound to stop early."""
     if variant in RAW[where]:
         return total
-    ignored = variant == "alpha_ignored_finished" and where == "finished"
-    penalty = length_penalty(length + (variant in BOS_COUNTED[where]), 0.6 if ignored else _alpha(alpha, variant))
+    fixed = FIXED_ALPHA_FINISHED.get(variant) if where == "finished" else None
+    penalty = length_penalty(length + (variant in BOS_COUNTED[where]), _alpha(alpha, variant) if fixed is None else fixed)
     return total * penalty if variant == "multiplied" else total / penalty
 
 
