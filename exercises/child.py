@@ -137,11 +137,39 @@ def _clean_up(child, pid_one):
             os.waitpid(-1, 0)
         except ChildProcessError:
             break
+    if pid_one:
+        _empty_tmp()
+        _remove_ipc_objects()
+    return status
+
+
+def _empty_tmp():
+    """Remove everything in /tmp, first giving back the write permission a task may have
+    taken from its folders (a folder made read-only would otherwise survive)."""
     import shutil
-    for name in os.listdir("/tmp") if pid_one else ():
+    for place, folders, files in os.walk("/tmp"):
+        for name in folders:
+            path = os.path.join(place, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o700)
+    for name in os.listdir("/tmp"):
         path = os.path.join("/tmp", name)
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
-    return status
+
+
+def _remove_ipc_objects():
+    """Remove the System V shared memory, semaphores and message queues a task made (they
+    outlive processes; our IPC namespace holds only the tasks')."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, control in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as table:
+                ids = [int(line.split()[1]) for line in list(table)[1:]]
+        except OSError:
+            continue
+        for ipc_id in ids:
+            control(ipc_id, 0, None) if kind != "sem" else control(ipc_id, 0, 0)    # IPC_RMID
 
 
 def _warm_up_numba():

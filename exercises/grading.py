@@ -22,11 +22,14 @@ from exercises.catalog import EXERCISES
 from exercises.regions import find_regions, line_in_submission, python_files, read, regions_of, rewrite, splice
 from exercises.sandbox import MEMORY_MB, run_jobs
 from exercises.tree import write_tree
+from exercises.twins import CUT_LIST, cut_list, cut_twins, kernels_cut
 from exercises.versions import versions
 
 NOT_IN_COPY = "not in that copy"
 NO_PROJECT = "no project found"           # a submission with nothing to grade: one Result, exercise ""
 MAX_REGION_CHARS = 200_000                # a region is a few lines; a larger one is refused, not sent
+MAX_SOURCE_BYTES = 2 ** 20                # a source file of the project is a few KB; a larger one is not parsed
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # terminal escapes and other controls, not \t or \n
 # The exercises whose solutions a check needs in its child besides its own (the smallest sets
 # with which every solution passes: the end-to-end training runs an Embedding, a LayerNorm, a
 # Linear, a matmul, cross-entropy and Adam; the cache a whole attention layer and a GPT);
@@ -53,6 +56,11 @@ class Result:
     status: str
     message: str
 
+    def __post_init__(self):
+        """A message may quote a submission's exception: its control characters (escapes that
+        would redraw a teacher's or student's terminal) are shown as '?'."""
+        object.__setattr__(self, "message", CONTROL.sub("?", self.message))
+
     def line(self):
         if self.status == NO_PROJECT:
             return f"{self.status}: {self.message}"
@@ -70,7 +78,10 @@ class Teacher:
         self.regions = regions_of(root)
         self.versions = versions(root)
         texts = {path: read(root, path) for path in python_files(root)}
-        self.cut = {path: rewrite(text, cut_all(self.versions)) for path, text in texts.items()}
+        # every region cut, and every twin (the faster tiers' code that answers an exercise too)
+        self.cut = {path: cut_twins(rewrite(text, cut_all(self.versions)), list(EXERCISES))
+                    for path, text in texts.items()}
+        self.cut[CUT_LIST.replace(os.sep, "/")] = cut_list(kernels_cut(list(EXERCISES)))
         self.tree = os.path.join(folder, "tree")
         write_tree(self.tree, self.cut)
 
@@ -154,6 +165,10 @@ def at_submission_lines(message, overrides, origins):
 
 def tasks_for(teacher, student, folder, names):
     """(tasks for run_jobs, results known without running anything) of one submission."""
+    too_large = [path for path in python_files(folder) if os.path.getsize(os.path.join(folder, path)) > MAX_SOURCE_BYTES]
+    if too_large:
+        return [], [Result(student, name, "not yet", f"{too_large[0]} is over {MAX_SOURCE_BYTES // 1024} KB, "
+                           "not read (the project's source files are a few KB)") for name in names]
     submitted, places = regions_of(folder), find_regions(folder)
     tasks, known = [], []
     for name in names:

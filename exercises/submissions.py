@@ -172,10 +172,12 @@ def find_project(path, scratch):
 
 def find_projects(folder, scratch):
     """{student: (project folder, None) or (None, why none was found)} for each entry of
-    folder (a sub-folder or a file; a .zip's student is its name without .zip), in name order."""
-    found = {}
-    for entry in sorted(os.listdir(folder)):
-        if not entry.startswith("."):
-            student = entry[:-4] if entry.lower().endswith(".zip") else entry
-            found[student] = find_project(os.path.join(folder, entry), scratch)
+    folder (a sub-folder or a file; a .zip's student is its name without .zip, unless a folder
+    has that name too: then each keeps its whole name), in name order."""
+    found, entries = {}, [entry for entry in sorted(os.listdir(folder)) if not entry.startswith(".")]
+    students = [entry[:-4] if entry.lower().endswith(".zip") else entry for entry in entries]
+    for entry, student in zip(entries, students):
+        if students.count(student) > 1:             # both "ana" and "ana.zip": each graded under its own name
+            student = entry
+        found[student] = find_project(os.path.join(folder, entry), scratch)
     return found

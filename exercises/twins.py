@@ -75,5 +75,10 @@ def cut_twins_in_copy(copy, handed_out):
                     f.write(cut_twins(text, handed_out))
     if (kernels := kernels_cut(handed_out)):
         with open(os.path.join(copy, CUT_LIST), "w", encoding="utf-8") as f:
-            f.write(f'"""Written by `python -m exercises make`: the kernels whose faster twins this copy is without,\n'
-                    f'each with the exercises it answers (autograd/kernels/twins.py)."""\n\nTWINS_CUT = {kernels!r}\n')
+            f.write(cut_list(kernels))
+
+
+def cut_list(kernels):
+    """The text of CUT_LIST naming `kernels` ({kernel: [exercise]}), which the registry reads."""
+    return (f'"""Written by `python -m exercises make`: the kernels whose faster twins this copy is without,\n'
+            f'each with the exercises it answers (autograd/kernels/twins.py)."""\n\nTWINS_CUT = {kernels!r}\n')

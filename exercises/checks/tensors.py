@@ -104,7 +104,8 @@ LOOP_MISTAKES = {"assign": ("= instead of +=", "c[t, i, j] keeps only the last p
 
 def check_matmul_loops(task):
     judge = Judge()
-    for compiled in (False, True):
+    for compiled in (True, False):      # compiled first: no code of the region has run in the child before
+        # (run as Python, it could rewire the probe that compiles it; compiled, it cannot reach Python)
         how = "compiled by Numba" if compiled else "run as Python (NUMBA_DISABLE_JIT=1)"
         for seed, (a_shape, b_shape) in with_fresh((((1, 1), (1, 1)), ((3, 3), (3, 3)), ((3, 5), (5, 2)),
                                                     ((2, 3, 4), (2, 4, 7)), ((3, 2, 2), (3, 2, 2)), ((2, 0, 3), (2, 3, 4))), 3):

@@ -220,3 +220,15 @@ def test_the_command_line_refuses_a_linked_submission_before_grading_anything(tm
     status, out = exercises("check", "all", "--project", str(eve))
     assert status == 2 and out.strip().endswith("no project found: eve refused: the member 'autograd/scalar.py' is "
                                                 f"a symbolic link (to {os.path.join(ROOT, 'autograd', 'scalar.py')!r})")
+
+
+def test_a_folder_and_a_zip_of_one_name_are_two_students_each_graded(tmp_path):
+    """ana/ and ana.zip both once gave student "ana": the .zip's grade replaced the folder's."""
+    folder, scratch = tmp_path / "submissions", tmp_path / "scratch"
+    scratch.mkdir()
+    _write(folder / "ana", PROJECT)
+    _zip(folder / "ana.zip", {f"copy/{p}": t for p, t in PROJECT.items()})
+    _zip(folder / "ben.zip", {f"copy/{p}": t for p, t in PROJECT.items()})
+    found = find_projects(str(folder), str(scratch))
+    assert list(found) == ["ana", "ana.zip", "ben"]
+    assert all(why is None for _, why in found.values())
