@@ -29,6 +29,7 @@ NOT_IN_COPY = "not in that copy"
 NO_PROJECT = "no project found"           # a submission with nothing to grade: one Result, exercise ""
 MAX_REGION_CHARS = 200_000                # a region is a few lines; a larger one is refused, not sent
 MAX_SOURCE_BYTES = 2 ** 20                # a source file of the project is a few KB; a larger one is not parsed
+WITHHELD = "<a line of the teacher's code, withheld>"
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # terminal escapes and other controls, not \t or \n
 # The exercises whose solutions a check needs in its child besides its own (the smallest sets
 # with which every solution passes: the end-to-end training runs an Embedding, a LayerNorm, a
@@ -136,10 +137,12 @@ def origins_of(own, places):
     return origins
 
 
-def judge_of(name, overrides, origins, teacher=True):
+def judge_of(name, overrides, origins, teacher=True, withheld=()):
     """What the grader runs for this task: the check, on the task child, its message telling
-    lines as the submission has them. In the teacher's grade (teacher), an exercise the code
-    calls that the check's child does not have (not in NEEDS) is not the copy's to do first."""
+    lines as the submission has them, and without the lines `withheld` (the solutions the
+    child was given, which its code could put into an error message). In the teacher's grade
+    (teacher), an exercise the code calls that the check's child does not have (not in
+    NEEDS) is not the copy's to do first."""
     def judge(task):
         from exercises.checks import run
         status, message = run(name, task)
@@ -147,8 +150,18 @@ def judge_of(name, overrides, origins, teacher=True):
         if teacher and needed:
             message = (f"calls exercise {needed[1]}, which {name}'s check does not run with: write {name} without "
                        f"calling {needed[1]}'s code")
-        return status, at_submission_lines(message, overrides, origins)
+        return status, without_lines(at_submission_lines(message, overrides, origins), withheld)
     return judge
+
+
+def without_lines(message, withheld):
+    """The message with each of the lines `withheld` it holds (whitespace aside) shown as
+    WITHHELD; lines under 8 characters are too common to withhold."""
+    for line in sorted({" ".join(line.split()) for line in withheld}, key=len, reverse=True):
+        if len(line) >= 8:
+            pattern = r"\s+".join(map(re.escape, line.split()))
+            message = re.sub(pattern, WITHHELD, message)
+    return message
 
 
 def at_submission_lines(message, overrides, origins):
@@ -183,7 +196,8 @@ def tasks_for(teacher, student, folder, names):
         if (problem := syntax_error(overrides, origins)):
             known.append(Result(student, name, "not yet", problem))
         else:
-            tasks.append(((student, name), overrides, judge_of(name, overrides, origins)))
+            given = [line for needed in NEEDS[name] for _, _, body in teacher.regions[needed] for line in body.splitlines()]
+            tasks.append(((student, name), overrides, judge_of(name, overrides, origins, withheld=given)))
     return tasks, known
 
 

@@ -54,12 +54,12 @@ def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0, training=Tru
     enable_gqa=True (PyTorch's name): k and v may have fewer heads than q, grouped-query
     attention (see _grouped).
     """
-    groups, scores_shape = _checked_shapes(q, k, v, score, enable_gqa)
+    d_k, (groups, scores_shape) = q.shape[-1], _checked_shapes(q, k, v, score, enable_gqa)
     mask = None if mask is None else _checked_mask(mask, scores_shape)
     fused = fused and not _composed_for_a_debugger()
     # BEGIN TWIN attention (dropped)
     if fused and score is None and not (dropout_p and training) and (q.shape[:-2] == k.shape[:-2] or groups > 1):
-        return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(q.shape[-1])), None
+        return ops.ScaledDotProductAttention.apply(q, k, v, mask=mask, scale=1.0 / math.sqrt(d_k)), None
     # END TWIN
     if groups > 1:
         q, k, v, mask = _grouped(q, k, v, mask, groups)       # (..., KV, G, T_q, d_k), k, v (..., KV, 1, T_k, d)

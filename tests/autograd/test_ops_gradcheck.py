@@ -90,8 +90,8 @@ CASES = {
         ("causal and padding mask, one fully masked row",
          lambda q, k, v: ScaledDotProductAttention.apply(q, k, v, mask=ATTENTION_MASK, scale=0.7),
          [leaf(2, 4, 3), leaf(2, 4, 3), leaf(2, 4, 5)]),
-        ("grouped-query: 6 query heads on 2 kv heads, T_q 3, T_k 4, causal",
-         lambda q, k, v: ScaledDotProductAttention.apply(q, k, v, mask=np.tril(np.ones((3, 4), bool), 1), scale=0.6),
+        ("grouped-query: 6 query heads on 2 kv heads, T_q 3, T_k 4, masked",
+         lambda q, k, v: ScaledDotProductAttention.apply(q, k, v, mask=ATTENTION_MASK[0, 1:], scale=0.6),
          [leaf(2, 6, 3, 4), leaf(2, 2, 4, 4), leaf(2, 2, 4, 3)]),
         ("multi-query: 3 query heads on 1 kv head, masked", lambda q, k, v: ScaledDotProductAttention.apply(
             q, k, v, mask=np.broadcast_to(ATTENTION_MASK[:, None, :, :], (2, 3, 4, 4)), scale=0.9),

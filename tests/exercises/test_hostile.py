@@ -71,6 +71,15 @@ ATTACKS = {
         "import os", "junk = b'x' * (64 * 2 ** 20)", "for fd in range(3, 64):", "    for _ in range(6):",
         "        try: os.write(fd, b'\\xff\\xff\\xff\\xff' + junk)", "        except OSError: break", ZEROS),
     "raises a 50 MB message": _lines("raise ValueError('x' * 50_000_000)"),
+    "calls the loops tier's softmax": _lines("from autograd.kernels import loops", "return loops.softmax(x)"),
+    "calls the engine room's softmax": _lines("from autograd.engine_room import rowwise", "return rowwise.softmax(x)"),
+    "puts the solutions it was given into its message": _lines(
+        "import sys", "f, found = sys._getframe(), ''", "while f is not None:",
+        "    task = f.f_locals.get('task')",
+        "    if isinstance(task, dict) and 'overrides' in task:",
+        "        found = [t for t in task['overrides'].values() if 'def topological_order' in t][0]",
+        "        found = found.split('def topological_order')[1][:1500]", "    f = f.f_back",
+        "raise ValueError(found)"),
     "fills the disk": _lines(
         "import os", "for place in ('/tmp/fill', os.path.join(os.path.dirname(__file__), 'fill'), 'fill'):",
         "    try:", "        with open(place, 'wb') as f:", "            for _ in range(200): f.write(b'x' * 2 ** 20)",
@@ -154,6 +163,12 @@ def test_a_hostile_submission_does_not_pass(class_graded, index):
         assert row["result"] == "passed", row                     # a right answer, not hidden by its forks
     else:
         assert row["result"] != "passed", row
+
+
+def test_the_solutions_a_child_was_given_are_withheld_from_its_message(class_graded):
+    index = list(ATTACKS).index("puts the solutions it was given into its message")
+    message = class_graded["rows"][(f"m{index:02d}", "softmax")]["message"]
+    assert "withheld" in message and "not in visited" not in message and "parents_done" not in message, message
 
 
 def test_the_honest_students_beside_them_pass_everything(class_graded):

@@ -35,7 +35,7 @@ def masks(batch, heads, t_q, t_k, seed=0):
     padding (per batch element) with a fully masked query, and random per head with a fully
     masked query in one head only."""
     rng = np.random.default_rng(seed)
-    causal = np.tril(np.ones((t_q, t_k), bool), k=t_k - t_q)
+    causal = causal_mask(t_k)[t_k - t_q:]                      # the last t_q queries of t_k positions
     padding = np.repeat((rng.random((batch, 1, 1, t_k)) < 0.7), t_q, axis=2)
     padding[1, 0, t_q // 2] = False
     per_head = rng.random((batch, heads, t_q, t_k)) < 0.6
