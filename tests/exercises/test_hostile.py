@@ -77,7 +77,7 @@ ATTACKS = {
         "import sys", "f, found = sys._getframe(), ''", "while f is not None:",
         "    task = f.f_locals.get('task')",
         "    if isinstance(task, dict) and 'overrides' in task:",
-        "        found = [t for t in task['overrides'].values() if 'def topological_order' in t][0]",
+        "        found = [t for p, t in task['overrides'].items() if p.endswith('scalar.py')][0]",
         "        found = found.split('def topological_order')[1][:1500]", "    f = f.f_back",
         "raise ValueError(found)"),
     "fills the disk": _lines(
