@@ -5,20 +5,19 @@ nanoGPT trained.
     python -m demos.sample --checkpoint runs/gpt --prompt "Return the" --tokens 300
     python -m demos.sample --hf out/gpt-hf --prompt "Return the" --top-k 1
     python -m demos.sample --hf smollm2 --prompt-ids 1,2,3 --tokens 20 --top-k 1
-    python -m demos.sample --hf smollm2 --prompt "The cat" --attention-maps out/maps --tokens 1
+    python -m demos.sample --hf smollm2 --prompt-ids 1,20,300,4000 --attention-maps out/maps --tokens 1
     python -m demos.sample --nanogpt out-shakespeare-char/ckpt.pt --meta data/shakespeare_char/meta.pkl \\
         --prompt "ROMEO:" --top-k 1          # --top-k 1: greedy decoding
 
 A folder saved by transformers' save_pretrained holds weights only, no tokenizer.json: give
 its prompt as token ids (--prompt-ids), and the ids are printed.  --attention-maps OUT
 writes each layer's attention over the prompt, a PNG per layer with a column per head
-(attention_layer00.png, ...), as demos.train plots its models'.  To step through an
-imported model's attention in the debugger, as through one trained here, run it under
-demos.debug with --attention composed (the ops a learner steps through; fused, the default,
-is one op):
+(attention_layer00.png, ...), as demos.train plots its models'.  Under demos.debug an
+imported model's attention runs as the composed ops a learner steps through (fused, the
+default elsewhere, is one op; --attention composed asks for them without a debugger too):
 
     python -m demos.debug -b transformer/attention.py:scaled_dot_product_attention \\
-        demos.sample --hf smollm2 --prompt-ids 1,2,3 --tokens 1 --attention composed
+        demos.sample --hf smollm2 --prompt-ids 1,2,3 --tokens 1
 
 Generation runs with the key/value cache; when the text outgrows the model's context only
 the last block_size characters are fed, as nanoGPT's sample.py does.  Reading nanoGPT's
@@ -26,6 +25,7 @@ ckpt.pt or Hugging Face's model.safetensors needs no PyTorch (transformer/traini
 and huggingface.py read the files themselves).
 """
 
+import argparse
 import dataclasses
 import pickle
 import zipfile
@@ -46,13 +46,14 @@ PROG = "demos.sample"
 
 
 def token_ids(text):
-    """An argparse type: comma-separated token ids >= 0, e.g. "1,2,3"."""
+    """An argparse type: comma-separated token ids >= 0, e.g. "1,2,3" (its error is what
+    argparse prints: an ArgumentTypeError's message, where a ValueError's is dropped)."""
     try:
         ids = [int(part) for part in text.split(",")]
     except ValueError:
         ids = [-1]
     if not ids or min(ids) < 0:
-        raise ValueError(f"expected comma-separated token ids >= 0 such as 1,2,3, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected comma-separated token ids >= 0 such as 1,2,3, got {text!r}")
     return ids
 
 

@@ -28,7 +28,7 @@ def weights_only_llama(folder, n_kv_head=1):
                             "(--prompt-ids 1,2,3)"),
     ([], "has no tokenizer.json to encode --prompt with"),
     (["--prompt-ids", "1,40"], "--prompt-ids: id 40 is not below the model's vocabulary of 40"),
-    (["--prompt-ids", "1,x"], "argument --prompt-ids: invalid token_ids value: '1,x'"),
+    (["--prompt-ids", "1,x"], "argument --prompt-ids: expected comma-separated token ids >= 0 such as 1,2,3, got '1,x'"),
     (["--prompt-ids", "1,2", "--prompt", "a"], "not allowed with argument")])
 def test_a_prompt_a_weights_only_folder_cannot_take_is_one_line(tmp_path, capsys, argv, says):
     folder = weights_only_llama(tmp_path / "hf")
@@ -94,3 +94,13 @@ def test_demos_debug_stops_in_an_imported_models_attention(tmp_path):
                             cwd=ROOT, input=commands, capture_output=True, text=True, timeout=300)
     assert "scaled_dot_product_attention()" in result.stdout, result.stdout[-1500:] + result.stderr[-1500:]
     assert "((1, 9, 3, 64), (1, 3, 3, 64))" in result.stdout, result.stdout[-1500:]     # 9 query heads, 3 kv heads
+
+
+@pytest.mark.parametrize("ids", ["a,b", "1,-2", ""])
+def test_prompt_ids_that_are_not_ids_say_what_is_expected(ids, capsys):
+    """argparse once printed only "invalid token_ids value": the function's own reason was dropped."""
+    from demos import sample
+    with pytest.raises(SystemExit) as stop:
+        sample.parse_args(["--hf", ".", "--prompt-ids", ids])
+    assert stop.value.code == 2
+    assert f"expected comma-separated token ids >= 0 such as 1,2,3, got {ids!r}" in capsys.readouterr().err

@@ -360,3 +360,4 @@ def test_a_damaged_model_safetensors_is_named_first(tmp_path):
         from_hf(tmp_path)
     assert f"{str(tmp_path / 'model.safetensors')!r} is not a valid safetensors file" in str(err.value)
     assert "truncated" in str(err.value) and "tokenizer" not in str(err.value)
+    assert str(err.value).count(str(tmp_path / "model.safetensors")) == 1       # the path once, not as a prefix too

@@ -239,4 +239,7 @@ def _translated(translate, path, *args):
         return translate(*args)
     except (KeyError, TypeError, ValueError) as err:
         reason = f"missing {err}" if isinstance(err, KeyError) else str(err)
-        raise ValueError(f"from_hf: {os.fspath(path)!r}: {reason}") from None
+        reason = reason.removeprefix("from_hf: ")
+        # the path once: a reason that names a file already (read_safetensors') is not prefixed with it
+        raise ValueError(f"from_hf: {reason}" if repr(os.fspath(path)) in reason or os.fspath(path) in reason
+                         else f"from_hf: {os.fspath(path)!r}: {reason}") from None
