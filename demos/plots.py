@@ -101,6 +101,16 @@ def heatmap_grid(layers, q_labels, k_labels, meanings, title, path):
     return save(fig, path)
 
 
+def shared_heads(heads, kv_heads):
+    """What a title says of grouped-query attention: which query heads share each key/value
+    head ("; heads 0-2, 3-5 share key/value heads 0, 1"), or nothing when none are shared."""
+    if kv_heads == heads:
+        return ""
+    group = heads // kv_heads
+    spans = ", ".join(f"{g * group}-{g * group + group - 1}" if group > 1 else str(g) for g in range(kv_heads))
+    return f"; heads {spans} share key/value heads {', '.join(map(str, range(kv_heads)))}"
+
+
 def prompt_attention_heatmaps(model, tokens, labels, out_dir):
     """Run a decoder-only model over one prompt (tokens (1, T), labels: each token as text)
     and plot each layer's causal self-attention, a figure per layer (attention_layer{i}.png)
@@ -112,7 +122,8 @@ def prompt_attention_heatmaps(model, tokens, labels, out_dir):
     paths = []
     for i, layer in enumerate(model.blocks.layers):
         weights = layer.self_attn.attn_weights[0]                           # (H, T, T)
+        shared = shared_heads(layer.self_attn.num_heads, layer.self_attn.num_kv_heads)
         paths.append(heatmap_grid([(f"layer {i}", weights)], labels, labels, ("query: prompt token", "key: prompt token"),
-                                  f"layer {i}'s self-attention over the prompt: each row sums to 1",
+                                  f"layer {i}'s self-attention over the prompt: each row sums to 1{shared}",
                                   f"{out_dir}/attention_layer{i:02d}.png"))
     return paths

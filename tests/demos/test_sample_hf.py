@@ -104,3 +104,11 @@ def test_prompt_ids_that_are_not_ids_say_what_is_expected(ids, capsys):
         sample.parse_args(["--hf", ".", "--prompt-ids", ids])
     assert stop.value.code == 2
     assert f"expected comma-separated token ids >= 0 such as 1,2,3, got {ids!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("heads,kv_heads,said", [(4, 4, ""), (6, 2, "; heads 0-2, 3-5 share key/value heads 0, 1"),
+                                                 (9, 3, "; heads 0-2, 3-5, 6-8 share key/value heads 0, 1, 2"),
+                                                 (3, 1, "; heads 0-2 share key/value heads 0")])
+def test_the_attention_maps_say_which_query_heads_share_a_key_value_head(heads, kv_heads, said):
+    from demos.plots import shared_heads
+    assert shared_heads(heads, kv_heads) == said
