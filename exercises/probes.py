@@ -217,8 +217,11 @@ def sinusoidal(max_len, d_model):
 
 
 def causal_mask(length):
+    """{"mask": the mask as an array, "type": the type it came as} (a list of lists would pass
+    as an array, where the model negates it: ~mask)."""
     from transformer.masks import causal_mask
-    return np.asarray(causal_mask(length))
+    mask = causal_mask(length)
+    return {"mask": np.asarray(mask), "type": type(mask).__name__}
 
 
 # ----- decoding

@@ -81,16 +81,16 @@ def _checked_shapes(q, k, v, score, enable_gqa):
     """(G, the scores' shape (..., T_q, T_k)) for scaled_dot_product_attention's q, k, v: G
     query heads per key/value head (1 without grouped-query attention); shapes that do not
     fit are a ValueError naming them."""
-    if (score is None and k.shape[-1] != q.shape[-1]) or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: "
-                         "need q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)")
-    if enable_gqa and (groups := query_groups(q.shape, k.shape, v.shape)) > 1:
-        return groups, q.shape[:-1] + (k.shape[-2],)                                        # (..., H, T_q, T_k)
+    groups = query_groups(q.shape, k.shape, v.shape) if enable_gqa else 1
     try:
-        return 1, np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,)) + (k.shape[-2],)   # (..., T_q, T_k)
+        batch = q.shape[:-1] if groups > 1 else np.broadcast_shapes(q.shape[:-1], k.shape[:-2] + (1,))   # (..., T_q)
     except ValueError:
-        raise ValueError(f"scaled_dot_product_attention: the batch dims of q {q.shape} and k {k.shape} do not "
-                         "broadcast (fewer key/value heads than query heads: enable_gqa=True)") from None
+        batch = None
+    if batch is None or (score is None and k.shape[-1] != q.shape[-1]) or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: q {q.shape}, k {k.shape}, v {v.shape} do not fit: need "
+                         "q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) with batch dims that broadcast "
+                         "(fewer key/value heads than query heads: enable_gqa=True)")
+    return groups, batch + (k.shape[-2],)
 
 
 def query_groups(q_shape, k_shape, v_shape):
@@ -225,12 +225,10 @@ class MultiHeadAttention(nn.Module):
         # END EXERCISE
 
     def _split_kv_heads(self, x):
-        """Keys or values (B, T, num_kv_heads d_head) -> (B, num_kv_heads, T, d_head), split by
-        _split_heads itself (the heads exercise's region, so that no second split answers
-        it): with fewer kv heads, each one's columns are repeated for the G = H / KV query
-        heads that share it, split as the queries are, and one head of each group kept."""
-        if self.num_kv_heads == self.num_heads:
-            return self._split_heads(x)
+        """Keys or values (B, T, num_kv_heads d_head) -> (B, num_kv_heads, T, d_head) with fewer
+        kv heads than heads, split by _split_heads itself (the heads exercise's region, so
+        that no second split answers it): each kv head's columns are repeated for the G = H / KV
+        query heads that share it, split as the queries are, and one head of each group kept."""
         group = self.num_heads // self.num_kv_heads
         shared = x.reshape(*x.shape[:2], self.num_kv_heads, 1, self.d_head)                 # (B, T, KV, 1, d_head)
         repeated = shared.expand(*x.shape[:2], self.num_kv_heads, group, self.d_head)       # (B, T, KV, G, d_head)
@@ -260,8 +258,8 @@ class MultiHeadAttention(nn.Module):
         if static_kv and kv_cache:
             k, v = kv_cache["k"], kv_cache["v"]                      # (B, KV, T_k, d_head), projected before
         else:
-            k = self._split_kv_heads(self.k_proj(key))               # (B, KV, T_k, d_head), KV = num_kv_heads
-            v = self._split_kv_heads(self.v_proj(value))             # (B, KV, T_k, d_head)
+            split = self._split_heads if self.num_kv_heads == self.num_heads else self._split_kv_heads
+            k, v = split(self.k_proj(key)), split(self.v_proj(value))   # (B, KV, T_k, d_head), KV = num_kv_heads
             # BEGIN EXERCISE kv_cache
             if kv_cache is not None:
                 if "k" in kv_cache:

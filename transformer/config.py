@@ -47,15 +47,11 @@ def check_model_config(config, *positive):
     require_positive(owner, **{name: getattr(config, name) for name in positive})
     if config.d_model % config.num_heads:
         raise ValueError(f"{owner}: d_model={config.d_model} is not divisible by num_heads={config.num_heads}")
-    if not 0.0 <= config.dropout < 1.0:
-        raise ValueError(f"{owner}: dropout must be in [0, 1), got {config.dropout}")
+    require(owner, "dropout", config.dropout, 0.0 <= config.dropout < 1.0, "in [0, 1)")
     require_dtype(owner, config.dtype)
-    if config.attention not in ATTENTION_KINDS:
-        raise ValueError(f"{owner}: attention must be one of {ATTENTION_KINDS}, got {config.attention!r}")
-    if config.positional not in POSITIONAL_KINDS:
-        raise ValueError(f"{owner}: positional must be one of {POSITIONAL_KINDS}, got {config.positional!r}")
-    if config.score not in SCORES:
-        raise ValueError(f"{owner}: score must be one of {sorted(SCORES)}, got {config.score!r}")
+    require(owner, "attention", config.attention, config.attention in ATTENTION_KINDS, f"one of {ATTENTION_KINDS}")
+    require(owner, "positional", config.positional, config.positional in POSITIONAL_KINDS, f"one of {POSITIONAL_KINDS}")
+    require(owner, "score", config.score, config.score in SCORES, f"one of {sorted(SCORES)}")
     if config.score != "scaled_dot" and config.positional not in ADDED_ENCODINGS:
         raise ValueError(f"{owner}: score={config.score!r} needs positions added to the embeddings "
                          f"({', '.join(ADDED_ENCODINGS)}); positional={config.positional!r} is a score of its own")

@@ -125,7 +125,11 @@ def check_sinusoidal(task):
 def check_causal_mask(task):
     judge = Judge()
     for n in (3, 5, 2, 1, *(int(np.random.default_rng(seed).integers(6, 40)) for seed in FRESH)):
-        mask = np.asarray(task.call("causal_mask", n))
+        found = task.call("causal_mask", n)
+        if found["type"] != "ndarray":
+            why = f"it returns a {found['type']}: return a numpy array, which the model negates (~mask) and broadcasts"
+            raise Wrong(f"causal_mask, length {n}: {mistake('not an array', why)}")
+        mask = found["mask"]
         judge.compare("causal_mask: query t may see keys 0..t (True = may attend)", f"length {n}", mask,
                       expect("causal_mask", n, 0),
                       [("diagonal excluded", "a query may see itself: keep the diagonal", expect("causal_mask", n, -1)),

@@ -173,10 +173,23 @@ def check_layer_norm_backward(task):
         judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
                         expect("layer_norm_dweight", g, xhat)), (*ROW_MEAN, expect("layer_norm_dbias_mean", g))])
+    _judge_float32(task)
     judge_rms_norm_dx(judge, task)
     judge_training(judge, task)
-    return ("four shapes, 1 row to 4, random weight and upstream gradient, RMSNorm's dx on three, "
-            "and a seeded training run")
+    return ("four shapes, 1 row to 4, random weight and upstream gradient, in float64 and float32, RMSNorm's dx "
+            "on three, and a seeded training run")
+
+
+def _judge_float32(task):
+    """A float32 model's LayerNorm gets float32 gradients back (a float64 dx once passed)."""
+    r = np.random.default_rng(5)
+    x, w, g = r.standard_normal((3, 5)) * 3 + 1, r.standard_normal(5), r.standard_normal((3, 5))
+    xhat, rstd = layer_norm_forward(x, 1e-5)
+    arrays = [a.astype(np.float32) for a in (g, xhat, rstd, w)]
+    case = "x (3, 5), weight and upstream gradient in float32"
+    found = untouched("LayerNorm's backward", case, task.call("kernel", "layer_norm_backward", *arrays))
+    for name, got in zip(("dx", "dweight", "dbias"), found):
+        require_dtype(f"LayerNorm's {name}: a float32 model's dtype", case, got, np.float32)
 
 
 def judge_rms_norm_dx(judge, task):

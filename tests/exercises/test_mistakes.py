@@ -282,7 +282,11 @@ PLANTED = [
      sub("candidates[flat] / length_penalty(step, alpha)", "candidates[flat] / length_penalty(step, 0.6)"), None),
     ("sinusoidal", "table not float64", sub("np.zeros((max_len, d_model))", "np.zeros((max_len, d_model), dtype=np.float32)"),
      None),
-    # ----- the fourth, from a held-out set: alpha fixed at 1, not at the default 0.6
+    # ----- the fourth, from held-out sets: alpha fixed at 1, not at the default 0.6; float64 gradients of a
+    # float32 LayerNorm; a mask as lists
+    ("layer_norm_backward", "dtype changed", sub("dxhat = grad * weight", "dxhat = grad.astype(float) * weight"), 0),
+    ("causal_mask", "not an array", sub("return np.tril(np.ones((length, length), dtype=bool))",
+                                        "return np.tril(np.ones((length, length), dtype=bool)).tolist()"), None),
     ("beam_search", "alpha ignored in the finished scores",
      sub("candidates[flat] / length_penalty(step, alpha)", "candidates[flat] / length_penalty(step, 1.0)"), None),
 ]

@@ -142,7 +142,7 @@ def test_grouped_shapes_that_do_not_fit_are_refused_in_one_line():
     q, k, v = (Tensor(x) for x in operands(4, 2, 3, 3))
     with pytest.raises(ValueError, match="same batch dims"):
         scaled_dot_product_attention(q, k[:1], v[:1], enable_gqa=True)
-    with pytest.raises(ValueError, match=r"do not broadcast \(fewer key/value heads .*enable_gqa=True"):
+    with pytest.raises(ValueError, match=r"do not fit: .*batch dims that broadcast \(fewer key/value heads .*enable_gqa=True"):
         scaled_dot_product_attention(q, k, v)
     with pytest.raises(ValueError, match="num_heads=4 is not a multiple of num_kv_heads=3"):
         MultiHeadAttention(12, 4, num_kv_heads=3)

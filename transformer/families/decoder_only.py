@@ -26,7 +26,7 @@ import numpy as np
 import nn
 from autograd import Tensor, no_grad
 from autograd.kernels import reference
-from transformer.config import BlockConfig, check_kv_heads
+from transformer.config import BlockConfig, check_kv_heads, require
 from transformer.decoding import greedy_decode
 from transformer.kv_cache import KVCache
 from transformer.layers import FEED_FORWARDS, NORMS, SelfAttentionStack, swiglu_hidden_size
@@ -71,17 +71,19 @@ class DecoderOnlyConfig(BlockConfig):
             if self.num_kv_heads != self.num_heads and self.score != "scaled_dot":
                 raise ValueError(f"DecoderOnlyConfig: grouped-query attention (num_kv_heads={self.num_kv_heads} < "
                                  f"num_heads={self.num_heads}) takes the scaled dot product score, not {self.score!r}")
-        if not (isinstance(self.rope_base, (int, float)) and self.rope_base > 1):
-            raise ValueError(f"DecoderOnlyConfig: rope_base must be a number > 1, got {self.rope_base!r}")
-        if not (isinstance(self.norm_eps, (int, float)) and 0 < self.norm_eps < 1):
-            raise ValueError(f"DecoderOnlyConfig: norm_eps must be a number in (0, 1), got {self.norm_eps!r}")
-        try:
-            check_rope_scaling(self.rope_scaling)
-        except ValueError as err:
-            raise ValueError(f"DecoderOnlyConfig: {err}") from None
-        if self.rope_scaling is not None and self.positional != "rope":
-            raise ValueError(f"DecoderOnlyConfig: rope_scaling scales rotary positions, but positional is "
-                             f"{self.positional!r}")
+        number = (int, float)
+        require("DecoderOnlyConfig", "rope_base", self.rope_base, isinstance(self.rope_base, number)
+                and self.rope_base > 1, "a number > 1")
+        require("DecoderOnlyConfig", "norm_eps", self.norm_eps, isinstance(self.norm_eps, number)
+                and 0 < self.norm_eps < 1, "a number in (0, 1)")
+        if self.rope_scaling is not None:
+            try:
+                check_rope_scaling(self.rope_scaling)
+            except ValueError as err:
+                raise ValueError(f"DecoderOnlyConfig: {err}") from None
+            if self.positional != "rope":
+                raise ValueError(f"DecoderOnlyConfig: rope_scaling scales rotary positions, but positional is "
+                                 f"{self.positional!r}")
 
 
 def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused"):
