@@ -234,6 +234,7 @@ class StandInModel:
 
     def __init__(self, tables):
         self.tables = tables                                          # (sources, positions, V, V)
+        self.calls_with_cache = 0                                     # decode calls given a cache
 
     def make_src_mask(self, src):
         return None
@@ -253,6 +254,7 @@ class StandInModel:
             raise TypeError(f"attention mask must be boolean (True = may attend), got {type(tgt_mask).__name__} "
                             "as decode's tgt_mask: decode(tgt_in, memory, src_mask, tgt_mask=None, cache=None)")
         ys = np.asarray(ys)
+        self.calls_with_cache += cache is not None
         start = 0 if cache is None else cache["seen"]
         if cache is not None:
             cache["seen"] += ys.shape[1]
@@ -266,8 +268,11 @@ def _rows(tokens):
 
 
 def greedy(tables, src, max_len, bos, eos, pad, use_cache):
+    """{"rows": the tokens greedy decoding gives, "calls_with_cache": how many decode calls got a cache}."""
     from transformer.decoding import greedy_decode
-    return _rows(greedy_decode(StandInModel(tables), src, max_len, bos, eos, pad, use_cache=use_cache))
+    model = StandInModel(tables)
+    rows = _rows(greedy_decode(model, src, max_len, bos, eos, pad, use_cache=use_cache))
+    return {"rows": rows, "calls_with_cache": model.calls_with_cache}
 
 
 def beam(tables, src, max_len, bos, eos, beam_size, alpha):

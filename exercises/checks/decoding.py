@@ -40,6 +40,10 @@ GREEDY = {"no_padding": ("no padding after EOS", "a row that has ended gets PAD 
                                   "row has ended: breaking before the append drops the last row's EOS")}
 
 
+CACHE_UNUSED = mistake("cache not used", "with use_cache, make one cache (model.new_cache()) and feed it only the "
+                       "newest token at each step, passing cache=cache to model.decode")
+
+
 def check_greedy_decode(task):
     judge = Judge()
     # seed 1 first: its rows end two steps apart, so no two classic stops give the same output there
@@ -49,9 +53,12 @@ def check_greedy_decode(task):
         tables, sources = tables_of(seed, eos_bias=bias, endless=endless), np.array(rows)
         src = np.stack([sources, sources], axis=1)                     # (B, 2)
         for use_cache in (True, False):
-            got = task.call("greedy", tables, src, 8, BOS, EOS, PAD, use_cache)
+            found = task.call("greedy", tables, src, 8, BOS, EOS, PAD, use_cache)
+            got = found["rows"]
             case = f"{len(rows)} rows with sources {rows}{', source 1 never ending' if endless else ''}, max_len 8, " \
                 f"use_cache={use_cache} (seed {seed})"
+            if use_cache and not found["calls_with_cache"]:
+                raise Wrong(f"greedy decoding, {case}: {CACHE_UNUSED}")
             judge.compare("greedy decoding: the argmax token at each step, PAD after EOS, stop when all have ended",
                           case, got, expect("greedy", tables, sources, 8, use_cache, "right"),
                           [(*GREEDY[v], expect("greedy", tables, sources, 8, use_cache, v)) for v in GREEDY])

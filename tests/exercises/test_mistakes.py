@@ -285,6 +285,7 @@ PLANTED = [
     # ----- the fourth, from held-out sets: alpha fixed at 1, not at the default 0.6; float64 gradients of a
     # float32 LayerNorm; a mask as lists
     ("layer_norm_backward", "dtype changed", sub("dxhat = grad * weight", "dxhat = grad.astype(float) * weight"), 0),
+    ("greedy_decode", "cache not used", sub("            if use_cache:\n", "            if False:\n"), None),
     ("causal_mask", "not an array", sub("return np.tril(np.ones((length, length), dtype=bool))",
                                         "return np.tril(np.ones((length, length), dtype=bool)).tolist()"), None),
     ("beam_search", "alpha ignored in the finished scores",
