@@ -78,7 +78,9 @@ def gpt_step():
     intro = (f"One training step of the GPT `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context "
              f"{cfg.block_size}, batch {cfg.batch_size}), on a batch of random tokens of a {VOCAB}-character "
-             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update." + TIERS_NOTE
+             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update.  (The debugger "
+             "commands below run `demos.gpt` on its own text, whose vocabulary is the characters it holds: where "
+             f"a shape here ends in {VOCAB}, there it ends in that number.)" + TIERS_NOTE
              + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, batch 2).")
     add_loops_tier(trace)
     return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES + ("loops",), trace,
