@@ -100,8 +100,10 @@ def _serve(channel, root, task):
         wire.write_all(channel, data)
 
 
-def _task(control, root, task, channel):
-    """In the forked task child: nothing of the zygote's but its imports; run, then exit."""
+def _task(control, root, channel):
+    """In the forked task child: nothing of the zygote's but its imports; read the task from
+    its own channel (so that the zygote, whose memory later children inherit, never holds a
+    task's texts), run, then exit."""
     control.close()
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -109,6 +111,7 @@ def _task(control, root, task, channel):
     out_of_memory = wire.encode({"raised": {"type": "MemoryError", "message": "", "memory": True}})
     code = 0
     try:
+        task = wire.receive(channel)
         _take_limits(task["limits"])
         _serve(channel, root, task)
     except MemoryError:
@@ -194,33 +197,30 @@ def _zygote(config, root):
         __import__(module)
     _warm_up_numba()
     pid_one = os.getpid() == 1
+    limits = _limits()
     wire.send(control.fileno(), {"zygote": config["isolation"]})
     while True:
         try:
-            task_bytes, fds, _, _ = socket.recv_fds(control, 4, 1)
+            marker, fds, _, _ = socket.recv_fds(control, 4, 1)
         except OSError:
             return
-        if not task_bytes or len(fds) != 1:
+        if marker != wire.TASK or len(fds) != 1:
             return
-        size = int.from_bytes(task_bytes, "big")
-        task = wire.decode(_recv_exactly(control, size))
         child = os.fork()
         if child == 0:
-            _task(control, root, task, fds[0])
+            _task(control, root, fds[0])
         os.close(fds[0])
         status = _clean_up(child, pid_one)
+        if _limits() != limits:                 # a task set ours (prlimit on PID 1): the next must not inherit them
+            wire.send(control.fileno(), {"ended": status, "retire": True})
+            return
         wire.send(control.fileno(), {"ended": status})
 
 
-def _recv_exactly(sock, size):
-    chunks = []
-    while size:
-        chunk = sock.recv(min(size, 1 << 20))
-        if not chunk:
-            raise EOFError
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
+def _limits():
+    """Every resource limit of this process, as a task child could have changed it with prlimit."""
+    import resource
+    return {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")}
 
 
 def main():

@@ -173,7 +173,20 @@ def at_submission_lines(message, overrides, origins):
                 place = line_in_submission(text, int(found[2]), origins.get(path, {}))
                 return f"(in {place[0]} line {place[1]})" if place else found[0]
         return found[0]
-    return re.sub(r"\(in (\S+) line (\d+)\)", moved, message)
+    return re.sub(r"\(in (\S+) line (\d{1,9})\)", moved, message)
+
+
+def _outside_its_function(submitted, own):
+    """Why a submitted region of an exercise reaches outside the function it lies in (a line
+    indented less than the teacher's region: code there would run when the module is
+    imported, before any check), or None."""
+    for (path, _, body), (_, _, solution) in zip(submitted, own):
+        indent = min(len(line) - len(line.lstrip()) for line in solution.splitlines() if line.strip())
+        for line in body.splitlines():
+            if line.strip() and not line.lstrip().startswith("#") and len(line) - len(line.lstrip()) < indent:
+                return (f"a line of the region in {path} is indented less than the region ({line.strip()[:60]!r}): "
+                        "it would run outside its function, when the module is imported")
+    return None
 
 
 def tasks_for(teacher, student, folder, names):
@@ -187,6 +200,9 @@ def tasks_for(teacher, student, folder, names):
     for name in names:
         if any(len(body) > MAX_REGION_CHARS for _, _, body in submitted.get(name, [])):
             known.append(Result(student, name, "not yet", f"a region of {name} is over {MAX_REGION_CHARS} characters"))
+            continue
+        if (outside := _outside_its_function(submitted.get(name, []), teacher.regions[name])):
+            known.append(Result(student, name, "not yet", outside))
             continue
         overrides = teacher.overrides(name, submitted.get(name, []))
         if isinstance(overrides, str):

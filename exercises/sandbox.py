@@ -143,6 +143,8 @@ def _judged(zygote, overrides, judge, limits, deadline, timeout):
         verdict = judge(task)
     except Crashed as crash:
         verdict = crash.verdict
+    except Exception as err:                              # noqa: BLE001  an answer the judge could not read
+        verdict = ("not yet", f"the check could not read the child's answer ({type(err).__name__}: {str(err)[:200]})")
     return _timed(verdict, timeout), task.finish()
 
 

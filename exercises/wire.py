@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+TASK = b"task"                    # what the grader sends the zygote with a task child's socket (the task goes to that socket)
 MAX_BYTES = 4 * 2 ** 20          # one answer: far more than any check's arrays (they are a few KB)
 DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64"}

@@ -78,6 +78,7 @@ class Zygote:
             command = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts"] + \
                 (["--user", "--map-root-user"] if mode == "userns" else []) + command
         self.errors = tempfile.TemporaryFile()
+        self.retired = False                            # see ended()
         self.process = subprocess.Popen(command, cwd=tree, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=self.errors, start_new_session=True,
                                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"})
@@ -97,10 +98,11 @@ class Zygote:
     def task(self, overrides, limits, deadline):
         """A Task: a task child of this zygote holding the texts {file: text}."""
         judge_end, child_end = socket.socketpair()
-        body = wire.encode({"overrides": overrides, "limits": limits})
-        socket.send_fds(self.control, [body[:4]], [child_end.fileno()])
-        self.control.sendall(body[4:])
+        socket.send_fds(self.control, [wire.TASK], [child_end.fileno()])
         child_end.close()
+        judge_end.settimeout(max(deadline - time.monotonic(), 0.1))
+        judge_end.sendall(wire.encode({"overrides": overrides, "limits": limits}))   # to the task child only
+        judge_end.settimeout(None)
         return Task(self, judge_end, deadline, limits["memory_mb"])
 
     def ended(self, deadline):
@@ -108,6 +110,7 @@ class Zygote:
         report = wire.receive(self.control.fileno(), deadline)
         if not isinstance(report, dict) or not isinstance(report.get("ended"), int):
             raise wire.WireError("the zygote's report is not a status")
+        self.retired = report.get("retire") is True     # a task changed the zygote's limits: it takes no more
         return report["ended"]
 
     def kill(self):
@@ -199,9 +202,9 @@ class Task:
                 pass
         self.channel.close()
         if self.broken or self.over:
-            return not self.broken
+            return not self.broken and not self.zygote.retired
         try:
             self.zygote.ended(time.monotonic() + GRACE_SECONDS)
-            return True
+            return not self.zygote.retired
         except (TimeoutError, EOFError, wire.WireError, OSError):
             return False
