@@ -24,7 +24,7 @@ class Linear(Module):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"Linear({self.in_features}, {self.out_features}): input's last dim is "
                              f"{x.shape[-1]} (input shape {x.shape}), expected {self.in_features}")
-        if np.issubdtype(x.dtype, np.floating) and x.dtype != self.weight.dtype:
+        if x.dtype != self.weight.dtype and np.issubdtype(x.dtype, np.floating):
             raise TypeError(f"Linear({self.in_features}, {self.out_features}): the input is {x.dtype} and the "
                             f"weights {self.weight.dtype}; numpy would quietly compute everything after in the "
                             f"wider one. Cast the input (x.astype(np.{self.weight.dtype})) or the model "

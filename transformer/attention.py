@@ -12,6 +12,7 @@ softmax does not saturate into a one-hot choice (see demos/scaling.py).
 import functools
 import math
 import sys
+import types
 
 import numpy as np
 
@@ -226,14 +227,12 @@ class MultiHeadAttention(nn.Module):
 
     def _split_kv_heads(self, x):
         """Keys or values (B, T, num_kv_heads d_head) -> (B, num_kv_heads, T, d_head) with fewer
-        kv heads than heads, split by _split_heads itself (the heads exercise's region, so
-        that no second split answers it): each kv head's columns are repeated for the G = H / KV
-        query heads that share it, split as the queries are, and one head of each group kept."""
-        group = self.num_heads // self.num_kv_heads
-        shared = x.reshape(*x.shape[:2], self.num_kv_heads, 1, self.d_head)                 # (B, T, KV, 1, d_head)
-        repeated = shared.expand(*x.shape[:2], self.num_kv_heads, group, self.d_head)       # (B, T, KV, G, d_head)
-        heads = self._split_heads(repeated.reshape(*x.shape[:2], self.d_model))             # (B, H, T, d_head)
-        return heads.reshape(x.shape[0], self.num_kv_heads, group, *heads.shape[2:])[:, :, 0]   # (B, KV, T, d_head)
+        kv heads than heads, split by _split_heads itself (the heads exercise's region, so that
+        no second split answers it), as the split of an attention of num_kv_heads heads of
+        d_head: what it reads of self (num_heads, d_head, d_model) given those numbers."""
+        kv_heads = types.SimpleNamespace(num_heads=self.num_kv_heads, d_head=self.d_head,
+                                         d_model=self.num_kv_heads * self.d_head)
+        return type(self)._split_heads(kv_heads, x)                                        # (B, KV, T, d_head)
 
     def _merge_heads(self, x):
         # BEGIN EXERCISE heads

@@ -94,9 +94,10 @@ class Transformer(nn.Module):
         tgt_in = _tokens(tgt_in)
         past = 0 if cache is None else len(cache)
         if cache is not None:
-            mask_so_far = cache.extend(tgt_in != self.config.pad_id)                      # (B, 1, T, past + T)
+            mask_so_far = cache.extend(tgt_in != self.config.pad_id)    # (B, 1, T, past + T), None: every key
             tgt_mask = mask_so_far if tgt_mask is None else tgt_mask
-        tgt_mask = self.make_tgt_mask(tgt_in) if tgt_mask is None else tgt_mask
+        elif tgt_mask is None:
+            tgt_mask = self.make_tgt_mask(tgt_in)
         h = self.decoder(self._embed(self.tgt_embed, tgt_in, past), memory, tgt_mask, src_mask, cache)
         return self.out_proj(h)
 

@@ -37,8 +37,11 @@ class KVCache:
     def extend(self, not_pad):
         """Take in the new positions' (B, T) may-attend flags; returns the mask of the new
         queries over every key so far, (B, 1, T, past + T): query i (position past + i)
-        sees keys 0 .. past + i that are not padding."""
+        sees keys 0 .. past + i that are not padding.  None when it allows every key (a
+        step of generation without padding: one new query, after every key): attention
+        then skips the mask's work in every layer."""
         past, new = len(self), not_pad.shape[1]
         self.key_mask = not_pad if self.key_mask is None else np.concatenate([self.key_mask, not_pad], axis=1)
         causal = causal_mask(past + new)[past:]        # (T, past + T): the rows of the new positions
-        return combine_masks(causal, self.key_mask[:, None, None, :])                  # (B, 1, T, past + T)
+        mask = combine_masks(causal, self.key_mask[:, None, None, :])                  # (B, 1, T, past + T)
+        return None if mask.all() else mask

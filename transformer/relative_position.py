@@ -21,6 +21,8 @@ generating with a key/value cache.  Keys are at positions 0 .. T_k - 1.  They ar
 for self-attention, where queries and keys index the same sequence.
 """
 
+import functools
+
 import numpy as np
 
 import nn
@@ -100,7 +102,8 @@ def rotary_embedding(x, positions, base=10000.0, pairing="half", scaling=None):
 
     pairing="half": pair i is (i, i + d/2);  "interleaved": pair i is (2i, 2i + 1).
     positions: the tokens' positions, (T,) for every sequence alike, or (B, T) for each
-    sequence its own (x then (B, T, d) or (B, H, T, d)), e.g. after left padding."""
+    sequence its own (x then (B, T, d) or (B, H, T, d)), e.g. after left padding; integers >= 0.
+    The angles' cosines and sines are looked up in rope_table, not recomputed at each call."""
     d = x.shape[-1]
     positions = np.asarray(positions)
     if d % 2 or pairing not in ROPE_PAIRINGS:
@@ -110,11 +113,32 @@ def rotary_embedding(x, positions, base=10000.0, pairing="half", scaling=None):
             positions.ndim == 2 and positions.shape[0] != x.shape[0]):
         raise ValueError(f"rotary_embedding: positions must be (T,) or (B, T) for x of shape (B, [H,] T, d) "
                          f"= {x.shape}, got positions of shape {positions.shape}")
-    angles = positions[..., None] * rope_frequencies(d, base, scaling)      # (T, d/2) or (B, T, d/2)
+    if not np.issubdtype(positions.dtype, np.integer) or (positions.size and positions.min() < 0):
+        raise ValueError(f"rotary_embedding: positions must be integers >= 0, got {positions.dtype} "
+                         f"{positions.min() if positions.size else ''}")
+    length = 1 << int(positions.max(initial=0)).bit_length()            # a power of two past the last position
+    cos, sin = (table[positions] for table in rope_table(d, base, _hashable(scaling), length, x.dtype))
     if positions.ndim == 2 and x.ndim == 4:
-        angles = angles[:, None]                                             # (B, 1, T, d/2): every head alike
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+        cos, sin = cos[:, None], sin[:, None]                                # (B, 1, T, d/2): every head alike
     return ops.RotaryEmbeddingFn.apply(x, cos=cos, sin=sin, pairing=pairing)   # (..., T, d)
+
+
+def _hashable(scaling):
+    """A RoPE scaling dict as a tuple of its items (None stays None), to key rope_table's cache."""
+    return None if scaling is None else tuple(sorted(scaling.items()))
+
+
+@functools.lru_cache(maxsize=64)
+def rope_table(d, base, scaling, length, dtype):
+    """(cos, sin) of the angles pos * frequency of RoPE's pairs (rope_frequencies; scaling as
+    _hashable's tuple) for the positions 0 .. length - 1: two (length, d/2) arrays of dtype,
+    read-only.  Computed once per size and shared: without it every layer recomputed them
+    for every key at every generated token."""
+    angles = np.arange(length)[:, None] * rope_frequencies(d, base, scaling and dict(scaling))   # (length, d/2)
+    tables = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    for table in tables:
+        table.flags.writeable = False
+    return tables
 
 
 class RotaryScore(nn.Module):

@@ -3,6 +3,8 @@ normalization, computed by autograd.kernels.layer_norm / layer_norm_backward (Nu
 numpy twins), and RMS normalization (numpy; its dx is the second region of the
 layer_norm_backward exercise, LayerNorm's backward without the mean term)."""
 
+import math
+
 import numpy as np
 
 from autograd import kernels
@@ -58,7 +60,7 @@ class RMSNormFn(Function):
         shape = x.shape[x.ndim - normalized_ndim:]
         if weight is not None and weight.shape != shape:
             raise ValueError(f"RMSNorm: weight shape {weight.shape} does not match the last dims of input {x.shape}")
-        rows = x.reshape(-1, int(np.prod(shape)))                                  # (N, D)
+        rows = x.reshape(-1, math.prod(shape))                                     # (N, D)
         mean_square = np.einsum("nd,nd->n", rows, rows)[:, None] / rows.shape[1]   # (N, 1)
         rstd = 1 / np.sqrt(mean_square + eps)                                      # (N, 1)
         xhat = rows * rstd                                                         # (N, D)

@@ -6,6 +6,8 @@ import pytest
 from autograd import Tensor
 from transformer.data import tasks
 from transformer.decoding import beam_search, greedy_decode, length_penalty
+from transformer.kv_cache import KVCache
+from transformer.masks import causal_mask
 from transformer.training.seq2seq import TrainConfig, evaluate, train
 
 BOS, EOS, A, B, C = 1, 2, 3, 4, 5
@@ -132,3 +134,21 @@ def test_beam_search_does_not_stop_at_the_first_poor_finished_hypotheses(alpha):
 def test_beam_search_returns_live_hypotheses_when_max_len_runs_out():
     out = beam_search(EarlyStopTrap(), np.zeros((1, 3), np.int64), 2, BOS, EOS, beam_size=2, alpha=0.0)
     assert out[0] == [A, A]
+
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_cache_mask_is_none_exactly_when_every_key_may_be_attended_to(seed):
+    rng = np.random.default_rng(seed)
+    batch, prompt = 2, int(rng.integers(2, 6))
+    cache = KVCache(1)
+    first = cache.extend(np.ones((batch, prompt), bool))                         # the prompt: causal, not all
+    np.testing.assert_array_equal(first, np.broadcast_to(causal_mask(prompt), (batch, 1, prompt, prompt)))
+    assert cache.extend(np.ones((batch, 1), bool)) is None                       # one new token after every key
+    flags = np.ones((batch, 1), bool)
+    flags[int(rng.integers(0, batch)), 0] = False                                # one row's new token is padding
+    padded = cache.extend(flags)                                                 # (B, 1, 1, prompt + 2)
+    np.testing.assert_array_equal(padded[:, 0, 0, -1], flags[:, 0])
+    assert padded.shape == (batch, 1, 1, prompt + 2) and padded[..., :-1].all()
+    assert cache.extend(np.ones((batch, 1), bool)) is not None                   # the padding stays masked
+    assert len(cache) == prompt + 3

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from autograd import Tensor, gradcheck, manual_seed
+from autograd.ops.rotary import rotate_pairs
 from tests.helpers import leaf
 from tests.transformer.helpers import to_float64
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig
-from transformer.relative_position import ROPE_PAIRINGS, RotaryScore, rotary_embedding
+from transformer.relative_position import ROPE_PAIRINGS, RotaryScore, rope_frequencies, rotary_embedding
 
 TOLERANCE = {np.float32: 1e-6, np.float64: 1e-12}
 
@@ -138,3 +139,25 @@ def test_rope_equals_the_pytorch_reference_of_each_family(dtype, pairing, base):
     assert out.dtype == dtype and ours.grad.dtype == dtype
     np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(ours.grad, theirs.grad.numpy(), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scaling", [None, {"rope_type": "linear", "factor": 4.0},
+                                     {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                      "high_freq_factor": 4.0, "original_max_position_embeddings": 16}])
+def test_the_cached_angle_tables_give_the_bits_of_the_angles_computed_afresh(dtype, scaling):
+    d, base, rng = 12, 500.0, np.random.default_rng(3)
+    for positions in (np.arange(5), np.arange(70, 75), rng.integers(0, 300, (2, 5)), np.array([0, 0, 1, 2, 3])):
+        x = _random((2, 3, 5, d), int(positions.sum()), dtype)
+        angles = positions[..., None] * rope_frequencies(d, base, scaling)                  # (..., T, d/2)
+        if positions.ndim == 2:
+            angles = angles[:, None]
+        cos, sin = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+        expected = rotate_pairs(x, cos, sin, "half")
+        np.testing.assert_array_equal(rotary_embedding(Tensor(x), positions, base, "half", scaling).data, expected)
+
+
+@pytest.mark.parametrize("positions", [np.array([0, -1]), np.array([0.0, 1.0])])
+def test_positions_that_are_not_integers_from_zero_are_refused(positions):
+    with pytest.raises(ValueError, match="positions must be integers >= 0"):
+        rotary_embedding(Tensor(np.ones((2, 4))), positions)

@@ -12,7 +12,7 @@ TOLERANCE = {np.float32: 2e-5, np.float64: 1e-12}
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("m", [1, 2, 3, 4])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 17, 64])
 @pytest.mark.parametrize("k, n", [(576, 1536), (97, 1003), (256, 49152 // 64), (1, 1 << 16), (4096, 17)])
 def test_few_rows_by_a_transposed_weight_match_numpy(dtype, m, k, n):
     rng = np.random.default_rng(m * k + n)
@@ -38,7 +38,7 @@ def test_any_number_of_shares_gives_the_same_bits(chunks):
 def test_what_it_does_not_take_goes_elsewhere():
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((1 << 12, 64)).astype(np.float32)
-    assert not few_rows.takes(rng.standard_normal((5, 64)).astype(np.float32), weight.T)          # too many rows
+    assert not few_rows.takes(rng.standard_normal((few_rows.MAX_ROWS + 1, 64)).astype(np.float32), weight.T)  # many rows
     assert not few_rows.takes(rng.standard_normal((1, 64)).astype(np.float32), weight.T.copy())   # not transposed
     assert not few_rows.takes(rng.standard_normal((1, 64)), weight.T)                             # float64 x float32
     assert not few_rows.takes(rng.standard_normal((1, 64)).astype(np.float32), weight[:8].T)      # small weight
