@@ -14,7 +14,7 @@ import os
 
 from demos.reading.trace import PROJECT, statements
 
-FOLD = 3                                  # fewest not-run code lines folded into one line
+FOLD = 2                                  # fewest not-run code lines folded into one line (a two-line raise, say)
 LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("the data", ("transformer/data/",)),
           ("the model", ("transformer/",)),
           ("nn", ("nn/",)), ("autograd", ("autograd/",)), ("the kernels", ("autograd/kernels/",)))

@@ -196,9 +196,9 @@ def test_every_debugger_command_resolves_to_its_function(committed, name):
 
 
 @pytest.mark.parametrize("spec, where, shape", [
-    ("transformer/attention.py:scaled_dot_product_attention", "attention.py(52)scaled_dot_product_attention()",
+    ("transformer/attention.py:scaled_dot_product_attention", r"attention\.py\(\d+\)scaled_dot_product_attention\(\)",
      "(12, 4, 64, 32)"),                                          # the shape the page shows for q
-    ("autograd/kernels/loops.py:softmax_loops", "loops.py(64)softmax_loops()",
+    ("autograd/kernels/loops.py:softmax_loops", r"loops\.py\(\d+\)softmax_loops\(\)",
      "(32, 8)")])                                                 # the small GPT's scores: 2 x 2 heads x 8 rows
 def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path, spec, where, shape):
     command = re.search(rf"<code>(\S+=\S+) python -m demos\.debug -b {re.escape(spec)} ([^<]+)</code>",
@@ -208,7 +208,7 @@ def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path, s
     result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, *demo, "--out", str(tmp_path)],
                             input="p tuple(q.shape) if 'q' in dir() else x.shape\nq\n", capture_output=True,
                             text=True, cwd=ROOT, timeout=600, env=dict(os.environ, **dict([environment])))
-    assert where in result.stdout, result.stdout[-2000:] + result.stderr
+    assert re.search(where, result.stdout), result.stdout[-2000:] + result.stderr
     assert shape in result.stdout
 
 
@@ -241,8 +241,9 @@ def line(number, status):
     return listing.Line(number, f"line {number}", status)
 
 
-@pytest.mark.parametrize("not_run, folded", [(1, False), (2, False), (3, True), (7, True)])
-def test_a_stretch_is_folded_from_three_lines_not_run(not_run, folded):
+@pytest.mark.parametrize("not_run, folded", [(1, False), (2, True), (3, True), (7, True)])
+def test_a_stretch_is_folded_from_two_lines_not_run(not_run, folded):
+    """Two: a raise of two lines, an error path a step never takes, is one fold line."""
     lines = [line(1, "run")] + [line(2 + i, "not") for i in range(not_run)] + [line(2 + not_run, "text"),
                                                                               line(3 + not_run, "run")]
     rows = listing.fold(lines)

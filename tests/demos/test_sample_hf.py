@@ -81,7 +81,8 @@ def test_sample_greedy_ids_and_attention_maps_equal_transformers(tmp_path):
     (tmp_path / "again").mkdir()
     prompt_attention_heatmaps(ours, np.array([prompt]), [str(t) for t in prompt], tmp_path / "again")
     for layer, weights in zip(ours.blocks.layers, attentions):
-        np.testing.assert_allclose(layer.self_attn.attn_weights, weights.numpy(), rtol=1e-4, atol=1e-5)
+        # float32 through the layers, products summed in another order than PyTorch's: the 1e-4
+        np.testing.assert_allclose(layer.self_attn.attn_weights, weights.numpy(), rtol=1e-4, atol=1e-4)
         assert weights.numpy().std(-1).max() > 0.05                           # not uniform: the check has teeth
 
 

@@ -71,6 +71,11 @@ ATTACKS = {
         "import os", "junk = b'x' * (64 * 2 ** 20)", "for fd in range(3, 64):", "    for _ in range(6):",
         "        try: os.write(fd, b'\\xff\\xff\\xff\\xff' + junk)", "        except OSError: break", ZEROS),
     "raises a 50 MB message": _lines("raise ValueError('x' * 50_000_000)"),
+    "lowers the zygote's memory limit for the tasks after it": _lines(
+        "import resource", "try: resource.prlimit(1, resource.RLIMIT_AS, (1 << 20, 1 << 20))", "except OSError: pass",
+        ZEROS),
+    "sends an error with a 5000-digit line number": _lines("raise ValueError('x (in autograd/scalar.py line ' + '9' * 5000 + ')')"),
+    "runs code at import, outside its function": "import sys\nsys.modules.clear\n" + _lines(ZEROS),
     "calls the loops tier's softmax": _lines("from autograd.kernels import loops", "return loops.softmax(x)"),
     "calls the engine room's softmax": _lines("from autograd.engine_room import rowwise", "return rowwise.softmax(x)"),
     "puts the solutions it was given into its message": _lines(
