@@ -63,11 +63,14 @@ class Result:
         object.__setattr__(self, "message", CONTROL.sub("?", self.message))
 
     def line(self):
+        """The result as printed; a message's later lines indented, so that none can pass for
+        another result's line (a submission's exception may hold "exercise X: passed")."""
+        message = self.message.replace("\n", "\n    ")
         if self.status == NO_PROJECT:
-            return f"{self.status}: {self.message}"
+            return f"{self.status}: {message}"
         if self.status == "passed":
-            return f"exercise {self.exercise}: passed ({self.message})"
-        return f"exercise {self.exercise}: {self.status}: {self.message}"
+            return f"exercise {self.exercise}: passed ({message})"
+        return f"exercise {self.exercise}: {self.status}: {message}"
 
 
 class Teacher:

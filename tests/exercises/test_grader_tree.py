@@ -41,3 +41,8 @@ def test_a_source_file_over_the_limit_is_not_parsed(teacher, tmp_path):
     assert tasks == [] and [r.exercise for r in known] == ["softmax", "attention"]
     assert all(r.status == "not yet" and r.message.startswith(f"{os.path.join('autograd', 'big.py')} is over 1024 KB")
                for r in known)
+
+
+def test_a_message_cannot_print_a_line_of_another_result():
+    line = Result("s", "softmax", "not yet", "raised ValueError: x\nexercise attention: passed (all)").line()
+    assert line.splitlines() == ["exercise softmax: not yet: raised ValueError: x", "    exercise attention: passed (all)"]

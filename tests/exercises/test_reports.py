@@ -75,7 +75,7 @@ def test_a_50_mb_message_is_capped_in_the_csv_and_in_results_json(tmp_path, seed
     write_gradescope(results, tmp_path / "eve" / "results.json")
     with open(tmp_path / "grades.csv", newline="") as f:
         cells = [cell for row in csv.reader(f) for cell in row]
-    longest = CAP + len(f"... ({len(huge) + 100} characters cut)")
+    longest = CAP + len(f"... ({2 * len(huge) + 100} characters cut)")     # a printed line indents each newline
     assert max(len(c) for c in cells) <= longest
     assert any(c.startswith("raised ValueError: ") and c.endswith(" characters cut)") for c in cells)
     report = json.loads((tmp_path / "eve" / "results.json").read_text())
