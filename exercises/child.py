@@ -211,16 +211,26 @@ def _zygote(config, root):
             _task(control, root, fds[0])
         os.close(fds[0])
         status = _clean_up(child, pid_one)
-        if _limits() != limits:                 # a task set ours (prlimit on PID 1): the next must not inherit them
+        if _limits() != limits:                 # a task set ours (prlimit, nice... on PID 1): the next must not inherit them
             wire.send(control.fileno(), {"ended": status, "retire": True})
             return
         wire.send(control.fileno(), {"ended": status})
 
 
 def _limits():
-    """Every resource limit of this process, as a task child could have changed it with prlimit."""
+    """What a task child could change of this process that its later children inherit: every
+    resource limit (prlimit), its niceness, CPUs, scheduling policy and OOM score."""
     import resource
-    return {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")}
+    state = {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")}
+    state["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    state["cpus"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    state["policy"] = os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None
+    try:
+        with open("/proc/self/oom_score_adj") as f:
+            state["oom_score_adj"] = f.read().strip()
+    except OSError:
+        state["oom_score_adj"] = None
+    return state
 
 
 def main():

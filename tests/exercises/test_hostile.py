@@ -74,6 +74,10 @@ ATTACKS = {
     "lowers the zygote's memory limit for the tasks after it": _lines(
         "import resource", "try: resource.prlimit(1, resource.RLIMIT_AS, (1 << 20, 1 << 20))", "except OSError: pass",
         ZEROS),
+    "slows the zygote for the tasks after it": _lines(
+        "import os", "for change in (lambda: os.setpriority(os.PRIO_PROCESS, 1, 19), lambda: os.sched_setaffinity(1, {0}),",
+        "               lambda: os.sched_setscheduler(1, os.SCHED_IDLE, os.sched_param(0))):",
+        "    try: change()", "    except (OSError, AttributeError): pass", ZEROS),
     "sends an error with a 5000-digit line number": _lines("raise ValueError('x (in autograd/scalar.py line ' + '9' * 5000 + ')')"),
     "runs code at import, outside its function": "import sys\nsys.modules.clear\n" + _lines(ZEROS),
     "calls the loops tier's softmax": _lines("from autograd.kernels import loops", "return loops.softmax(x)"),
