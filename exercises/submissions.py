@@ -170,11 +170,14 @@ def find_project(path, scratch):
     return None, f"{name} is neither a folder nor a .zip; {EXPECTED}"
 
 
+SYSTEM_FILES = {".DS_Store", ".git", ".gitignore", "Thumbs.db", "desktop.ini"}   # an OS's or git's, no student's
+
+
 def find_projects(folder, scratch):
     """{student: (project folder, None) or (None, why none was found)} for each entry of
     folder (a sub-folder or a file; a .zip's student is its name without .zip, unless a folder
     has that name too: then each keeps its whole name), in name order."""
-    found, entries = {}, [entry for entry in sorted(os.listdir(folder)) if not entry.startswith(".")]
+    found, entries = {}, [entry for entry in sorted(os.listdir(folder)) if entry not in SYSTEM_FILES]
     students = [entry[:-4] if entry.lower().endswith(".zip") else entry for entry in entries]
     for entry, student in zip(entries, students):
         if students.count(student) > 1:             # both "ana" and "ana.zip": each graded under its own name

@@ -232,3 +232,14 @@ def test_a_folder_and_a_zip_of_one_name_are_two_students_each_graded(tmp_path):
     found = find_projects(str(folder), str(scratch))
     assert list(found) == ["ana", "ana.zip", "ben"]
     assert all(why is None for _, why in found.values())
+
+
+def test_an_entry_whose_name_starts_with_a_dot_is_a_student_too(tmp_path):
+    """'.eve' and '..zip' were skipped without a line; only an OS's or git's own files are."""
+    folder, scratch = tmp_path / "submissions", tmp_path / "scratch"
+    scratch.mkdir()
+    _write(folder / ".eve", PROJECT)
+    _zip(folder / "..zip", {f"copy/{p}": t for p, t in PROJECT.items()})
+    _write(folder, {".DS_Store": "", "Thumbs.db": ""})
+    found = find_projects(str(folder), str(scratch))
+    assert list(found) == [".", ".eve"] and all(why is None for _, why in found.values())
