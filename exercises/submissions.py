@@ -170,6 +170,7 @@ def find_project(path, scratch):
     return None, f"{name} is neither a folder nor a .zip; {EXPECTED}"
 
 
+SCRIPT = "run_autograder"                  # what write_gradescope_class writes beside DIR/STUDENT/
 SYSTEM_FILES = {".DS_Store", ".git", ".gitignore", "Thumbs.db", "desktop.ini"}   # an OS's or git's, no student's
 
 
@@ -182,5 +183,9 @@ def find_projects(folder, scratch):
     for entry, student in zip(entries, students):
         if students.count(student) > 1:             # both "ana" and "ana.zip": each graded under its own name
             student = entry
+        if student == SCRIPT:
+            found[student] = (None, f"{entry}: the name of the script --gradescope writes beside the students' "
+                                    "folders; rename the entry to grade it")
+            continue
         found[student] = find_project(os.path.join(folder, entry), scratch)
     return found

@@ -243,3 +243,12 @@ def test_an_entry_whose_name_starts_with_a_dot_is_a_student_too(tmp_path):
     _write(folder, {".DS_Store": "", "Thumbs.db": ""})
     found = find_projects(str(folder), str(scratch))
     assert list(found) == [".", ".eve"] and all(why is None for _, why in found.values())
+
+
+def test_an_entry_named_as_the_gradescope_script_is_refused_naming_why(tmp_path):
+    """A student folder run_autograder once made --gradescope fail (IsADirectoryError)."""
+    folder, scratch = tmp_path / "submissions", tmp_path / "scratch"
+    scratch.mkdir()
+    _write(folder / "run_autograder", PROJECT)
+    found = find_projects(str(folder), str(scratch))
+    assert found["run_autograder"][0] is None and "rename the entry" in found["run_autograder"][1]
