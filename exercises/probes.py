@@ -234,7 +234,7 @@ class StandInModel:
 
     def __init__(self, tables):
         self.tables = tables                                          # (sources, positions, V, V)
-        self.calls_with_cache = 0                                     # decode calls given a cache
+        self.calls_without_cache = 0                                  # decode calls given no cache
 
     def make_src_mask(self, src):
         return None
@@ -254,7 +254,7 @@ class StandInModel:
             raise TypeError(f"attention mask must be boolean (True = may attend), got {type(tgt_mask).__name__} "
                             "as decode's tgt_mask: decode(tgt_in, memory, src_mask, tgt_mask=None, cache=None)")
         ys = np.asarray(ys)
-        self.calls_with_cache += cache is not None
+        self.calls_without_cache += cache is None
         start = 0 if cache is None else cache["seen"]
         if cache is not None:
             cache["seen"] += ys.shape[1]
@@ -268,11 +268,11 @@ def _rows(tokens):
 
 
 def greedy(tables, src, max_len, bos, eos, pad, use_cache):
-    """{"rows": the tokens greedy decoding gives, "calls_with_cache": how many decode calls got a cache}."""
+    """{"rows": the tokens greedy decoding gives, "calls_without_cache": decode calls given no cache}."""
     from transformer.decoding import greedy_decode
     model = StandInModel(tables)
     rows = _rows(greedy_decode(model, src, max_len, bos, eos, pad, use_cache=use_cache))
-    return {"rows": rows, "calls_with_cache": model.calls_with_cache}
+    return {"rows": rows, "calls_without_cache": model.calls_without_cache}
 
 
 def beam(tables, src, max_len, bos, eos, beam_size, alpha):

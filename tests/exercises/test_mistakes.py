@@ -286,6 +286,8 @@ PLANTED = [
     # float32 LayerNorm; a mask as lists
     ("layer_norm_backward", "dtype changed", sub("dxhat = grad * weight", "dxhat = grad.astype(float) * weight"), 0),
     ("greedy_decode", "cache not used", sub("            if use_cache:\n", "            if False:\n"), None),
+    ("greedy_decode", "cache not used", sub("            if use_cache:\n", "            if use_cache and ys.shape[1] == 1:\n"),
+     None),                                                          # the cache at the first step only
     ("causal_mask", "not an array", sub("return np.tril(np.ones((length, length), dtype=bool))",
                                         "return np.tril(np.ones((length, length), dtype=bool)).tolist()"), None),
     ("beam_search", "alpha ignored in the finished scores",
