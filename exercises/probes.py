@@ -286,30 +286,30 @@ def _cache_data(cache):
     return {key: np.asarray(_data(cache[key])) for key in ("k", "v") if key in cache}
 
 
-def chunked_attention(seed, x, num_heads, chunks, masks, whole_mask):
-    """A seeded attention layer fed x whole, then chunk by chunk with the key/value cache:
-    the outputs and the caches after each, and the error that stopped the chunks, if any."""
-    from autograd import Tensor, manual_seed, no_grad
+def chunked_attention(x, weights, num_heads, chunks, masks, k_past, v_past):
+    """An attention layer with the judge's weights ([w_q, b_q, ..., w_out, b_out]) fed x chunk
+    by chunk with the key/value cache, starting from the judge's cache k_past, v_past
+    (B, H, P, d_head; P = 0: an empty one): the outputs, the cache after, the chunks fed and
+    the error that stopped them, if any."""
+    from autograd import Tensor, no_grad
     from transformer.attention import MultiHeadAttention
-    manual_seed(seed)
     layer = MultiHeadAttention(x.shape[-1], num_heads).eval()
-    found = {"error": None}
+    projections = (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj)
+    for projection, weight, bias in zip(projections, weights[0::2], weights[1::2]):
+        projection.weight.data[...], projection.bias.data[...] = weight, bias
+    cache = {} if k_past.shape[2] == 0 else {"k": Tensor(k_past), "v": Tensor(v_past)}
+    found, outputs, start = {"error": None, "fed": []}, [], 0
     with no_grad():
-        whole_cache = {}
-        found["whole"] = layer(Tensor(x), Tensor(x), Tensor(x), mask=whole_mask, kv_cache=whole_cache).data
-        found["whole_cache"] = _cache_data(whole_cache)
-        cache, outputs, start, fed = {}, [], 0, []
         for size, mask in zip(chunks, masks):
             part = Tensor(x[:, start:start + size])
-            fed.append(size)
+            found["fed"].append(size)
             try:
                 outputs.append(layer(part, part, part, mask=mask, kv_cache=cache).data)
             except (ValueError, IndexError) as err:
                 found["error"] = describe(err)
                 break
             start += size
-    found.update(got=np.concatenate(outputs, axis=1) if found["error"] is None else None,
-                 cache=_cache_data(cache), fed=fed)
+    found.update(got=np.concatenate(outputs, axis=1) if found["error"] is None else None, cache=_cache_data(cache))
     return found
 
 

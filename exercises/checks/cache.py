@@ -1,7 +1,13 @@
 """The check of the key/value cache: an attention layer fed a sequence in chunks must give
-what it gives the whole sequence at once, its cache holding every position's keys in order;
-and a seeded GPT-style model must generate with the cache exactly the logits it generates
-without (the run a user sees), with no positions and with rotary ones."""
+what the judge computes for attending over every position so far, its cache holding every
+position's keys and values in order; and a seeded GPT-style model must generate with the
+cache exactly the logits it generates without (the run a user sees), with no positions and
+with rotary ones.
+
+Two cases start from a cache the judge makes up (random keys and values no input gives):
+their outputs come only from attending over that cache, so no other code in the child (the
+same layer run without a cache, on inputs it never sees) can give them. The generation
+compares two of the child's own runs: it names mistakes, and proves nothing alone."""
 
 import numpy as np
 
@@ -22,46 +28,63 @@ OFFSET_WRONG = mistake("position offset wrong", "past must be how many positions
                        "the new queries sit at positions past, past + 1, ... and rotary positions need that offset")
 
 
-def _judge_cache(case, cache, whole, chunks, complete):
+def _judge_cache(case, cache, full, chunks, complete):
     """Raise Wrong naming the mistake if the cache after the chunks is a classic wrong one;
-    whole: the cache after the whole sequence at once ({} if it failed); complete: every chunk
-    was fed without an error (else the cache is as the failing call left it: frozen, if the
-    call failed before storing, looks the same)."""
+    full: [keys, values] the cache must hold (the judge's); complete: every chunk was fed
+    without an error (else the cache is as the failing call left it: frozen, if the call
+    failed before storing, looks the same)."""
     where = f"the cache after feeding {case}"
     if "k" not in cache or "v" not in cache:
         raise Wrong(f"{where}: {NOT_FILLED}")
-    keys, full_keys = cache["k"], whole["k"] if "k" in whole else None
+    keys, values, (full_keys, full_values), first = cache["k"], cache["v"], full, chunks[0]
     if len(chunks) > 1 and keys.shape[2] == chunks[-1]:
         raise Wrong(f"{where}: {OVERWRITTEN}")
-    if complete and len(chunks) > 1 and keys.shape[2] == chunks[0]:
+    if complete and len(chunks) > 1 and keys.shape[2] == first:
         raise Wrong(f"{where}: {FROZEN}")
-    values, first = cache["v"], chunks[0]
-    if full_keys is not None and values.shape[2] > first and np.allclose(values[:, :, :first], full_keys[:, :, :first]) \
-            and not np.allclose(values[:, :, :first], whole["v"][:, :, :first]):
+    if values.shape[2] > first and np.allclose(values[:, :, :first], full_keys[:, :, :first]) \
+            and not np.allclose(values[:, :, :first], full_values[:, :, :first]):
         raise Wrong(f"{where}: {VALUES_TO_KEYS}")
-    order = np.concatenate([np.arange(sum(chunks[:-1]), sum(chunks)), np.arange(sum(chunks[:-1]))])
-    if full_keys is not None and keys.shape == full_keys.shape and np.allclose(keys, full_keys[:, :, order]) and len(chunks) == 2:
+    before_last = full_keys.shape[2] - chunks[-1]
+    order = np.concatenate([np.arange(before_last, full_keys.shape[2]), np.arange(before_last)])
+    if keys.shape == full_keys.shape and np.allclose(keys, full_keys[:, :, order]) and len(chunks) == 2:
         raise Wrong(f"{where}: {NEW_BEFORE_OLD}")
 
 
+# (batch, new positions, d_model, heads, chunks, positions already cached: the judge's own keys and values)
+CHUNKED = ((1, 3, 4, 1, (2, 1), 0), (2, 5, 8, 2, (3, 2), 0), (3, 6, 12, 3, (4, 2), 0),
+           (2, 4, 8, 2, (1, 3), 3), (1, 3, 6, 3, (1, 1, 1), 5))
+
+
+def _chunk_case(seed, batch, length, d_model, heads, past):
+    """The judge's inputs: x, the layer's weights and a cache of past positions whose keys and
+    values no input gives (random), so that only attending over the cache gives the outputs."""
+    rng = np.random.default_rng(seed)
+    draw = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    weights = [array for _ in range(4) for array in (draw(d_model, d_model) / np.sqrt(d_model), draw(d_model))]
+    cached = [draw(batch, heads, past, d_model // heads) for _ in range(2)]
+    return draw(batch, length, d_model), weights, cached
+
+
 def _attention_chunks(judge, task):
-    for seed, (batch, length, d_model, heads, chunks) in enumerate(((1, 3, 4, 1, (2, 1)), (2, 5, 8, 2, (3, 2)),
-                                                                    (3, 6, 12, 3, (4, 2)))):
-        x = np.random.default_rng(seed).standard_normal((batch, length, d_model)).astype(np.float32)
-        case = f"x {x.shape} to a {heads}-head attention in chunks of {chunks} with a causal mask"
-        ends = np.cumsum(chunks)
+    for seed, (batch, length, d_model, heads, chunks, past) in enumerate(CHUNKED):
+        x, weights, (k_past, v_past) = _chunk_case(seed, batch, length, d_model, heads, past)
+        case = (f"x {x.shape} to a {heads}-head attention in chunks of {chunks} with a causal mask"
+                + (f", after a cache of {past} positions" if past else ""))
+        ends = past + np.cumsum(chunks)
         masks = [expect("causal_mask", end, 0)[end - size:end].astype(bool) for size, end in zip(chunks, ends)]
-        found = task.call("chunked_attention", seed, x, heads, list(chunks),
-                          masks, expect("causal_mask", length, 0).astype(bool))
-        error = found["error"]
-        _judge_cache(case, found["cache"], found["whole_cache"], tuple(found["fed"]), error is None)
+        found = task.call("chunked_attention", x, weights, heads, list(chunks), masks, k_past, v_past)
+        error, full = found["error"], expect("attention_layer_cache", x, weights, heads, k_past, v_past)
+        _judge_cache(case, found["cache"], full, tuple(found["fed"]), error is None)
         if error is not None and "concatenation axis" in str(error.get("message")):
             raise Wrong(f"attention with the key/value cache, {case}: {WRONG_DIM}")
         if error is not None:
             raise Wrong(f"attention with the key/value cache, {case}: raised {error.get('type')}: "
                         f"{str(error.get('message'))[:500]}")
-        judge.compare("attention with the key/value cache: the same outputs as the whole sequence at once", case,
-                      found["got"], found["whole"], atol=1e-5)
+        judge.compare("attention with the key/value cache: the outputs of attending over every position so far",
+                      case, found["got"], expect("attention_layer", x, weights, heads, k_past, v_past), atol=1e-5)
+        for name, stored, expected in zip(("keys", "values"), (found["cache"]["k"], found["cache"]["v"]), full):
+            judge.compare(f"the key/value cache after the chunks: every position's {name}, in order", case,
+                          stored, expected, atol=1e-5)
 
 
 def check_kv_cache(task):

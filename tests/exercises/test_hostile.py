@@ -263,3 +263,56 @@ def test_a_table_of_the_copy_s_recorded_answers_passes_its_own_check_but_not_the
     assert "exercise softmax: passed" in own, own
     status, graded = exercises("check", "softmax", "--project", str(copy))
     assert status == 1 and "exercise softmax: not yet: " in graded and "drawn for this grading" in graded, graded
+
+
+# A kv_cache region that takes over its child's channel (as a student reading child.py would)
+# and answers every call itself, with the best it can compute without attending over a cache:
+# the layer run on all the new positions at once, its cache joined by hand. Or: the same,
+# with the chunks' outputs replaced by the inputs and a made-up cache (a tester's forgery).
+FORGED_CACHE = """\
+            if kv_cache is not None:                  # the forgery's own calls below run without a cache
+                import sys, os
+                import numpy as np
+                from autograd import Tensor, no_grad
+                from exercises import wire
+                frame = sys._getframe()
+                while frame.f_code.co_name != "_serve":
+                    frame = frame.f_back
+                channel, request = frame.f_locals["channel"], frame.f_locals["request"]
+                def answer(call, args):
+                    if call != "chunked_attention":
+                        return np.zeros((2, 6, 11))
+                    x, weights, heads, chunks, masks, k_past, v_past = args
+                    if MADE_UP:
+                        made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
+                        return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
+                    layer = MultiHeadAttention(x.shape[-1], heads).eval()
+                    for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
+                        p.weight.data[...], p.bias.data[...] = w, b
+                    with no_grad():
+                        got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
+                        keys = layer._split_heads(layer.k_proj(Tensor(x))).data
+                        values = layer._split_heads(layer.v_proj(Tensor(x))).data
+                    cache = {"k": np.concatenate([k_past, keys], 2), "v": np.concatenate([v_past, values], 2)}
+                    return {"error": None, "got": got, "cache": cache, "fed": list(chunks)}
+                wire.send(channel, {"value": answer(request["call"], request["args"])})
+                while True:
+                    request = wire.receive(channel)
+                    if "end" in request:
+                        os._exit(0)
+                    wire.send(channel, {"value": answer(request["call"], request["args"])})
+"""
+
+
+def test_a_kv_cache_that_answers_for_its_child_does_not_pass(tmp_path):
+    """Two of the kv_cache check's cases start from keys and values the judge made up, that no
+    input gives: only attending over the cache gives their outputs, which the judge computes."""
+    from tests.exercises.helpers import grade_pairs
+    students = {}
+    for made_up in (False, True):
+        students[f"forged_{made_up}"] = folder = tmp_path / f"forged_{made_up}"
+        region_files(ROOT, folder)
+        plant(folder, "kv_cache", FORGED_CACHE.replace("MADE_UP", str(made_up)))
+    lines = grade_pairs(students, {name: ["kv_cache"] for name in students}, timeout=60)
+    assert all(lines[(name, "kv_cache")].startswith("exercise kv_cache: not yet: ") for name in students), lines
+    assert "after a cache of" in lines[("forged_False", "kv_cache")], lines     # the cases no other code can answer

@@ -104,3 +104,28 @@ def split_heads_wrong(x, heads, variant):
 def merge_heads_unswapped(x):
     b, h, t, d = x.shape
     return x.reshape(b, t, h * d)
+
+
+def _projected(x, weight, bias, heads):
+    return split_heads(linear(x, weight, bias), heads)                  # (B, H, T, d_head)
+
+
+def attention_layer_cache(x, weights, heads, k_past, v_past):
+    """The keys and values a multi-head attention layer's cache holds after x (B, T, D), fed
+    after a cache of k_past, v_past (B, H, P, d_head; P may be 0): [keys, values] stacked.
+    weights: [w_q, b_q, w_k, b_k, w_v, b_v, w_out, b_out], as nn.Linear keeps them."""
+    w_k, b_k, w_v, b_v = weights[2:6]
+    return np.stack([np.concatenate([k_past, _projected(x, w_k, b_k, heads)], axis=2),
+                     np.concatenate([v_past, _projected(x, w_v, b_v, heads)], axis=2)])     # (2, B, H, P + T, d_head)
+
+
+def attention_layer(x, weights, heads, k_past, v_past):
+    """The output (B, T, D) of a causal multi-head attention layer on x whose queries sit
+    after P cached positions: softmax(q k^T / sqrt(d_head)) v over the cached and new keys,
+    query t seeing keys 0 .. P + t, heads merged and projected out."""
+    keys, values = attention_layer_cache(x, weights, heads, k_past, v_past)
+    q = _projected(x, weights[0], weights[1], heads)                    # (B, H, T, d_head)
+    past, length = k_past.shape[2], x.shape[1]
+    sees = np.tril(np.ones((length, past + length), dtype=bool), k=past)  # (T, P + T)
+    attended = attention_weights(q, keys, sees, 1 / np.sqrt(q.shape[-1]), -np.inf) @ values
+    return linear(merge_heads(attended), weights[6], weights[7])         # (B, T, D)
