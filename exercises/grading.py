@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
+from exercises.child_text import shown
 from exercises.regions import find_regions, line_in_submission, python_files, read, regions_of, rewrite, splice
 from exercises.sandbox import MEMORY_MB, run_jobs
 from exercises.tree import write_tree
@@ -141,19 +142,26 @@ def origins_of(own, places):
 
 
 def judge_of(name, overrides, origins, teacher=True, withheld=()):
-    """What the grader runs for this task: the check, on the task child, its message telling
-    lines as the submission has them, and without the lines `withheld` (the solutions the
-    child was given, which its code could put into an error message). In the teacher's grade
+    """What the grader runs for this task: the check, on the task child once it is ready, its
+    message telling lines as the submission has them, and without the lines `withheld` (the
+    solutions the child was given, which its code could put into an error message) nor, if
+    there are any, the child's own texts (exercises/child_text.py). In the teacher's grade
     (teacher), an exercise the code calls that the check's child does not have (not in
     NEEDS) is not the copy's to do first."""
     def judge(task):
         from exercises.checks import run
-        status, message = run(name, task)
+        from exercises.zygote import Crashed
+        try:
+            task.ready()
+            status, message = run(name, task)
+        except Crashed as crash:
+            status, message = crash.verdict
         needed = re.match(r"needs exercise (\w+),", message)
         if teacher and needed:
             message = (f"calls exercise {needed[1]}, which {name}'s check does not run with: write {name} without "
                        f"calling {needed[1]}'s code")
-        return status, without_lines(at_submission_lines(message, overrides, origins), withheld)
+        return status, shown(without_lines(at_submission_lines(message, overrides, origins), withheld), bool(withheld),
+                             name)
     return judge
 
 

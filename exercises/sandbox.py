@@ -101,7 +101,8 @@ class Slots:
 
 def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=None):
     """Run each task (key, overrides {file: text}, judge) with the texts put into a task child of
-    a zygote on `tree` (write_tree), judge(task) in this process, `jobs` at a time; yields
+    a zygote on `tree` (write_tree), judge(task) in this process (task.ready() first, then its
+    calls), `jobs` at a time; yields
     (key, (status, message)) as each ends. A task gets `timeout` seconds in all. notes: a list
     that gets one line if isolation is by process only."""
     tasks = list(tasks)
@@ -139,12 +140,11 @@ def _judged(zygote, overrides, judge, limits, deadline, timeout):
     except OSError:
         return ("not yet", "crashed: the check's child could not be reached"), False
     try:
-        task.ready()
         verdict = judge(task)
     except Crashed as crash:
         verdict = crash.verdict
     except Exception as err:                              # noqa: BLE001  an answer the judge could not read
-        verdict = ("not yet", f"the check could not read the child's answer ({type(err).__name__}: {str(err)[:200]})")
+        verdict = ("not yet", f"the check could not read the child's answer (a {type(err).__name__})")
     return _timed(verdict, timeout), task.finish()
 
 

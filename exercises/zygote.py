@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from exercises import wire
+from exercises.child_text import mark, place
 from exercises.tree import layout
 
 CHECK_ENVIRONMENT = {"AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1", "MPLBACKEND": "Agg", "NUMBA_NUM_THREADS": "1",
@@ -46,17 +47,18 @@ class Raised(Exception):
 
 def rebuilt(raised, memory_mb):
     """The child's exception, {"type", "message", "where", "name", "memory"}, raised here again
-    as a plain exception of that builtin type (or Raised) holding only its text."""
+    as a plain exception of that builtin type (or Raised) holding only its text, marked as
+    the child's (exercises/child_text.py), and its place if that is a file of the project."""
     import builtins
-    kind, message = str(raised.get("type", "Exception"))[:80], str(raised.get("message", ""))[:4000]
+    kind, message = str(raised.get("type", "Exception"))[:80], mark(raised.get("message", ""), 4000)
     if raised.get("memory"):
         return Crashed("not yet", f"used more than {memory_mb:g} MB of memory (the limit is --memory)")
     cls = getattr(builtins, kind, None)
     try:
-        err = cls(message) if isinstance(cls, type) and issubclass(cls, Exception) else Raised(kind, message)
+        err = cls(message) if isinstance(cls, type) and issubclass(cls, Exception) else Raised(mark(kind, 80), message)
     except TypeError:                                    # a builtin exception that takes other arguments
         err = Raised(kind, message)
-    err.where = str(raised.get("where") or "")[:300]
+    err.where = place(raised.get("where") or "")
     if isinstance(err, NameError):
         err.name = raised.get("name") if isinstance(raised.get("name"), str) else None
     return err
@@ -149,7 +151,7 @@ class Task:
         """Wait for the task child to have put the texts in; Crashed if that failed."""
         first = self._receive()
         if "import_failed" in first:
-            raise Crashed("not yet", str(first["import_failed"])[:4000])
+            raise Crashed("not yet", mark(first["import_failed"], 4000))
         if "raised" in first and isinstance(first["raised"], dict):
             err = rebuilt(first["raised"], self.memory_mb)
             raise err if isinstance(err, Crashed) else Crashed("not yet", f"crashed: {type(err).__name__}: {err}"[:4000])

@@ -13,6 +13,7 @@ import numpy as np
 
 from exercises.checks.expected import expect
 from exercises.checks.feedback import Judge, Wrong, mistake
+from exercises.child_text import mark
 
 
 NOT_FILLED = mistake("cache not filled", "store the keys and values in kv_cache['k'] and kv_cache['v']")
@@ -78,8 +79,8 @@ def _attention_chunks(judge, task):
         if error is not None and "concatenation axis" in str(error.get("message")):
             raise Wrong(f"attention with the key/value cache, {case}: {WRONG_DIM}")
         if error is not None:
-            raise Wrong(f"attention with the key/value cache, {case}: raised {error.get('type')}: "
-                        f"{str(error.get('message'))[:500]}")
+            raise Wrong(f"attention with the key/value cache, {case}: raised {mark(error.get('type'), 80)}: "
+                        f"{mark(error.get('message'), 500)}")
         judge.compare("attention with the key/value cache: the outputs of attending over every position so far",
                       case, found["got"], expect("attention_layer", x, weights, heads, k_past, v_past), atol=1e-5)
         for name, stored, expected in zip(("keys", "values"), (found["cache"]["k"], found["cache"]["v"]), full):
@@ -97,4 +98,4 @@ def check_kv_cache(task):
             raise Wrong(f"generation with the cache against without, {case}: "
                         f"{OFFSET_WRONG}")
         judge.compare("generation with the cache: the same logits as without", case, cached, full, atol=1e-6)
-    return "chunked attention (3 sizes) and seeded generation with no, rotary and learned positions"
+    return "chunked attention (5 cases, 2 after a cache the judge made up) and seeded generation with no, rotary and learned positions"
