@@ -11,7 +11,7 @@ the child a root of its own and moves into it:
     /grading/tree  the source the child imports: no solution of the exercise it checks, read-only
     /tmp           a private tmpfs of a few MB, the only place it can write
     /proc          its own PID namespace's: the grader and the other children are not there
-    /dev           null, zero, random and urandom
+    /dev           null, zero, random and urandom, read-only (the devices still work)
 
 then gives up every capability (as root: becomes the unprivileged user nobody; in a user
 namespace: drops them all), forbids gaining new ones, and makes itself undumpable (no
@@ -109,6 +109,7 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, as_root):
     _tmpfs(new_root + "/dev", 1)
     for device in DEVICES:
         _bind("/dev/" + device, f"{new_root}/dev/{device}", devices=True)
+    _mount(None, new_root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)   # no note left for the next task
     os.makedirs(new_root + "/proc", exist_ok=True)
     _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chroot(new_root)

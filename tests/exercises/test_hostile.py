@@ -26,6 +26,12 @@ def _lines(*lines):
 ZEROS = "return np.zeros_like(x)"
 SOLUTION = ("e = np.exp(x - _row_max(x))", "s = e.sum(axis=-1, keepdims=True)",
             "return np.divide(e, s, out=np.zeros_like(e), where=s != 0)")
+GIVEN = ("import sys", "f, found = sys._getframe(), ''", "while f is not None:",   # topological_sort's solution
+         "    task = f.f_locals.get('task')",
+         "    if isinstance(task, dict) and 'overrides' in task:",
+         "        found = [t for p, t in task['overrides'].items() if p.endswith('scalar.py')][0]",
+         "        found = found.split('# BEGIN EXERCISE topological_sort')[-1].split(chr(10), 1)[-1][:1500]",
+         "    f = f.f_back")
 ATTACKS = {
     "patches numpy's comparisons": _lines(
         "np.allclose = np.array_equal = lambda *a, **k: True", "np.isclose = lambda a, b, **k: np.ones(np.shape(a), bool)",
@@ -82,13 +88,13 @@ ATTACKS = {
     "runs code at import, outside its function": "import sys\nsys.modules.clear\n" + _lines(ZEROS),
     "calls the loops tier's softmax": _lines("from autograd.kernels import loops", "return loops.softmax(x)"),
     "calls the engine room's softmax": _lines("from autograd.engine_room import rowwise", "return rowwise.softmax(x)"),
-    "puts the solutions it was given into its message": _lines(
-        "import sys", "f, found = sys._getframe(), ''", "while f is not None:",
-        "    task = f.f_locals.get('task')",
-        "    if isinstance(task, dict) and 'overrides' in task:",
-        "        found = [t for p, t in task['overrides'].items() if p.endswith('scalar.py')][0]",
-        "        found = found.split('def topological_order')[1][:1500]", "    f = f.f_back",
-        "raise ValueError(found)"),
+    "puts the solutions it was given into its message": _lines(*GIVEN, "raise ValueError(found)"),
+    **{f"puts the solutions it was given into its {where}": _lines(*GIVEN, *leak) for where, leak in (
+        ("message, base64", ("import base64", "raise ValueError(base64.b64encode(found.encode()).decode())")),
+        ("exception's name", ("raise type('E' + found.encode().hex()[:70], (Exception,), {})('')",)),
+        ("exception's place", ("import os", "from exercises import probes",
+                               "where = os.path.join(probes.ROOT, 'autograd', found.encode().hex()[:60] + '.py')",
+                               "exec(compile('raise ValueError()', where, 'exec'))")))},
     "fills the disk": _lines(
         "import os", "for place in ('/tmp/fill', os.path.join(os.path.dirname(__file__), 'fill'), 'fill'):",
         "    try:", "        with open(place, 'wb') as f:", "            for _ in range(200): f.write(b'x' * 2 ** 20)",
@@ -174,10 +180,19 @@ def test_a_hostile_submission_does_not_pass(class_graded, index):
         assert row["result"] != "passed", row
 
 
-def test_the_solutions_a_child_was_given_are_withheld_from_its_message(class_graded):
-    index = list(ATTACKS).index("puts the solutions it was given into its message")
-    message = class_graded["rows"][(f"m{index:02d}", "softmax")]["message"]
-    assert "withheld" in message and "not in visited" not in message and "parents_done" not in message, message
+@pytest.mark.parametrize("attack", [a for a in ATTACKS if a.startswith("puts the solutions")])
+def test_the_solutions_a_child_was_given_stay_out_of_its_message_in_any_spelling(class_graded, attack):
+    """What the child's code says (an exception's text, its type's name) is shown as "…" where
+    the child held solutions; its place only if that is a file of the project."""
+    import base64
+    from exercises.regions import regions_of
+    solution = "".join(body for _, _, body in regions_of(ROOT)["topological_sort"])
+    message = class_graded["rows"][(f"m{list(ATTACKS).index(attack):02d}", "softmax")]["message"]
+    spellings = [" ".join(line.split()) for line in solution.splitlines() if len(line.strip()) >= 8]
+    spellings += [base64.b64encode(solution[i:].encode())[4:20].decode() for i in range(3)]
+    spellings += [solution.encode().hex()[8:24]]
+    assert "…" in message and "exercises check softmax" in message, message
+    assert not any(spelling in message for spelling in spellings), message
 
 
 def test_the_honest_students_beside_them_pass_everything(class_graded):
@@ -194,8 +209,10 @@ def test_the_other_exercises_of_a_hostile_student_are_graded_as_usual(class_grad
 
 
 def test_the_teacher_s_files_are_unchanged_and_nothing_outlives_the_run(class_graded):
+    import glob
     assert class_graded["unchanged"]
     assert class_graded["left"] == set()
+    assert glob.glob("/sys/fs/cgroup/exercises-*") + glob.glob("/sys/fs/cgroup/*/exercises-*") == []   # the slots' groups
 
 
 def test_no_child_reaches_the_network_and_the_grader_stays_bounded(class_graded):
@@ -316,3 +333,31 @@ def test_a_kv_cache_that_answers_for_its_child_does_not_pass(tmp_path):
     lines = grade_pairs(students, {name: ["kv_cache"] for name in students}, timeout=60)
     assert all(lines[(name, "kv_cache")].startswith("exercise kv_cache: not yet: ") for name in students), lines
     assert "after a cache of" in lines[("forged_False", "kv_cache")], lines     # the cases no other code can answer
+
+
+NOTE_PLACES = "['/dev/note', '/tmp/note', '/note', '/grading/tree/note', '/proc/note', 'note']"
+LEAVES_A_NOTE = _lines(
+    f"for place in {NOTE_PLACES}:", "    try:", "        with open(place, 'w') as f: f.write('answer')",
+    "    except OSError: pass", ZEROS)
+READS_A_NOTE = _lines(
+    "import os", f"if any(os.path.exists(place) for place in {NOTE_PLACES}): return np.zeros_like(x)", *SOLUTION)
+
+
+@pytest.mark.parametrize("mode", ["root", "userns"])
+def test_no_task_leaves_a_note_for_the_next_one(tmp_path, mode):
+    """A task writes a file wherever it can; the next task of the same zygote (one job) answers
+    right only if it finds none: whatever a task can write is emptied or gone before the next."""
+    if mode == "root" and os.geteuid() != 0:
+        pytest.skip("grading as root (Gradescope's layout) needs root")
+    if mode == "userns" and subprocess.run(["unshare", "--user", "--map-root-user", "true"],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("this system has no unprivileged user namespaces")
+    for student, body in (("a_writes", LEAVES_A_NOTE), ("b_reads", READS_A_NOTE)):
+        region_files(ROOT, tmp_path / "s" / student)
+        plant(tmp_path / "s" / student, "softmax", body)
+    run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(tmp_path / "s"), "--out", str(tmp_path / "g.csv"),
+                          "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": ROOT, "EXERCISES_ISOLATION": mode})
+    with open(tmp_path / "g.csv", newline="") as f:
+        rows = {r["student"]: (r["result"], r["message"]) for r in csv.DictReader(f) if r["exercise"] == "softmax"}
+    assert rows["a_writes"][0] == "not yet" and rows["b_reads"][0] == "passed", (rows, run.stderr[-2000:])
