@@ -235,6 +235,7 @@ class StandInModel:
     def __init__(self, tables):
         self.tables = tables                                          # (sources, positions, V, V)
         self.calls_without_cache = 0                                  # decode calls given no cache
+        self.mask_not_boolean = False                                 # a decode call given a tgt_mask not boolean
 
     def make_src_mask(self, src):
         return None
@@ -251,6 +252,7 @@ class StandInModel:
         lands in tgt_mask, which the real model refuses as a mask that is not boolean."""
         from autograd import Tensor
         if tgt_mask is not None and getattr(tgt_mask, "dtype", None) != np.bool_:
+            self.mask_not_boolean = True
             raise TypeError(f"attention mask must be boolean (True = may attend), got {type(tgt_mask).__name__} "
                             "as decode's tgt_mask: decode(tgt_in, memory, src_mask, tgt_mask=None, cache=None)")
         ys = np.asarray(ys)
@@ -268,10 +270,18 @@ def _rows(tokens):
 
 
 def greedy(tables, src, max_len, bos, eos, pad, use_cache):
-    """{"rows": the tokens greedy decoding gives, "calls_without_cache": decode calls given no cache}."""
+    """{"rows": the tokens greedy decoding gives, "calls_without_cache": decode calls given no cache},
+    or, where a decode call got a tgt_mask that is not boolean (a cache passed fourth, where
+    the real model takes tgt_mask), {"cache_as_tgt_mask": True}: the mistake as data, for the
+    judge to name in its own words."""
     from transformer.decoding import greedy_decode
     model = StandInModel(tables)
-    rows = _rows(greedy_decode(model, src, max_len, bos, eos, pad, use_cache=use_cache))
+    try:
+        rows = _rows(greedy_decode(model, src, max_len, bos, eos, pad, use_cache=use_cache))
+    except TypeError:
+        if not model.mask_not_boolean:
+            raise
+        return {"rows": None, "calls_without_cache": 0, "cache_as_tgt_mask": True}
     return {"rows": rows, "calls_without_cache": model.calls_without_cache}
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from exercises.checks.expected import expect
 from exercises.checks.feedback import FRESH, Judge, Wrong, mistake
+from exercises.zygote import Crashed
 
 # (case, leaf values, program: ("mul" | "add", i, j) or ("tanh", i) over the values so far)
 GRAPHS = [
@@ -70,7 +71,11 @@ MARKED_AT_PUSH = mistake("visited when pushed", "a Value reached again by anothe
 REVERSED_PREORDER = mistake("reversed preorder", "listing a Value when it is first reached and reversing the list "
                            "works on trees, not where a Value is reached by two paths: list a Value once all its "
                            "parents are in (append it when its parents are done)")
-CLASSIC_WALKS = {"breadth_first": BREADTH_FIRST, "marked_at_push": MARKED_AT_PUSH, "preorder": REVERSED_PREORDER}
+FIRST_REACHED = mistake("listed when first reached", "a walk that lists a Value when it first reaches it lists the "
+                        "output first and a Value before its parents: list a Value once all its parents are in "
+                        "(append it when its parents are done), the output last")
+CLASSIC_WALKS = {"breadth_first": BREADTH_FIRST, "marked_at_push": MARKED_AT_PUSH, "preorder": REVERSED_PREORDER,
+                 "first_reached": FIRST_REACHED}
 RECURSION = mistake("recursion", "backward must work on deep graphs (a chain of thousands of Values), and a recursive "
                     "walk overflows Python's stack there (about 1000 calls deep): use an explicit stack")
 
@@ -165,8 +170,8 @@ def _walks_matching(leaves, program, order, candidates):
 def _judge_order(case, graph, order, shared_passed, walks):
     """Raise Wrong unless order is a topological order of the graph; shared_passed: an
     earlier graph with a Value reachable by two paths came out right (so a visited set exists);
-    walks: the classic wrong walks, (walk, parents reversed?), that gave this order and
-    every earlier one."""
+    walks: the classic wrong walks, (walk, parents reversed?), that gave the orders of
+    every graph they are compared on."""
     where = f"topological order of {case}"
     if len(order) != len(set(order)):
         raise Wrong(f"{where}: {EXPANDED_TWICE if shared_passed else NO_VISITED_SET}")
@@ -191,14 +196,24 @@ def _judge_order(case, graph, order, shared_passed, walks):
 
 
 def check_topological_sort(task):
-    shared_passed, walks = False, {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
-    for index, (case, leaves, program) in enumerate(ORDER_CASES + [_random_dag(seed) for seed in FRESH]):
-        graph = Graph(leaves, program)
+    cases, orders = ORDER_CASES + [_random_dag(seed) for seed in FRESH], []
+    for case, leaves, program in cases:          # every order first: a wrong walk is named by all the graphs
         try:
-            order = [int(i) for i in task.call("order", leaves, program)]
-        except RecursionError:
-            raise Wrong(f"topological order of {case}: {RECURSION}") from None
-        walks = _walks_matching(leaves, program, order, walks) if index < WALKED else set()
+            orders.append([int(i) for i in task.call("order", leaves, program)])
+        except Crashed:
+            raise
+        except Exception as err:                 # noqa: BLE001  raised again when its graph's turn comes
+            orders.append(err)
+    walks = {(walk, reverse) for walk in CLASSIC_WALKS for reverse in (False, True)}
+    for (_, leaves, program), order in zip(cases[:WALKED], orders):
+        walks = _walks_matching(leaves, program, order, walks) if isinstance(order, list) else set()
+    shared_passed = False
+    for (case, leaves, program), order in zip(cases, orders):
+        if isinstance(order, RecursionError):
+            raise Wrong(f"topological order of {case}: {RECURSION}")
+        if isinstance(order, Exception):
+            raise order
+        graph = Graph(leaves, program)
         _judge_order(case, graph, order, shared_passed, walks)
         shared_passed = shared_passed or graph.shared()
     judge = Judge()

@@ -39,6 +39,13 @@ PLANTED = [
      f"{S}order, seen, queue = [], {{id(root)}}, [root]\n{S}while queue:\n{E}node = queue.pop(0)\n"
      f"{E}order.append(node)\n{E}for p in node.parents:\n{E}    if id(p) not in seen:\n"
      f"{E}        seen.add(id(p))\n{E}        queue.append(p)\n{S}return order[::-1]\n", None),
+    ("topological_sort", "listed when first reached",
+     f"{S}order, seen, stack = [], set(), [root]\n{S}while stack:\n{E}node = stack.pop()\n"
+     f"{E}if id(node) not in seen:\n{E}    seen.add(id(node))\n{E}    order.append(node)\n"
+     f"{E}    stack.extend(node.parents)\n{S}return order\n", None),
+    ("beam_search", "probabilities added, not log-probabilities",
+     sub("log_probs = logits.log_softmax(-1).data[:, -1].astype(np.float64)",
+         "log_probs = np.exp(logits.log_softmax(-1).data[:, -1].astype(np.float64))"), None),
     ("unbroadcast", "size-1 dims dropped", sub("keepdims=True", "keepdims=False"), None),
     ("unbroadcast", "stretched dims not summed", sub("    if stretched:\n", "    if False:\n"), None),
     ("unbroadcast", "mean instead of sum", sub(".sum(", ".mean("), None),

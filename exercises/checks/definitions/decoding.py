@@ -87,6 +87,8 @@ def _extend(tables, source, beams, totals, beam_size, finished, step, alpha, var
     log_probs = _next_log_probs(tables, np.full(len(beams), source), np.full(len(beams), step - 1), beams[:, -1])
     if variant != "raw_logits":
         log_probs = log_probs - np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    if variant == "probabilities":                                      # softmax's output summed, not its log
+        log_probs = np.exp(log_probs)
     candidates, order, keep = _ranked(totals, log_probs, beam_size, variant)
     new_beams, new_totals = [], []
     for flat in order:

@@ -53,11 +53,11 @@ def walk_order(leaves, program, walk, reverse):
     """The indices of the program's values reachable from the last one, in the order a classic
     wrong walk lists them, each value's parents (as Value keeps them) taken in order or
     reversed: "breadth_first" reversed, "marked_at_push" (a value marked visited when pushed,
-    not when expanded) or "preorder" reversed."""
+    not when expanded), "preorder" reversed, or "first_reached" (the preorder itself)."""
     parents = [()] * len(leaves) + [tuple(args) for _, *args in program]
     parents = [p[::-1] if reverse else p for p in parents]
     walks = {"breadth_first": _reversed_breadth_first, "marked_at_push": _marked_at_push,
-             "preorder": _reversed_preorder}
+             "preorder": lambda parents, root: _preorder(parents, root)[::-1], "first_reached": _preorder}
     return np.array(walks[walk](parents, len(parents) - 1), dtype=int)
 
 
@@ -91,8 +91,8 @@ def _marked_at_push(parents, root):
     return order
 
 
-def _reversed_preorder(parents, root):
-    """Each value listed when first popped, the list reversed: a topological order on trees only."""
+def _preorder(parents, root):
+    """Each value listed when first popped (the output first); reversed, a topological order on trees only."""
     order, seen, stack = [], set(), [root]
     while stack:
         node = stack.pop()
@@ -100,7 +100,7 @@ def _reversed_preorder(parents, root):
             seen.add(node)
             order.append(node)
             stack.extend(parents[node])
-    return order[::-1]
+    return order
 
 
 def unbroadcast(grad, shape, variant):
