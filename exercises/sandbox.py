@@ -26,10 +26,12 @@ import tempfile
 import threading
 import time
 
+from exercises.cgroup import Group
 from exercises.tree import fingerprint
 from exercises.zygote import Crashed, Zygote
 
 MEMORY_MB = 2048       # a check's child, numpy and the project imported, peaks near 300 MB of address space
+GROUP_PROCESSES = 32   # a slot's control group: unshare, the zygote, a task child and the processes it may start
 ISOLATION_NOTE = {"process": "isolation by process only: this system does not let the grader put checks in namespaces "
                              "of their own (Linux with unprivileged user namespaces, or root, does), so a submission's "
                              "code runs with this user's rights and can read its files"}
@@ -49,17 +51,17 @@ def isolation():
     return mode if subprocess.run(command, capture_output=True, timeout=30).returncode == 0 else "process"
 
 
-def first_zygote(tree, scratch, hide, notes):
+def first_zygote(tree, scratch, hide, notes, group):
     """The first zygote, in the strongest isolation this machine allows; a note where that is
     by process only."""
     mode = isolation()
     if mode != "process":
         try:
-            return Zygote(tree, os.path.join(scratch, "0"), mode, hide)
+            return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
         except RuntimeError:
             mode = "process"
     notes.append(ISOLATION_NOTE["process"])
-    return Zygote(tree, os.path.join(scratch, "0"), mode, hide)
+    return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
 
 
 class Slots:
@@ -67,8 +69,9 @@ class Slots:
     (key, verdict) on another; ("failed", error) stops the run (the grader's own failure, or a
     tree that changed: then no grade of the run can be trusted)."""
 
-    def __init__(self, tasks, tree, timeout, limits, hide, first):
+    def __init__(self, tasks, tree, timeout, limits, hide, first, groups):
         self.tree, self.timeout, self.limits, self.hide, self.first = tree, timeout, limits, hide, first
+        self.groups = groups                             # a control group per slot, or None each
         self.expected, self.scratch = fingerprint(tree), os.path.dirname(first.scratch)
         self.pending, self.done = queue.Queue(), queue.Queue()
         for task in tasks:
@@ -79,7 +82,8 @@ class Slots:
         try:
             while not self.pending.empty():
                 key, overrides, judge = self.pending.get_nowait()
-                zygote = zygote or Zygote(self.tree, os.path.join(self.scratch, str(slot)), self.first.mode, self.hide)
+                zygote = zygote or Zygote(self.tree, os.path.join(self.scratch, str(slot)), self.first.mode, self.hide,
+                                          self.groups[slot])
                 verdict, keep = _judged(zygote, overrides, judge, self.limits, time.monotonic() + self.timeout,
                                         self.timeout)
                 if not keep:
@@ -112,8 +116,10 @@ def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=Non
     os.chmod(scratch, 0o711)
     limits = {"memory_mb": memory_mb, "cpu_seconds": int(timeout) + 5, "file_mb": 8, "processes": 8}
     slots, threads = None, []
+    groups = [Group.make(memory_mb * 2 ** 20, GROUP_PROCESSES) for _ in range(max(1, jobs))]
     try:
-        slots = Slots(tasks, tree, timeout, limits, hide, first_zygote(tree, scratch, hide, [] if notes is None else notes))
+        first = first_zygote(tree, scratch, hide, [] if notes is None else notes, groups[0])
+        slots = Slots(tasks, tree, timeout, limits, hide, first, groups)
         threads = [threading.Thread(target=slots.work, args=(slot,), daemon=True) for slot in range(max(1, jobs))]
         for thread in threads:
             thread.start()
@@ -130,6 +136,8 @@ def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=Non
             slots.pending.get_nowait()
         for thread in threads:
             thread.join()
+        for group in filter(None, groups):
+            group.remove()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

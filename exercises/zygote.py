@@ -67,8 +67,10 @@ def rebuilt(raised, memory_mb):
 class Zygote:
     """One child process, started afresh, that forks a task child per exercise."""
 
-    def __init__(self, tree, scratch, mode, hide=()):
-        self.mode, self.scratch = mode, scratch
+    def __init__(self, tree, scratch, mode, hide=(), group=None):
+        """group: the control group (exercises/cgroup.py) it and its tasks run in, if any."""
+        self.mode, self.scratch, self.group = mode, scratch, group
+        self.memory_mb, self.memory_kills = 0, 0
         ours, theirs = socket.socketpair()
         config = {"tree": tree, "isolation": mode, "control_fd": theirs.fileno(), "scratch": scratch,
                   "new_root": os.path.join(scratch, "root"), "scratch_mb": 16, "environment": ENVIRONMENT,
@@ -79,6 +81,8 @@ class Zygote:
         if mode != "process":
             command = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--net", "--ipc", "--uts"] + \
                 (["--user", "--map-root-user"] if mode == "userns" else []) + command
+        if group is not None:
+            command = group.joined(command)
         self.errors = tempfile.TemporaryFile()
         self.retired = False                            # see ended()
         self.process = subprocess.Popen(command, cwd=tree, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
@@ -105,7 +109,16 @@ class Zygote:
         judge_end.settimeout(max(deadline - time.monotonic(), 0.1))
         judge_end.sendall(wire.encode({"overrides": overrides, "limits": limits}))   # to the task child only
         judge_end.settimeout(None)
+        self.memory_mb, self.memory_kills = limits["memory_mb"], self.group.memory_kills() if self.group else 0
         return Task(self, judge_end, deadline, limits["memory_mb"])
+
+    def death(self, status):
+        """The verdict's message for a task child that died (status None: the zygote too):
+        its memory, if the control group's bound killed one of its processes, else how."""
+        if self.group is not None and self.group.memory_kills() > self.memory_kills:
+            return (f"used more than {self.memory_mb:g} MB of memory with the processes it started (the limit is "
+                    "--memory)")
+        return "crashed: the check's child died" if status is None else _death(status)
 
     def ended(self, deadline):
         """The status the zygote reports once a task child has ended (its processes killed)."""
@@ -168,9 +181,9 @@ class Task:
             try:
                 status = self.zygote.ended(time.monotonic() + GRACE_SECONDS)
             except (TimeoutError, EOFError, wire.WireError, OSError):
-                return Crashed("not yet", "crashed: the check's child died")
+                return Crashed("not yet", self.zygote.death(None))
             self.broken, self.over = False, True
-            return Crashed("not yet", _death(status))
+            return Crashed("not yet", self.zygote.death(status))
         return Crashed("not yet", f"crashed: the check's child broke the protocol ({err})"[:500])
 
     def _receive(self):
