@@ -2,6 +2,7 @@
 
     python -m demos.export --checkpoint runs/gpt --hf out/gpt-hf
     python -m demos.export --checkpoint runs/gpt --nanogpt out/ckpt.pt
+    python -m demos.export --from-hf models/smollm2 --hf out/smollm2-again
 
 --hf writes a folder that `transformers` loads with its fast tokenizer (AutoModelForCausalLM
 / AutoTokenizer.from_pretrained): as GPT2LMHeadModel (demos.gpt --arch gpt2) or as
@@ -10,7 +11,10 @@ half-split ones), in model.safetensors, config.json, generation_config.json, tok
 (byte-level BPE or characters, as trained) and tokenizer_config.json.  It needs no PyTorch;
 a model neither can express (say learned positions with RMSNorm, a biased output layer, a
 padding mask) is refused in one line, nothing written.  The mapping lives in
-transformer/training/huggingface.py.
+transformer/training/huggingface.py.  --from-hf takes instead a folder the importer reads
+(demos.sample --hf: GPT-2, Llama with grouped-query attention and RoPE scaling, Qwen2, Mistral
+without a sliding window) and writes it back through the same two steps, from_hf then save_hf:
+what you studied here, in the files transformers reads (the tokenizer, if the folder had one).
 
 --nanogpt writes ckpt.pt as nanoGPT's train.py writes it: `model` (the weights under nanoGPT's names,
 q, k and v stacked into c_attn), `model_args`, `iter_num`, `best_val_loss`, `config` (our
@@ -40,7 +44,7 @@ from demos._flags import a_path, command_line, fail
 from demos.gpt import load_corpus
 from transformer.data.text import split_text
 from transformer.training.checkpoints import load_checkpoint, model_from
-from transformer.training.huggingface import save_hf
+from transformer.training.huggingface import from_hf, save_hf
 from transformer.training.lm import LMTrainConfig, decay_groups, load_lm, vocab_of
 from transformer.training.nanogpt import (adam_moments_to_nanogpt, nanogpt_model_args, nanogpt_parameter_order,
                                           to_nanogpt)
@@ -129,35 +133,44 @@ def resume_command(out_dir, t, iteration):
             f"--grad_clip={t['grad_clip']} --eval_interval={t['eval_every']} --eval_iters={t['eval_iters']}")
 
 
-def export_hf(checkpoint, folder):
-    """Write the checkpoint's model and tokenizer into folder as Hugging Face's files."""
+def export_hf(source, flag, folder):
+    """Write a model and its tokenizer into folder as Hugging Face's files: source, a checkpoint
+    trained here (flag --checkpoint) or a Hugging Face folder, imported first (--from-hf)."""
     try:
-        model, vocab = load_lm(checkpoint)
+        model, vocab = (load_lm if flag == "--checkpoint" else from_hf)(source)
     except (OSError, ValueError) as err:
-        fail(PROG, f"--checkpoint: {err}")
+        fail(PROG, f"{flag}: {err}")
     if os.path.exists(folder) and not os.path.isdir(folder):
         fail(PROG, f"--hf: {folder} is a file; expected a folder to write into (made if missing)")
     try:
         architecture = save_hf(model, vocab, folder)
     except ValueError as err:
-        fail(PROG, f"--checkpoint: {err}")
+        fail(PROG, f"{flag}: {err}")
     except OSError as err:
         fail(PROG, f"--hf: {err}")
-    print(f"wrote {folder}: {architecture} ({sum(p.data.size for p in model.parameters()):,} parameters) and its "
-          f"{vocab.kind} tokenizer\nin transformers:\n  from transformers import AutoModelForCausalLM, AutoTokenizer\n"
+    tokenizer = "no tokenizer (the folder had none)" if vocab is None else f"its {vocab.kind} tokenizer"
+    print(f"wrote {folder}: {architecture} ({sum(p.data.size for p in model.parameters()):,} parameters) and "
+          f"{tokenizer}\nin transformers:\n  from transformers import AutoModelForCausalLM, AutoTokenizer\n"
           f"  model = AutoModelForCausalLM.from_pretrained({folder!r})\n"
           f"  tokenizer = AutoTokenizer.from_pretrained({folder!r})")
 
 
 def main(argv=None):
     p = command_line(PROG, __doc__)
-    p.add_argument("--checkpoint", required=True, type=a_path, help="a folder (or checkpoint.npz) written by demos.gpt")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", type=a_path, help="a folder (or checkpoint.npz) written by demos.gpt")
+    source.add_argument("--from-hf", metavar="DIR", type=a_path, help="a Hugging Face model folder (as demos.sample "
+                        "--hf reads), written back with --hf")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--hf", metavar="DIR", type=a_path, help="the folder to write Hugging Face's files into (made if missing)")
     target.add_argument("--nanogpt", metavar="CKPT_PT", type=a_path, help="the ckpt.pt to write (meta.pkl goes beside it)")
     args = p.parse_args(argv)
     if args.hf is not None:
-        return export_hf(args.checkpoint, args.hf)
+        flag, source = ("--checkpoint", args.checkpoint) if args.checkpoint is not None else ("--from-hf", args.from_hf)
+        return export_hf(source, flag, args.hf)
+    if args.from_hf is not None:
+        fail(PROG, "--from-hf goes with --hf: a nanoGPT checkpoint carries a run's training state, which only "
+                   "--checkpoint has")
     try:
         state, model, vocab = read_checkpoint(args.checkpoint)
     except (OSError, ValueError) as err:

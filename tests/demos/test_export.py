@@ -154,6 +154,31 @@ def test_export_hf_writes_a_folder_that_reads_back_as_the_same_model(tmp_path, c
     assert text == sample.main(["--checkpoint", str(run), "--prompt", "Return", "--tokens", "12", "--top-k", "1"])
 
 
+@pytest.mark.parametrize("extra", [[], ["--arch", "llama", "--kv-heads", "1"]], ids=["gpt2", "llama-mqa"])
+def test_an_imported_folder_goes_back_out_as_the_same_files(tmp_path, capsys, extra):
+    """--from-hf DIR --hf OUT: what the importer reads, written back: the same config, weights
+    and tokenizer; a weights-only folder (as save_pretrained writes) stays weights-only."""
+    from transformer.training.safetensors import read_safetensors
+    export.main(["--checkpoint", str(trained_run(tmp_path / "run", *extra)), "--hf", str(tmp_path / "hf")])
+    export.main(["--from-hf", str(tmp_path / "hf"), "--hf", str(tmp_path / "again")])
+    assert "and its char tokenizer" in capsys.readouterr().out
+    for name in ("config.json", "tokenizer.json"):
+        assert (tmp_path / "again" / name).read_text() == (tmp_path / "hf" / name).read_text(), name
+    first, again = (read_safetensors(str(tmp_path / f / "model.safetensors"))[0] for f in ("hf", "again"))
+    assert first.keys() == again.keys() and all(np.array_equal(first[k], again[k]) for k in first)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        os.remove(tmp_path / "hf" / name)
+    export.main(["--from-hf", str(tmp_path / "hf"), "--hf", str(tmp_path / "weights")])
+    assert "and no tokenizer (the folder had none)" in capsys.readouterr().out
+    assert "tokenizer.json" not in os.listdir(tmp_path / "weights")
+
+
+def test_an_imported_folder_is_not_a_nanogpt_run(tmp_path, capsys):
+    err = refused(export.main, ["--from-hf", str(tmp_path), "--nanogpt", str(tmp_path / "ckpt.pt")], capsys,
+                  "demos.export: error: ")
+    assert "--from-hf goes with --hf" in err and os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("make, blamed, says", [
     (lambda tmp: tmp / "nowhere", "--checkpoint", "no checkpoint file at"),
     (lambda tmp: saved_model(tmp / "seq2seq", Transformer(TransformerConfig(src_vocab=5, tgt_vocab=5)), CharVocab("ab")),
