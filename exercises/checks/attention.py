@@ -137,8 +137,8 @@ def check_causal_mask(task):
                         expect("causal_mask", n, 1)),
                        ("True means masked", "here True means may attend: the lower triangle is True",
                         expect("upper_mask", n)),
-                       ("upper triangle", "the upper triangle (np.triu, or key >= query) lets each query see its "
-                        "later keys, the future: query t may see keys 0..t, the lower triangle (np.tril)", expect("upper_mask", n, 0))])
+                       ("upper triangle", "the upper triangle (key >= query) lets each query see its later keys, "
+                        "the future: query t may see keys 0..t only", expect("upper_mask", n, 0))])
         if mask.dtype != bool:
             why = f"dtype {mask.dtype}: masks are boolean, True = may attend"
             raise Wrong(f"causal_mask: a boolean mask, length {n}: {mistake('not boolean', why)}")

@@ -71,8 +71,8 @@ def judge_float32(task):
 
 NOT_A_TENSOR = mistake("a numpy array, not a Tensor", "index the weight Tensor itself, so the gradient reaches the "
                        "table")
-CUT_OFF = mistake("no gradient to the table", "the rows must come from a Tensor op on weight itself (weight[ids]): "
-                  "a lookup in weight.data or weight.detach() makes a Tensor that backward cannot follow to the table")
+CUT_OFF = mistake("no gradient to the table", "the rows must come from a Tensor op on the weight Tensor itself: a "
+                  "lookup in weight.data or weight.detach() makes a Tensor that backward cannot follow to the table")
 EMBEDDING_MISTAKES = (("ids flattened", "the rows keep the ids' shape: (..., dim) for ids of shape (...)", "flat"),
                       ("ids shifted by one", "ids count from 0: id i picks row i of the table", "shifted"))
 

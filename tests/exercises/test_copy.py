@@ -1,6 +1,7 @@
 """The student copy: no solution of an exercise handed out, in any form (searched for
 through every file, decompressed and decoded); `make --only` hands out some and leaves the
 rest solved; the copy checks itself, in any order, and its own tests stay green."""
+import ast
 import base64
 import binascii
 import bz2
@@ -207,6 +208,25 @@ def _the_same_but_the_child_s_text(own, teacher, exercise):
         return own == teacher
     pattern = ".+?".join(re.escape(part) for part in teacher[: -len(note)].split("…"))
     return re.fullmatch(pattern, own) is not None and own != teacher[: -len(note)]
+
+
+COMMON_CALLS = {"ones", "zeros", "sum", "sqrt", "transpose", "exp", "max", "asarray", "reshape"}
+
+
+def test_the_copy_s_checks_name_no_one_line_answer_nor_its_uncommon_calls(fresh):
+    """A one-line solution is its expression: the feedback texts shipped with the copy (its
+    own checks) say what is wrong in words, never that expression nor a function it calls
+    that is not everyday numpy (a hint naming np.tril or weight[ids] gave those answers away)."""
+    from tests.exercises.helpers import SOLUTIONS
+    checks = "".join(path.read_text() for path in (fresh / "exercises").rglob("*.py"))
+    for name, places in SOLUTIONS.items():
+        code = [line for _, _, body in places for line in body.splitlines() if line.strip()[:1] not in ("", "#")]
+        if len(code) != 1:
+            continue
+        expression = ast.parse(code[0].strip()).body[0].value
+        calls = {getattr(node.func, "attr", getattr(node.func, "id", "")) for node in ast.walk(expression)
+                 if isinstance(node, ast.Call)} - COMMON_CALLS
+        assert ast.unparse(expression) not in checks and not [c for c in calls if c in checks], (name, calls)
 
 
 @pytest.mark.parametrize("how", list(OUTSIDE))
