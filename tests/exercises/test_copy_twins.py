@@ -258,9 +258,7 @@ def test_a_fresh_copy_holds_none_of_the_few_lines_that_answered_an_exercise(fres
     for text, where in GONE.items():
         with open(os.path.join(ROOT, where), encoding="utf-8") as f:
             assert text not in f.read(), (text, where)
-    # the one place left: a mistake's feedback in the embedding's check, which the grader's
-    # rebuild owns (reported to it; the copy's own `check` needs that file)
-    assert _files_holding(fresh, "weight[ids]") == ["exercises/checks/layers.py"]
+    assert _files_holding(fresh, "weight[ids]") == []          # once in the embedding's feedback, now in words
 
 
 def test_the_teacher_s_kernels_are_whole_and_a_copy_handing_nothing_out_cuts_nothing():
