@@ -10,11 +10,13 @@ with the cgroup file system writable, version 2 (`memory.max`, `pids.max`) or ve
 """
 
 import os
+import re
 import secrets
 import signal
 import time
 
 ROOT = "/sys/fs/cgroup"
+NAME = re.compile(r"exercises-(\d+)-[0-9a-f]{8}")            # exercises-GRADER'S PID-random
 
 
 def _write(path, value):
@@ -33,6 +35,15 @@ def _v1_folders(name):
     if not all(os.path.isdir(os.path.join(ROOT, kind)) for kind in ("memory", "pids")):
         return None
     return {kind: os.path.join(ROOT, kind, name) for kind in ("memory", "pids")}
+
+
+def _sweep(parents):
+    """Remove the groups a grader that is gone left (killed before it could remove them)."""
+    for parent in parents:
+        for name in os.listdir(parent):
+            found = NAME.fullmatch(name)
+            if found and not os.path.exists(f"/proc/{found[1]}"):
+                Group({"left": os.path.join(parent, name)}, 0).remove()
 
 
 class Group:
@@ -56,6 +67,7 @@ class Group:
                 if folders is None:
                     continue
                 group = cls(folders, version)
+                _sweep({os.path.dirname(folder) for folder in folders.values()})
                 for folder in set(folders.values()):
                     os.mkdir(folder)
                 group._bound(memory_bytes, processes)

@@ -219,12 +219,17 @@ def _zygote(config, root):
 
 def _limits():
     """What a task child could change of this process that its later children inherit: every
-    resource limit (prlimit), its niceness, CPUs, scheduling policy and OOM score."""
+    resource limit (prlimit), its niceness, CPUs, scheduling policy, I/O priority and OOM score."""
+    import ctypes
     import resource
+
+    from exercises.seccomp import call_number
     state = {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")}
     state["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
     state["cpus"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     state["policy"] = os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None
+    ioprio_get = call_number("ioprio_get")                # ioprio_get(IOPRIO_WHO_PROCESS, this process)
+    state["io_priority"] = None if ioprio_get is None else ctypes.CDLL(None).syscall(ioprio_get, 1, 0)
     try:
         with open("/proc/self/oom_score_adj") as f:
             state["oom_score_adj"] = f.read().strip()
@@ -252,6 +257,8 @@ def main():
         os.dup2(devnull, fd)
     os.environ.clear()
     os.environ.update(config["environment"])
+    from exercises.seccomp import forbid_lasting_channels
+    forbid_lasting_channels()                             # no message queue, no key: nothing outlives a task
     sys.path[:] = [root, *config["packages_path"], *config["stdlib"]]
     sys.dont_write_bytecode = True
     _zygote(config, root)

@@ -27,6 +27,18 @@ def mark(text, limit):
     return START + str(text)[:limit].replace(START, "").replace(END, "") + END
 
 
+def marked(value):
+    """The child's answer with every string in it marked (dict keys aside: the judge reads
+    them by its own names), so that no message quotes one unmarked, whatever path it takes."""
+    if isinstance(value, str):
+        return mark(value, 4000)
+    if isinstance(value, dict):
+        return {key: marked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [marked(item) for item in value]
+    return value
+
+
 def plain(text):
     """The text with the marks taken out: what the child said, as it said it."""
     return str(text).replace(START, "").replace(END, "")

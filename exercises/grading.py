@@ -60,8 +60,10 @@ class Result:
 
     def __post_init__(self):
         """A message may quote a submission's exception: its control characters (escapes that
-        would redraw a teacher's or student's terminal) are shown as '?'."""
-        object.__setattr__(self, "message", CONTROL.sub("?", self.message))
+        would redraw a teacher's or student's terminal) are shown as '?', and what is not
+        Unicode (a file name's undecodable bytes) as its escape, so that every report can write it."""
+        text = self.message.encode("utf-8", "backslashreplace").decode("utf-8")
+        object.__setattr__(self, "message", CONTROL.sub("?", text))
 
     def line(self):
         """The result as printed; a message's later lines indented, so that none can pass for
@@ -129,6 +131,8 @@ def syntax_error(overrides, origins):
         except SyntaxError as err:
             file, line = line_in_submission(text, err.lineno or 0, origins.get(path, {})) or (path, err.lineno)
             return f"syntax error in {file} line {line}: {err.msg}"
+        except (ValueError, MemoryError, RecursionError) as err:      # a NUL byte; nesting past the parser's limits
+            return f"{path} cannot be compiled ({type(err).__name__}): a region holds a NUL byte or is nested too deep"
     return None
 
 

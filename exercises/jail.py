@@ -82,6 +82,14 @@ def _drop_capabilities():
     _check(_libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
 
 
+def _devices(target):
+    """The few devices a child needs, in a /dev it cannot write (no note left for the next task)."""
+    _tmpfs(target, 1)
+    for device in DEVICES:
+        _bind("/dev/" + device, f"{target}/{device}", devices=True)
+    _mount(None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
 def enter(new_root, binds, hidden, packages, tree, scratch_mb, as_root):
     """Build the child's root in new_root (an empty folder), move into it, give up every power.
     binds: folders or files to show read-only at their own paths; hidden: folders under those
@@ -106,10 +114,7 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, as_root):
             _mount(None, new_root + path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _bind(tree, new_root + TREE)
     _tmpfs(new_root + "/tmp", scratch_mb, "1777")
-    _tmpfs(new_root + "/dev", 1)
-    for device in DEVICES:
-        _bind("/dev/" + device, f"{new_root}/dev/{device}", devices=True)
-    _mount(None, new_root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)   # no note left for the next task
+    _devices(new_root + "/dev")
     os.makedirs(new_root + "/proc", exist_ok=True)
     _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chroot(new_root)

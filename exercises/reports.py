@@ -46,7 +46,7 @@ def _cell(text):
 
 
 def write_csv(results, path):
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
         writer = csv.writer(f)
         writer.writerow(["student", "exercise", "result", "message"])
         for r in results:

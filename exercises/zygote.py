@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from exercises import wire
-from exercises.child_text import mark, place
+from exercises.child_text import mark, marked, place, plain
 from exercises.tree import layout
 
 CHECK_ENVIRONMENT = {"AUTOGRAD_KERNELS": "numpy", "NUMBA_DISABLE_JIT": "1", "MPLBACKEND": "Agg", "NUMBA_NUM_THREADS": "1",
@@ -50,7 +50,7 @@ def rebuilt(raised, memory_mb):
     as a plain exception of that builtin type (or Raised) holding only its text, marked as
     the child's (exercises/child_text.py), and its place if that is a file of the project."""
     import builtins
-    kind, message = str(raised.get("type", "Exception"))[:80], mark(raised.get("message", ""), 4000)
+    kind, message = plain(raised.get("type", "Exception"))[:80], mark(raised.get("message", ""), 4000)
     if raised.get("memory"):
         return Crashed("not yet", f"used more than {memory_mb:g} MB of memory (the limit is --memory)")
     cls = getattr(builtins, kind, None)
@@ -60,7 +60,7 @@ def rebuilt(raised, memory_mb):
         err = Raised(kind, message)
     err.where = place(raised.get("where") or "")
     if isinstance(err, NameError):
-        err.name = raised.get("name") if isinstance(raised.get("name"), str) else None
+        err.name = plain(raised.get("name")) if isinstance(raised.get("name"), str) else None
     return err
 
 
@@ -196,7 +196,8 @@ class Task:
         return answer
 
     def call(self, probe, *args):
-        """The probe's value, run by the task child on args; the student's exception raised here again."""
+        """The probe's value, run by the task child on args (its strings marked as the child's:
+        exercises/child_text.py); the student's exception raised here again."""
         try:
             wire.send(self.channel.fileno(), {"call": probe, "args": list(args)})
         except OSError as err:
@@ -206,7 +207,7 @@ class Task:
             raise rebuilt(answer["raised"], self.memory_mb)
         if "value" not in answer:
             raise self._broken(wire.WireError("neither a value nor an exception"))
-        return answer["value"]
+        return marked(answer["value"])
 
     def finish(self):
         """End the task child; True if the zygote can take the next task."""

@@ -7,6 +7,7 @@ import numpy as np
 
 from exercises.checks.expected import expect
 from exercises.checks.feedback import FRESH, Judge, Wrong, mistake, with_fresh
+from exercises.child_text import plain
 
 # batch dims, T_q, T_k, d_k, d_v: 3-D (B, T, d) and 4-D (B, H, T, d), one with H == T_k == d_k
 ATTENTIONS = [((1,), 2, 3, 4, 3), ((2,), 3, 5, 16, 4), ((2, 3), 4, 3, 3, 2), ((1,), 4, 4, 5, 7), ((2,), 2, 3, 9, 2),
@@ -126,7 +127,7 @@ def check_causal_mask(task):
     judge = Judge()
     for n in (3, 5, 2, 1, *(int(np.random.default_rng(seed).integers(6, 40)) for seed in FRESH)):
         found = task.call("causal_mask", n)
-        if found["type"] != "ndarray":
+        if plain(found["type"]) != "ndarray":
             why = f"it returns a {found['type']}: return a numpy array, which the model negates (~mask) and broadcasts"
             raise Wrong(f"causal_mask, length {n}: {mistake('not an array', why)}")
         mask = found["mask"]

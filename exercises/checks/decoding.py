@@ -133,6 +133,10 @@ def check_beam_search(task):
             if "empty" not in str(err):
                 raise
             raise Wrong(f"beam search, {case}: {LIVE_DROPPED}") from None
+        if not isinstance(got, list) or len(got) != len(sources) or \
+                any(not isinstance(row, list) or len(row) > max_len for row in got):
+            raise Wrong(f"beam search, {case}: expected a list of {len(sources)} token lists (one a source), each "
+                        f"of at most max_len = {max_len} tokens")
         width = max(map(len, got)) if got else 0
         padded = np.array([list(row) + [-1] * (width - len(row)) for row in got])
         judge.compare("beam search: the best hypothesis by log-probability / ((5 + length) / 6) ** alpha", case,

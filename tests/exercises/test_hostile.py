@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from exercises.seccomp import call_number
 from tests.exercises.helpers import ROOT, plant, region_files
 
 S = "    "
@@ -94,7 +95,14 @@ ATTACKS = {
         ("exception's name", ("raise type('E' + found.encode().hex()[:70], (Exception,), {})('')",)),
         ("exception's place", ("import os", "from exercises import probes",
                                "where = os.path.join(probes.ROOT, 'autograd', found.encode().hex()[:60] + '.py')",
-                               "exec(compile('raise ValueError()', where, 'exec'))")))},
+                               "exec(compile('raise ValueError()', where, 'exec'))")),
+        ("'needs exercise' line", ("raise NotImplementedError('exercise ' + found.encode().hex()[:60] + ': not done')",)),
+        ("answer, as a string", ("from exercises import wire", "import os", "f = sys._getframe()",
+                                 "while f.f_code.co_name != '_serve': f = f.f_back",
+                                 "answer = {'value': {'out': found.encode().hex()[:60], 'changed': False}}",
+                                 "wire.send(f.f_locals['channel'], answer)",
+                                 "while 'end' not in wire.receive(f.f_locals['channel']):",
+                                 "    wire.send(f.f_locals['channel'], answer)", "os._exit(0)")))},
     "fills the disk": _lines(
         "import os", "for place in ('/tmp/fill', os.path.join(os.path.dirname(__file__), 'fill'), 'fill'):",
         "    try:", "        with open(place, 'wb') as f:", "            for _ in range(200): f.write(b'x' * 2 ** 20)",
@@ -191,7 +199,8 @@ def test_the_solutions_a_child_was_given_stay_out_of_its_message_in_any_spelling
     spellings = [" ".join(line.split()) for line in solution.splitlines() if len(line.strip()) >= 8]
     spellings += [base64.b64encode(solution[i:].encode())[4:20].decode() for i in range(3)]
     spellings += [solution.encode().hex()[8:24]]
-    assert "…" in message and "exercises check softmax" in message, message
+    if not attack.endswith("as a string"):                      # that one is told its answer is not an array
+        assert "…" in message and "exercises check softmax" in message, message
     assert not any(spelling in message for spelling in spellings), message
 
 
@@ -336,17 +345,27 @@ def test_a_kv_cache_that_answers_for_its_child_does_not_pass(tmp_path):
 
 
 NOTE_PLACES = "['/dev/note', '/tmp/note', '/note', '/grading/tree/note', '/proc/note', 'note']"
+# and kernel objects reached by name: a POSIX message queue, a key in the user's keyring (KEY_SPEC_USER_KEYRING)
+
 LEAVES_A_NOTE = _lines(
     f"for place in {NOTE_PLACES}:", "    try:", "        with open(place, 'w') as f: f.write('answer')",
-    "    except OSError: pass", ZEROS)
+    "    except OSError: pass", "import ctypes, os", "libc = ctypes.CDLL(None, use_errno=True)",
+    f"libc.syscall({call_number('add_key')}, b'user', b'exercises-note', b'answer', 6, -4)",
+    "libc.mq_open(b'/exercises-note', os.O_CREAT | os.O_RDWR, 0o600, None)", ZEROS)
 READS_A_NOTE = _lines(
-    "import os", f"if any(os.path.exists(place) for place in {NOTE_PLACES}): return np.zeros_like(x)", *SOLUTION)
+    "import ctypes, os", "libc = ctypes.CDLL(None, use_errno=True)",
+    f"if any(os.path.exists(place) for place in {NOTE_PLACES}): return np.zeros_like(x)",
+    f"if libc.syscall({call_number('keyctl')}, 10, -4, b'user', b'exercises-note', 0) >= 0: return np.zeros_like(x)",
+    "if libc.mq_open(b'/exercises-note', os.O_RDONLY) >= 0: return np.zeros_like(x)", *SOLUTION)
 
 
 @pytest.mark.parametrize("mode", ["root", "userns"])
 def test_no_task_leaves_a_note_for_the_next_one(tmp_path, mode):
-    """A task writes a file wherever it can; the next task of the same zygote (one job) answers
-    right only if it finds none: whatever a task can write is emptied or gone before the next."""
+    """A task writes a file wherever it can, a key and a message queue; the next task of the
+    same zygote (one job) answers right only if it finds none: whatever a task can write is
+    emptied or gone before the next, and the kernel's named objects are not its to make."""
+    if call_number("keyctl") is None:
+        pytest.skip("the seccomp table does not know this machine's system calls")
     if mode == "root" and os.geteuid() != 0:
         pytest.skip("grading as root (Gradescope's layout) needs root")
     if mode == "userns" and subprocess.run(["unshare", "--user", "--map-root-user", "true"],
@@ -361,3 +380,38 @@ def test_no_task_leaves_a_note_for_the_next_one(tmp_path, mode):
     with open(tmp_path / "g.csv", newline="") as f:
         rows = {r["student"]: (r["result"], r["message"]) for r in csv.DictReader(f) if r["exercise"] == "softmax"}
     assert rows["a_writes"][0] == "not yet" and rows["b_reads"][0] == "passed", (rows, run.stderr[-2000:])
+
+
+def _answers_every_call(answer):
+    """A region's body that takes over its child's channel and answers every call with `answer`."""
+    return _lines("import os, sys", "from exercises import wire", "f = sys._getframe()",
+                  "while f.f_code.co_name != '_serve': f = f.f_back", f"answer = {{'value': {answer}}}",
+                  "wire.send(f.f_locals['channel'], answer)",
+                  "while 'end' not in wire.receive(f.f_locals['channel']):",
+                  "    wire.send(f.f_locals['channel'], answer)", "os._exit(0)")
+
+
+def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_their_grades(tmp_path):
+    """A NUL byte in a region, a region nested past the parser's limits, an undecodable file
+    name over the size limit, and a beam search answering a row of 700,000 tokens beside
+    100,000 empty ones (padded to a table, terabytes): each is its own "not yet"."""
+    submissions, bodies = tmp_path / "s", {
+        "nul": ("softmax", "    return x  # \x00\n"), "deep": ("softmax", "    return " + "-" * 100_000 + "1\n"),
+        "bomb": ("beam_search", _answers_every_call("[[1] * 700_000] + [[]] * 100_000"))}
+    for student, (exercise, body) in {**bodies, "honest": ("softmax", None), "name": ("softmax", None)}.items():
+        region_files(ROOT, submissions / student)
+        if body is not None:
+            plant(submissions / student, exercise, body)
+    with open(os.path.join(bytes(submissions / "name"), b"autograd", b"\xff\xfe.py"), "wb") as f:
+        f.write(b"#" * (2 ** 20 + 1))
+    run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(submissions), "--out", str(tmp_path / "g.csv"),
+                          "--jobs", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert run.returncode in (0, 1) and "Traceback" not in run.stderr, run.stderr[-3000:]
+    with open(tmp_path / "g.csv", newline="", encoding="utf-8") as f:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+    assert {r["result"] for (s, _), r in rows.items() if s == "honest"} == {"passed"}
+    for student, (exercise, _) in {**bodies, "name": ("softmax", None)}.items():
+        assert rows[(student, exercise)]["result"] == "not yet", rows[(student, exercise)]
+    assert "expected a list of 4 token lists" in rows[("bomb", "beam_search")]["message"]
+    assert "\\udcff\\udcfe.py is over 1024 KB" in rows[("name", "softmax")]["message"], rows[("name", "softmax")]
