@@ -33,7 +33,7 @@ details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font
 .heads { display: grid; grid-template-columns: 5em repeat(var(--heads), 180px); gap: 6px; align-items: center;
          margin: .6em 0 1em; }
 canvas.heat { width: 176px; height: 176px; image-rendering: pixelated; border: 1px solid #ccd; cursor: crosshair; }
-nav ol { columns: 2; }
+nav ol { columns: 2; } figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
 """
 SCRIPT = """
 for (const c of document.querySelectorAll("canvas.heat")) {
