@@ -115,7 +115,7 @@ def heatmaps(values, labels, note="", tokens=None):
         whose += f' The sequence: <code class="seq">{html.escape("".join(tokens).replace(chr(10), "⏎"))}</code>.'
     return (f'<p>{whose} One heatmap per '
             'head (rows: queries, columns: keys; darker is heavier, each row scaled to its largest weight; grey: '
-            'a masked key, weight 0). Hover for a value.</p>'
+            'a weight under 0.00005, a masked key\'s 0 among them). Hover for a value.</p>'
             f'<div class="heads" style="--heads: {heads_count}">{header}{"".join(rows)}</div>')
 
 

@@ -20,7 +20,10 @@ import tempfile
 
 import numpy as np
 
+from autograd import kernels
 from demos.reading.trace import PROJECT, Trace
+
+DEFAULT_TIER = kernels.tier()                # the kernels this process chose, before a page chooses numpy's
 
 ALPHABET = "\n" + "".join(map(chr, range(32, 127)))     # the GPT's characters: a newline and printable ASCII
 ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
@@ -28,7 +31,7 @@ LOOPS = "autograd/kernels/loops.py"
 SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"     # demos/bench/lines.py's GPT
 PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT}")}
 # a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
-TRAINED_STEPS = 300          # the heatmaps' GPT: this many seeded steps on the text, enough for its heads to specialise
+TRAINED_STEPS = 300          # the heatmaps' models: this many seeded steps, enough for their heads to specialise
 Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
 TIERS_NOTE = ("Attention is composed (matmul, masked_fill, softmax, matmul: the ops to step through), not the one "
               "fused op `demos.gpt` runs by default. Each kernel is its numpy definition (`AUTOGRAD_KERNELS=numpy`, "
@@ -114,9 +117,8 @@ def text_data(block_size):
 
 def trained_attention(cfg, data):
     """(the characters of a validation sequence, [each layer's attention weights on it]) of
-    gpt_config's GPT after TRAINED_STEPS seeded steps of nanoGPT's recipe on `data`, trained
-    on the kernels the process chose (the engine room's, unless told otherwise)."""
-    from autograd import manual_seed, no_grad
+    gpt_config's GPT after TRAINED_STEPS seeded steps of nanoGPT's recipe on `data`."""
+    from autograd import manual_seed
     from transformer.families.decoder_only import DecoderOnly, gpt_config
     from transformer.training.lm import step_functions
 
@@ -124,14 +126,30 @@ def trained_attention(cfg, data):
     model = DecoderOnly(gpt_config(len(ALPHABET), attention="composed"))
     step = step_functions(model, cfg)[0]
     rng = np.random.default_rng(cfg.seed)
-    for number in range(TRAINED_STEPS):
-        step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(number))
     tokens = data.batch("val", 1, np.random.default_rng(cfg.seed))[0]
-    watcher = Trace(watch=(ATTENTION,))
-    model.eval()
-    with no_grad():
-        watcher.record("forward", model, tokens)
-    return [ALPHABET[t] for t in tokens[0]], watcher.watched[ATTENTION]
+    weights = attention_after_training(model, lambda n: step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(n)),
+                                       lambda: model(tokens))
+    return [ALPHABET[t] for t in tokens[0]], weights
+
+
+def attention_after_training(model, train, forward):
+    """[the weights of each attention call forward() makes] after train(n) for n < TRAINED_STEPS,
+    on the kernels the process chose at the start (the engine room's, unless told otherwise);
+    forward runs in eval mode, without gradients."""
+    from autograd import kernels, no_grad
+
+    chosen = kernels.tier()
+    kernels.use_tier(DEFAULT_TIER)
+    try:
+        for number in range(TRAINED_STEPS):
+            train(number)
+        watcher = Trace(watch=(ATTENTION,))
+        model.eval()
+        with no_grad():
+            watcher.record("forward", forward)
+    finally:
+        kernels.use_tier(chosen)
+    return watcher.watched[ATTENTION]
 
 
 def add_loops_tier(trace):
@@ -186,6 +204,12 @@ def seq2seq_step():
     config = trace.record("config", TransformerConfig, src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab,
                           max_len=data.max_output_len + 2, pad_id=tasks.PAD)
     manual_seed(cfg.seed)
+    trained = Transformer(config)
+    job = ToyTaskJob(trained, data, cfg)
+    example = next(b for b in data.stream(1, seed=cfg.seed + 1) if (b.src != tasks.PAD).sum() == cfg.max_len)
+    heatmaps = attention_after_training(trained, lambda n: job.step(n + 1),
+                                        lambda: trained(example.src, example.tgt_in))
+    manual_seed(cfg.seed)
     model = Transformer(config)
     job = ToyTaskJob(model, data, cfg)
     job.step(0)
@@ -199,10 +223,14 @@ def seq2seq_step():
              f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
              "symbols to reverse), as the code ran it: the encoder, the decoder with its masked self-attention and "
              "its cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule.")
-    about = ("The step is the second of a seeded run (the first is a warm-up), so the model is untrained and its "
-             "heatmaps near even. " + TIERS_NOTE + ".")
+    about = "The step is the second of a seeded run (the first is a warm-up). " + TIERS_NOTE + "."
+    note = (f"The heatmaps are the weights of the same model after {TRAINED_STEPS} steps of the same seeded run (on "
+            "the default kernels), not of the step traced here, whose untrained model attends almost evenly; for "
+            f"one sequence of {cfg.max_len} symbols to reverse. In cross-attention row t is output position t and column n source position "
+            "n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
     return Step("seq2seq_step", "One encoder-decoder training step", intro, about, TRAINING_PHASES + ("checks",), trace,
-                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels))
+                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels),
+                heatmaps={ATTENTION: heatmaps}, heatmap_note=note)
 
 
 def scalar_backward():
