@@ -353,3 +353,30 @@ def test_no_arrow_of_the_graph_crosses_a_box(root):
                 px, py = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
                 inside = [box for box in boxes if box[0] < px < box[0] + box[2] and box[1] < py < box[1] + box[3]]
                 assert not inside, f"the arrow {points} runs through the box at {inside[0][:2]}"
+
+
+def heatmap_rows(page, label):
+    """The weights (rows of each head's heatmap, in 1/10000) the page draws for `label` ("layer 0")."""
+    found = re.findall(rf'data-label="{re.escape(label)}, head \d+" data-weights="([^"]+)"', page)
+    return [np.array(json.loads(html.unescape(weights)), dtype=float) / 1e4 for weights in found]
+
+
+def test_the_heatmaps_show_a_trained_model_and_say_so(committed):
+    """An untrained model attends almost evenly: the GPT's heatmaps are peaked (a causal row's
+    entropy, over an even row's, is 0.9997 on average untrained), a head of the reverse task's
+    last cross-attention is the anti-diagonal, and each page names the step its weights come from."""
+    from demos.reading.steps import TRAINED_STEPS
+    gpt, seq2seq = committed["gpt_step"][1], committed["seq2seq_step"][1]
+    for page in (gpt, seq2seq):
+        assert f"after {TRAINED_STEPS} steps of the same seeded run" in page
+    ratios = []
+    for layer in range(4):
+        for head in heatmap_rows(gpt, f"layer {layer}"):
+            for i, row in enumerate(head[1:], 1):                     # row i may attend to keys 0..i
+                p = row[:i + 1] / row[:i + 1].sum()
+                ratios.append(-(p[p > 0] * np.log(p[p > 0])).sum() / np.log(i + 1))
+    assert np.mean(ratios) < 0.9, np.mean(ratios)                     # untrained: 0.9997
+    heads = heatmap_rows(seq2seq, "decoder 1 cross")                  # rows: BOS and the outputs; columns: the source
+    length = heads[0].shape[1]
+    reversing = [np.mean([head[t].argmax() == length - 1 - t for t in range(length)]) for head in heads]
+    assert max(reversing) >= 0.8, [head.argmax(1) for head in heads]
