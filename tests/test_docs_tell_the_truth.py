@@ -92,4 +92,5 @@ def test_a_document_links_the_glossary_where_it_first_uses_one_of_its_words(docu
     assert linked, f"{document} never links docs/GLOSSARY.md"
     first_use = min(used)
     assert paragraph[linked[0]] <= paragraph[first_use[0]], \
-        f"{document} uses {first_use[1]!r} on line {first_use[0] + 1} before its first glossary link (line {linked[0] + 1})"
+        f"{document} uses {first_use[1]!r} on line {first_use[0] + 1}, before its first glossary link " \
+        f"(line {linked[0] + 1})"

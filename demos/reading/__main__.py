@@ -28,6 +28,7 @@ def debugger_note(step):
 
 
 def paragraphs(*texts):
+    """Markdown paragraphs (code and links) as HTML, the empty ones left out."""
     return "".join(f"<p>{html.inline(text)}</p>" for text in texts if text)
 
 

@@ -4,11 +4,11 @@ operation, its data and its gradient, arrows from parents to what they made.
 Layout, left to right: the output in the last column, every other node one column left of
 the nearest of the nodes it feeds (so a leaf sits next to the operation that uses it, as in
 micrograd's drawing), and in each column the nodes ordered by the mean height at which
-their arrows arrive, so that arrows seldom cross.  Arrows are drawn first and boxes on top, and no arrow crosses a box: between
-neighbouring columns an arrow runs straight through the gap between them; a longer one
-leaves its box into that gap, runs along the free band between two rows of boxes, and comes
-down the gap before its target.  Where a node has several parents, their arrows end at
-different heights of its left border.
+their arrows arrive, so that arrows seldom cross.  Arrows are drawn first and boxes on top,
+and no arrow crosses a box: between neighbouring columns an arrow runs straight through the
+gap between them; a longer one leaves its box into that gap, runs along the free band
+between two rows of boxes, and comes down the gap before its target.  Where a node has
+several parents, their arrows end at different heights of its left border.
 """
 
 import html

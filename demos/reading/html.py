@@ -110,7 +110,7 @@ def heatmaps(values, labels, note="", tokens=None):
                         f'data-tokens="{html.escape(said)}" '
                         f'title="{html.escape(label)}, head {h}"></canvas>')
     header = "<div></div>" + "".join(f"<div>head {h}</div>" for h in range(heads_count))
-    whose = html.escape(note) if note else "The weights this function computed on the step, for the batch's first sequence."
+    whose = html.escape(note or "The weights this function computed on the step, for the batch's first sequence.")
     if tokens:
         whose += f' The sequence: <code class="seq">{html.escape("".join(tokens).replace(chr(10), "⏎"))}</code>.'
     return (f'<p>{whose} One heatmap per '

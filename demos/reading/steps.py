@@ -8,6 +8,10 @@ wants on one page, and the full-size step takes seconds.  The loops tier would r
 kernels as Python with NUMBA_DISABLE_JIT=1, about 4 GFLOP through Python loops: an hour
 for one step of this size.  Attention is composed (matmul, masked_fill, softmax, matmul),
 the ops a learner steps through, not the fused op.
+
+A traced step is an early one (the second), so its model is untrained and attends almost
+evenly; the heatmaps a page draws are the same model's after TRAINED_STEPS steps of the same
+seeded run instead, trained on the kernels the process chose (seconds on the engine room's).
 """
 
 import collections
@@ -66,7 +70,7 @@ def gpt_step():
     """Trace the configuration and the second training step (the first is a warm-up: what
     only a first step does is not the step) of gpt_config's model, composed attention, on a
     batch of the text; its heatmaps are those of the same GPT trained TRAINED_STEPS steps."""
-    from autograd import kernels, manual_seed
+    from autograd import manual_seed
     from transformer.families.decoder_only import DecoderOnly, gpt_config
     from transformer.training.lm import LMTrainConfig, step_functions
 
@@ -96,7 +100,8 @@ def gpt_step():
              f"kept to a newline and printable ASCII: a vocabulary of {len(ALPHABET)} characters, where shapes end in "
              f"{len(ALPHABET)}. (`demos.gpt`, which the debugger commands run, keeps every character of that text, so "
              "there such a shape ends in its vocabulary's size.) " + TIERS_NOTE
-             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, batch 2).")
+             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, "
+             "batch 2).")
     note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "
             "the default kernels), not of the step traced here: at its second step the model is untrained and "
             "attends almost evenly. They are for one sequence of the validation text: row i is the character at "
@@ -136,7 +141,7 @@ def attention_after_training(model, train, forward):
     """[the weights of each attention call forward() makes] after train(n) for n < TRAINED_STEPS,
     on the kernels the process chose at the start (the engine room's, unless told otherwise);
     forward runs in eval mode, without gradients."""
-    from autograd import kernels, no_grad
+    from autograd import no_grad
 
     chosen = kernels.tier()
     kernels.use_tier(DEFAULT_TIER)
@@ -187,7 +192,7 @@ def trace_loops_tier(path):
 def seq2seq_step():
     """Trace the configuration and the second training step of the main demo's encoder-decoder
     (demos.train --task reverse: 2 + 2 layers, d_model 64, 4 heads, batch 64)."""
-    from autograd import kernels, manual_seed
+    from autograd import manual_seed
     from transformer.data import tasks
     from transformer.data.registry import make_task
     from transformer.encoder_decoder import Transformer, TransformerConfig
@@ -226,8 +231,8 @@ def seq2seq_step():
     about = "The step is the second of a seeded run (the first is a warm-up). " + TIERS_NOTE + "."
     note = (f"The heatmaps are the weights of the same model after {TRAINED_STEPS} steps of the same seeded run (on "
             "the default kernels), not of the step traced here, whose untrained model attends almost evenly; for "
-            f"one sequence of {cfg.max_len} symbols to reverse. In cross-attention row t is output position t and column n source position "
-            "n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
+            f"one sequence of {cfg.max_len} symbols to reverse. In cross-attention row t is output position t and "
+            "column n source position n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
     return Step("seq2seq_step", "One encoder-decoder training step", intro, about, TRAINING_PHASES + ("checks",), trace,
                 "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels),
                 heatmaps={ATTENTION: heatmaps}, heatmap_note=note)
