@@ -9,7 +9,10 @@ the page holds what runs, not every branch a step never takes.  Functions that o
 their inputs (CHECKS: require..., _check..., a config's __post_init__) are read last, in phase
 "checks", where a page has one: the step reads from the model down, not from its validation.
 The exercises' marker comments (# BEGIN EXERCISE name, # END EXERCISE, and the twins') are
-left out: they mark where a learner writes, which a reader of the step does not need.
+left out of the code: they mark where a learner writes, which a reader of the step does not
+need.  A page names the exercises whose code it shows (exercises_shown) in a comment of its
+own instead, as `BEGIN EXERCISE name`: a student copy that hands one of them out is made
+without the page (exercises/handout.py reads that).
 """
 
 import ast
@@ -64,6 +67,7 @@ class Function:
     phase: str
     layer: str
     rows: list             # Line and Fold, in order
+    exercises: list        # the exercises whose region, or a twin of it, lies in the function (exercises_in)
 
     def lines(self):
         """Every Line shown unfolded."""
@@ -173,8 +177,30 @@ def functions(trace, phases):
                                                   for path, first, last in outer)]   # a closure shows in its parent
     shown.sort(key=lambda e: (phases.index(e[4]), layer_of(e[0]), e[5]))
     return [Function(path, name, first, phase, LAYERS[layer_of(path)][0],
-                     function_rows(path, first, trace.lines.get(path, set()), trace.shapes))
-            for path, first, _, name, phase, _ in shown]
+                     function_rows(path, first, trace.lines.get(path, set()), trace.shapes),
+                     exercises_in(path, first, last))
+            for path, first, last, name, phase, _ in shown]
+
+
+def exercises_in(path, first, last):
+    """The exercises named by a region's or a twin's BEGIN marker among lines first..last of path."""
+    with open(os.path.join(PROJECT, path), encoding="utf-8") as f:
+        lines = f.read().split("\n")[first - 1:last]
+    names = []
+    for line in lines:
+        region, twin = BEGIN.match(line), BEGIN_TWIN.match(line)
+        names += [region[2]] if region else twin[2].split() if twin else []
+    return names
+
+
+def exercises_shown(shown):
+    """The page's comment naming the exercises whose code it shows, in the form exercises/handout.py
+    reads (BEGIN EXERCISE name), or "" if it shows none."""
+    names = sorted({name for function in shown for name in function.exercises})
+    if not names:
+        return ""
+    return ("<!-- the code of these exercises is on this page (a student copy handing one out is made without it): "
+            + ", ".join(f"BEGIN EXERCISE {name}" for name in names) + " -->")
 
 
 def figures(trace, shown):

@@ -380,3 +380,23 @@ def test_the_heatmaps_show_a_trained_model_and_say_so(committed):
     length = heads[0].shape[1]
     reversing = [np.mean([head[t].argmax() == length - 1 - t for t in range(length)]) for head in heads]
     assert max(reversing) >= 0.8, [head.argmax(1) for head in heads]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_a_page_names_every_exercise_whose_code_it_shows(committed, name):
+    """The pages leave the marker lines out of the code, so each names, in the form a student
+    copy's maker reads (exercises/handout.py), every exercise whose region or twin lies in a
+    function it shows: a copy handing one out is made without the page."""
+    from exercises.handout import EXERCISE_SHOWN
+    markdown, page = committed[name][0], committed[name][1]
+    expected = set()
+    for path, first, function, _ in blocks(markdown):
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            source = f.read()
+        node = definition(ast.parse(source), function)
+        for line in source.split("\n")[first - 1:node.end_lineno]:
+            region, twin = BEGIN.match(line), BEGIN_TWIN.match(line)
+            expected |= {region[2]} if region else set(twin[2].split()) if twin else set()
+    assert expected or name != "gpt_step"
+    for text in (markdown, page):
+        assert set(EXERCISE_SHOWN.findall(text)) == expected
