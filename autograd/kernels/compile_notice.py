@@ -25,9 +25,8 @@ from numba.core import event, types
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GROUPS = {"autograd.kernels.loops": ("the loops tier's", "about a second each"),
           "autograd.engine_room": ("the engine room's", "from under a second to about ten seconds each")}
-# what a module's kernels are called on the line, and how long one of them takes to compile (measured
-# with an empty cache on a 2-core machine: the loops 0.4 to 1.2 s, the engine room's 0.1 to 3 s, the
-# fused attention's the longest)
+# what a module's kernels are called on the line, and roughly how long one of them takes to compile
+# (python -m demos.bench.kernels measures each kernel's compile time)
 
 
 def group_of(function):
