@@ -43,6 +43,11 @@ KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax"
            "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
            "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
 
+COMPILED = {f"{__name__}.loops": ("the loops tier's", "about a second each"),
+            "autograd.engine_room": ("the engine room's", "from under a second to about ten seconds each")}
+# the kernels Numba compiles, by module: their name on the line that announces a compile, and roughly how long
+# one of them takes to compile (python -m demos.bench.kernels measures each kernel's compile time)
+
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
 _announcing = False  # whether Numba tells us of each compile (_announce_compiling)
@@ -113,7 +118,7 @@ def _announce_compiling():
     global _announcing
     if not _announcing:
         from autograd.kernels import compile_notice
-        compile_notice.listen()
+        compile_notice.listen(COMPILED)
         _announcing = True
 
 

@@ -12,8 +12,9 @@ function (cache=True keeps each build on disk, one per set of argument types):
     an index, but stale       its source file, or Numba, changed since the cache built it
     an index, fresh           the cache holds builds for other argument types, not these
 
-The line is said once per process for each group of kernels (the loops tier's, the engine
-room's), at the first of them Numba compiles: it says how long each takes, and the others the
+The line is said once per process for each group of kernels (a module and those under it,
+with its name on the line and one kernel's rough compile time: the kernel registry passes the
+loops tier's and the engine room's), at the first of them Numba compiles: it says how long each takes, and the others the
 run needs compiled follow without a line of their own.
 """
 
@@ -23,16 +24,13 @@ import sys
 from numba.core import event, types
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GROUPS = {"autograd.kernels.loops": ("the loops tier's", "about a second each"),
-          "autograd.engine_room": ("the engine room's", "from under a second to about ten seconds each")}
-# what a module's kernels are called on the line, and roughly how long one of them takes to compile
-# (python -m demos.bench.kernels measures each kernel's compile time)
 
 
-def group_of(function):
-    """(the group's name, its wait) of a Python function Numba compiles, or None if not ours."""
+def group_of(function, groups):
+    """(the group's name, its wait) of a Python function Numba compiles, from groups {module:
+    (name, wait)} (a module's submodules in its group too), or None if it is in none."""
     module = getattr(function, "__module__", None) or ""
-    for prefix, group in GROUPS.items():
+    for prefix, group in groups.items():
         if module == prefix or module.startswith(prefix + "."):
             return group
     return None
@@ -67,10 +65,10 @@ def reason(dispatcher):
     return "Numba's cache holds builds of it for other argument types only"
 
 
-def line(dispatcher, args, why):
-    """The announcement of compiling dispatcher's function (ours: group_of says so) for args, as `why`."""
+def line(dispatcher, args, why, group):
+    """The announcement of compiling dispatcher's function, of group (name, wait), for args, as `why`."""
     function = dispatcher.py_func
-    whose, wait = group_of(function)
+    whose, wait = group
     dtypes = float_dtypes(args)
     arrays = f" for {' and '.join(dtypes)} arrays" if dtypes else ""
     where = os.path.relpath(function.__code__.co_filename, PROJECT)
@@ -83,25 +81,24 @@ class Announcer(event.Listener):
     """Says line() on `out` (stderr by default) at the start of the first compile of each group
     that Numba starts on its own (not one nested in another's)."""
 
-    def __init__(self, out=None):
-        self.out, self.depth, self.said = out, 0, set()
+    def __init__(self, groups, out=None):
+        self.groups, self.out, self.depth, self.said = groups, out, 0, set()
 
     def on_start(self, ev):
         self.depth += 1
         if self.depth > 1:
             return
         dispatcher = ev.data["dispatcher"]
-        group = group_of(dispatcher.py_func)
-        if group is None:
-            return
-        if group not in self.said:
+        group = group_of(dispatcher.py_func, self.groups)
+        if group is not None and group not in self.said:
             self.said.add(group)
-            print(line(dispatcher, ev.data["args"], reason(dispatcher)), file=self.out or sys.stderr, flush=True)
+            print(line(dispatcher, ev.data["args"], reason(dispatcher), group), file=self.out or sys.stderr,
+                  flush=True)
 
     def on_end(self, ev):
         self.depth -= 1
 
 
-def listen():
-    """Register an Announcer with Numba (once per process: the caller keeps that promise)."""
-    event.register("numba:compile", Announcer())
+def listen(groups):
+    """Register an Announcer of these groups with Numba (once per process: the caller keeps that promise)."""
+    event.register("numba:compile", Announcer(groups))

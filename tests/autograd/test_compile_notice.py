@@ -73,8 +73,8 @@ ANNOUNCED = """
     import numpy as np
     from numba.core import event
     from autograd.kernels import compile_notice
-    compile_notice.GROUPS["probe_kernels"] = ("the probe's", "a moment each")
-    event.register("numba:compile", compile_notice.Announcer(out=sys.stdout))
+    event.register("numba:compile", compile_notice.Announcer({"probe_kernels": ("the probe's", "a moment each")},
+                                                             out=sys.stdout))
     import probe_kernels as k
     k.kernel(np.ones(3, np.float32), 2.0)            # kernel, and inside it helper: one line, kernel's
     k.kernel(np.ones((2, 2), np.float32), 2.0)       # another build of the same group: no second line
