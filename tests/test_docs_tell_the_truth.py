@@ -1,10 +1,13 @@
 """What the README and the learning path count and claim, checked against the files and the code:
 the number of steps, the notebooks listed, GPT-2's and Llama's configs' differences, and
-which files of transformer/training/ to read and which to skip."""
+which files of transformer/training/ to read and which to skip, and that the project's own words
+are defined in docs/GLOSSARY.md, linked before a page first uses one."""
 
 import dataclasses
 import os
 import re
+
+import pytest
 
 from transformer.families.decoder_only import gpt_config, llama_config
 
@@ -62,3 +65,32 @@ def test_transformer_training_says_which_files_to_read_and_which_to_skip():
     named_to_skip = set(re.findall(r"^\s+(\w+\.py) ", skipping, re.M))
     assert {"loop.py", "seq2seq.py", "lm.py"} <= named_to_read and not named_to_read & named_to_skip
     assert named_to_read | named_to_skip == files, f"named: {sorted(named_to_read | named_to_skip)}; there: {sorted(files)}"
+
+
+def glossary_terms():
+    """The words docs/GLOSSARY.md defines, from its headings ("Exercise and region": both)."""
+    headings = re.findall(r"^### (.+)$", read("docs", "GLOSSARY.md"), re.M)
+    return sorted({word.lower() for heading in headings for word in heading.split(" and ")} - {"composed", "exercise"})
+
+
+def test_the_glossary_defines_the_words_the_docs_use_of_their_own():
+    terms = glossary_terms()
+    assert {"classroom", "engine room", "tier", "kernel registry", "twin", "region", "quick lane", "task registry",
+            "student copy", "judge"} <= set(terms), terms
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/LEARNING_PATH.md", "docs/TEACHING.md"])
+def test_a_document_links_the_glossary_where_it_first_uses_one_of_its_words(document):
+    """The first link to the glossary comes no later than the paragraph of the first word of
+    ours a learner meets there (a word in `code` or in a path is not counted: it is a name)."""
+    lines = read(*document.split("/")).split("\n")
+    paragraph = [sum(not line.strip() for line in lines[:n]) for n in range(len(lines))]
+    prose = [re.sub(r"`[^`]*`|\([^)\s]*\)|\[[^\]]*\]\([^)]*GLOSSARY[^)]*\)", "", line) for line in lines]
+    used = [(n, term) for term in glossary_terms() for n, line in enumerate(prose)
+            if re.search(rf"\b{re.escape(term)}s?\b", line, re.I)]
+    linked = [n for n, line in enumerate(lines) if "GLOSSARY.md" in line]
+    assert linked, f"{document} never links docs/GLOSSARY.md"
+    first_use = min(used)
+    assert paragraph[linked[0]] <= paragraph[first_use[0]], \
+        f"{document} uses {first_use[1]!r} on line {first_use[0] + 1}, before its first glossary link " \
+        f"(line {linked[0] + 1})"

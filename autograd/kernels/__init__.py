@@ -32,7 +32,6 @@ This file is the one place in the classroom that knows the engine room exists.
 
 import importlib.util
 import os
-import re
 import sys
 import types
 
@@ -43,6 +42,11 @@ TIERS = ("numpy", "loops", "fast")
 KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
            "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
            "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
+
+COMPILED = {f"{__name__}.loops": ("the loops tier's", "about a second each"),
+            "autograd.engine_room": ("the engine room's", "from under a second to about ten seconds each")}
+# the kernels Numba compiles, by module: their name on the line that announces a compile, and roughly how long
+# one of them takes to compile (python -m demos.bench.kernels measures each kernel's compile time)
 
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
@@ -100,44 +104,22 @@ def _bind():
     """Load the chosen tier and make each kernel name of this module its function."""
     global _current
     if _tier != "numpy":
-        _announce_compiling()
+        _announce_compiling()                         # before the engine room readies its kernels
     _current = _load(_tier)
     globals().update((name, getattr(_current, name)) for name in KERNELS)
 
 
 def _announce_compiling():
     """Have Numba say, in one line on stderr, when it starts compiling a kernel of this
-    project in this process (a first run after a change, or a new dtype: float64 too), so
-    that a debugger's step that waits on it says why.  Loading a compiled kernel from
-    Numba's cache says nothing.  A loop kernel is named; the engine room's many pieces are
-    announced once per float dtype.  Registered once, at the first kernel call."""
+    project in this process: which, why (read from its cache) and roughly how long
+    (compile_notice.py), so that a wait, a debugger's step or a first training step, says
+    why.  Loading a compiled kernel from Numba's cache says nothing.  Registered once,
+    before the first kernel is loaded or prepared."""
     global _announcing
-    if _announcing:
-        return
-    from numba.core import event
-
-    class Announce(event.Listener):
-        said = set()
-
-        def on_start(self, ev):
-            function = ev.data["dispatcher"].py_func
-            module = getattr(function, "__module__", None) or ""
-            dtypes = ", ".join(sorted(set(re.findall(r"float(?:32|64)", " ".join(map(str, ev.data["args"]))))))
-            what = function.__name__ if module == loops_module else "the engine room's kernels"
-            if module.startswith("autograd.") and dtypes and (what, dtypes) not in self.said:
-                self.said.add((what, dtypes))
-                one = what == function.__name__
-                print(f"autograd: compiling {what} for {dtypes}, once, as Numba's cache holds no build of "
-                      f"{'its' if one else 'their'} code yet (a first run, or the code changed): "
-                      f"{'a few seconds' if one else 'up to a minute'}; later runs load "
-                      f"{'it' if one else 'them'} from the cache", file=sys.stderr, flush=True)
-
-        def on_end(self, ev):
-            pass
-
-    loops_module = f"{__name__}.loops"
-    event.register("numba:compile", Announce())
-    _announcing = True
+    if not _announcing:
+        from autograd.kernels import compile_notice
+        compile_notice.listen(COMPILED)
+        _announcing = True
 
 
 def __getattr__(name):
@@ -194,6 +176,8 @@ def prepare(dtype="float32", fused_attention=False):
     kernels here the first time (saying so), and for a model with fused attention those
     kernels too; it also keeps freed memory for the next step (engine_room/allocator.py).
     The loops tier, with the JIT on, compiles (or loads) its kernels for dtype here, saying so."""
+    if _tier != "numpy":
+        _announce_compiling()                         # before the engine room prepares its kernels
     if _tier == "fast":
         _engine_room("prepare", dtype, fused_attention and "attention_forward" not in kernels_cut())
     if _current is None:

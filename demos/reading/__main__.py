@@ -27,6 +27,11 @@ def debugger_note(step):
             f"`n` runs one line, `c` goes on, `p NAME` prints a variable.{tier}")
 
 
+def paragraphs(*texts):
+    """Markdown paragraphs (code and links) as HTML, the empty ones left out."""
+    return "".join(f"<p>{html.inline(text)}</p>" for text in texts if text)
+
+
 def write(step, out_dir):
     """Write the step's two pages into out_dir; returns the page's measures."""
     shown = listing.functions(step.trace, step.phases)
@@ -34,14 +39,15 @@ def write(step, out_dir):
     html_name = f"{step.name}.html"
     with open(os.path.join(out_dir, f"{step.name}.md"), "w", encoding="utf-8") as f:
         f.write(markdown.render(step, shown, measures, html_name))
-    notes = (markdown.reading_notes(step, measures, html_name).split(" [")[0], debugger_note(step))
-    notes_html = "".join(f"<p>{html.inline(text)}</p>" for text in (step.intro, *notes))
+    top = paragraphs(step.intro, markdown.how_to_read(shown, measures) + " Each function's \"stop here\" line is "
+                     "the command that opens it in the debugger (see the end of the page).")
+    bottom = paragraphs(markdown.how_it_was_made(step, measures), debugger_note(step))
     drawing = None if step.graph is None else graph.svg(step.graph, step.graph.names)
     if drawing:
         with open(os.path.join(out_dir, f"{step.name}.svg"), "w", encoding="utf-8") as f:
             f.write(drawing)
     with open(os.path.join(out_dir, html_name), "w", encoding="utf-8") as f:
-        f.write(html.render(step, shown, measures, notes_html, drawing))
+        f.write(html.render(step, shown, top, bottom, drawing))
     return measures
 
 

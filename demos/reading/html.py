@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from demos.reading.listing import Fold, fold_text, sections
+from demos.reading.listing import Fold, exercises_shown, fold_text, sections
 from demos.reading.steps import PHASE_DEBUG
 
 TOKENS = re.compile(r"(?P<comment>#.*$)|(?P<string>[rbfRBF]{0,2}(\"\"\"|'''|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'))"
@@ -28,12 +28,12 @@ h4 .where { font: 13px ui-monospace, monospace; color: #556; }
 .not { opacity: .38; } .kw { color: #a626a4; } .str { color: #50a14f; } .num { color: #986801; }
 .com, .doc { color: #7a8290; font-style: italic; } .shape { color: #0b63c5; font-weight: 600; }
 details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font-style: italic; padding-left: 4.5em; }
-.cmd { font: 12px ui-monospace, monospace; color: #445; margin: 0 0 .3em; }
-.cmd code { background: #eef1f6; padding: 1px 4px; border-radius: 3px; }
-.heads { display: grid; grid-template-columns: 5em repeat(var(--heads), 132px); gap: 6px; align-items: center;
+.cmd { font: 11px ui-monospace, monospace; color: #9aa0aa; margin: 0 0 .3em; }
+.cmd code { color: #8a909a; } code.seq { white-space: pre; background: #eef1f6; padding: 1px 4px; }
+.heads { display: grid; grid-template-columns: 5em repeat(var(--heads), 180px); gap: 6px; align-items: center;
          margin: .6em 0 1em; }
-canvas.heat { width: 128px; height: 128px; image-rendering: pixelated; border: 1px solid #ccd; cursor: crosshair; }
-nav ol { columns: 2; }
+canvas.heat { width: 176px; height: 176px; image-rendering: pixelated; border: 1px solid #ccd; cursor: crosshair; }
+nav ol { columns: 2; } figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
 """
 SCRIPT = """
 for (const c of document.querySelectorAll("canvas.heat")) {
@@ -48,7 +48,8 @@ for (const c of document.querySelectorAll("canvas.heat")) {
   c.addEventListener("mousemove", e => {
     const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top) / r.height * n),
           j = Math.floor((e.clientX - r.left) / r.width * m);
-    c.title = `${c.dataset.label}, query ${i}, key ${j}: ` +
+    const said = JSON.parse(c.dataset.tokens), at = k => said ? ` ${JSON.stringify(said[k])}` : "";
+    c.title = `${c.dataset.label}, query ${i}${at(i)}, key ${j}${at(j)}: ` +
               (rows[i][j] > 0 ? (rows[i][j] / 1e4).toFixed(4) : "0 (a masked key, or under 0.00005)");
   });
 }
@@ -91,11 +92,13 @@ def rows_html(function):
     return "".join(parts)
 
 
-def heatmaps(values, labels):
+def heatmaps(values, labels, note="", tokens=None):
     """One row per call of the attention (labels: what each call is, e.g. a layer) of one
     canvas per head: batch element 0's weights in 1/10000 (JSON in a data attribute, drawn
-    by SCRIPT; a weight of exactly 0 is a masked key)."""
+    by SCRIPT; a weight of exactly 0 is a masked key); note: what they show, if not this
+    step's; tokens: the sequence's characters, named on hover."""
     rows = []
+    said = json.dumps(tokens) if tokens else "null"
     heads_count = len(np.asarray(getattr(values[0], "data", values[0]))[0])
     for label, weights in zip(labels, values):
         heads = np.asarray(getattr(weights, "data", weights))[0]          # (H, T_q, T_k) of batch element 0
@@ -104,27 +107,33 @@ def heatmaps(values, labels):
             quantized = json.dumps(np.round(head * 1e4).astype(int).tolist(), separators=(",", ":"))
             rows.append(f'<canvas class="heat" width="{head.shape[1]}" height="{head.shape[0]}" '
                         f'data-label="{html.escape(label)}, head {h}" data-weights="{quantized}" '
+                        f'data-tokens="{html.escape(said)}" '
                         f'title="{html.escape(label)}, head {h}"></canvas>')
     header = "<div></div>" + "".join(f"<div>head {h}</div>" for h in range(heads_count))
-    return ('<p>The weights this function computed on the step, for the batch\'s first sequence: one heatmap per '
+    whose = html.escape(note or "The weights this function computed on the step, for the batch's first sequence.")
+    if tokens:
+        whose += f' The sequence: <code class="seq">{html.escape("".join(tokens).replace(chr(10), "⏎"))}</code>.'
+    return (f'<p>{whose} One heatmap per '
             'head (rows: queries, columns: keys; darker is heavier, each row scaled to its largest weight; grey: '
-            'a masked key, weight 0). Hover for a value.</p>'
+            'a weight under 0.00005, a masked key\'s 0 among them). Hover for a value.</p>'
             f'<div class="heads" style="--heads: {heads_count}">{header}{"".join(rows)}</div>')
 
 
 def function_html(function, step):
     environment, demo = PHASE_DEBUG.get(function.phase, (step.environment, step.debug))
     command = f"{environment} python -m demos.debug -b {function.breakpoint()} {demo}".strip()
-    watched = [values for (path, name, _), values in step.trace.watched.items()
+    watched = [values for (path, name, _), values in (step.heatmaps or step.trace.watched).items()
                if path == function.path and name == function.name.rsplit(".", 1)[-1]]
     return (f'<h4><span class="where">{html.escape(function.path)}:{function.first}</span> {html.escape(function.name)}</h4>'
             f'<div class="cmd">stop here: <code>{html.escape(command)}</code></div>'
             f'<div class="code">{rows_html(function)}</div>'
-            + "".join(heatmaps(values, step.heatmap_labels) for values in watched if values))
+            + "".join(heatmaps(values, step.heatmap_labels, step.heatmap_note, step.heatmap_tokens)
+                      for values in watched if values))
 
 
-def render(step, shown, measures, notes_html, graph_svg=None):
-    """The page: title, notes, the graph's drawing if any, the contents, every section's functions."""
+def render(step, shown, top_html, bottom_html, graph_svg=None):
+    """The page: title, what it shows and how to read it (top_html), the graph's drawing if
+    any, the contents, every section's functions, how it was made (bottom_html)."""
     grouped = sections(shown)
     graph_html = f'<figure class="graph">{graph_svg}</figure>' if graph_svg else ""
     toc = "".join(f'<li><a href="#s{n}">{html.escape(title)}</a> ({len(functions)})</li>'
@@ -133,8 +142,9 @@ def render(step, shown, measures, notes_html, graph_svg=None):
                    for n, (title, functions) in enumerate(grouped, 1))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(step.title)}: the reading '
             f'edition</title><style>{one_line(STYLE)}</style></head><body>\n<h1>{html.escape(step.title)}: the reading edition</h1>'
-            f'<!-- generated by python -m demos.reading from a traced run; do not edit by hand -->'
-            f'{notes_html}{graph_html}<nav><ol>{toc}</ol></nav>\n{body}\n<script>{one_line(SCRIPT)}</script></body></html>\n')
+            f'<!-- generated by python -m demos.reading from a traced run; do not edit by hand -->{exercises_shown(shown)}'
+            f'{top_html}{graph_html}<nav><ol>{toc}</ol></nav>\n{body}\n<h2 id="made">How this page was made</h2>'
+            f'{bottom_html}\n<script>{one_line(SCRIPT)}</script></body></html>\n')
 
 
 def inline(text):

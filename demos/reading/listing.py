@@ -5,19 +5,36 @@ Reading order: by phase (the configuration, the forward pass, the backward pass,
 optimizer), then by layer of the house (the training step, the data, the model, nn, autograd,
 the kernels), then in the order the call first entered each function.  A stretch of at least
 FOLD lines that never ran becomes one fold ("... N lines not run on this step"), so that
-the page holds what runs, not every branch a step never takes.
+the page holds what runs, not every branch a step never takes.  Functions that only check
+their inputs (CHECKS: require..., _check..., a config's __post_init__) are read last, in phase
+"checks", where a page has one: the step reads from the model down, not from its validation.
+The exercises' marker comments (# BEGIN EXERCISE name, # END EXERCISE, and the twins') are
+left out of the code: they mark where a learner writes, which a reader of the step does not
+need.  A page names the exercises whose code it shows (exercises_shown) in a comment of its
+own instead, as `BEGIN EXERCISE name`: a student copy that hands one of them out is made
+without the page (exercises/handout.py reads that).
 """
 
 import ast
 import dataclasses
 import os
+import re
 
 from demos.reading.trace import PROJECT, statements
+from exercises.regions import BEGIN, END
+from exercises.twins import BEGIN_TWIN, END_TWIN
 
 FOLD = 2                                  # fewest not-run code lines folded into one line (a two-line raise, say)
 LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("the data", ("transformer/data/",)),
           ("the model", ("transformer/",)),
           ("nn", ("nn/",)), ("autograd", ("autograd/",)), ("the kernels", ("autograd/kernels/",)))
+CHECKS = re.compile(r"(?:_?check|require)\w*|__post_init__")    # a function's own name: it validates its inputs
+MARKERS = (BEGIN, END, BEGIN_TWIN, END_TWIN)
+
+
+def is_marker(text):
+    """Whether a source line is an exercise's or a twin's marker comment."""
+    return any(marker.match(text) for marker in MARKERS)
 
 
 @dataclasses.dataclass
@@ -50,6 +67,7 @@ class Function:
     phase: str
     layer: str
     rows: list             # Line and Fold, in order
+    exercises: list        # the exercises whose region, or a twin of it, lies in the function (exercises_in)
 
     def lines(self):
         """Every Line shown unfolded."""
@@ -123,7 +141,7 @@ def function_rows(path, first, trace_lines, trace_shapes):
             more = f" | {len(seen) - 3} more" if len(seen) > 3 else ""        # at most three shapes a line
             shapes[shape_anchor(covering[start])] = " | ".join(seen[:3]) + more
     lines = [Line(n, source[n - 1][indent:], line_status(path, n, source[n - 1], node, trace_lines, docstring),
-                  shapes.get(n)) for n in range(first, node.end_lineno + 1)]
+                  shapes.get(n)) for n in range(first, node.end_lineno + 1) if not is_marker(source[n - 1])]
     return fold(lines)
 
 
@@ -145,19 +163,44 @@ def fold(lines):
 
 
 def functions(trace, phases):
-    """The Functions a trace entered, each once, in reading order (phases: their order)."""
+    """The Functions a trace entered, each once, in reading order (phases: their order; a
+    function CHECKS names is in phase "checks" where phases has it)."""
     found = []
     for order, (code, (path, phase)) in enumerate(trace.functions.items()):
         if not code.co_name.startswith("<"):                     # not a comprehension, lambda or class body
             node = definition(path, code.co_firstlineno)
+            if "checks" in phases and CHECKS.fullmatch(code.co_name):
+                phase = "checks"
             found.append((path, code.co_firstlineno, node.end_lineno, code.co_qualname, phase, order))
     outer = [(path, first, last) for path, first, last, *_ in found]
     shown = [entry for entry in found if not any(path == entry[0] and first < entry[1] and entry[2] <= last
                                                   for path, first, last in outer)]   # a closure shows in its parent
     shown.sort(key=lambda e: (phases.index(e[4]), layer_of(e[0]), e[5]))
     return [Function(path, name, first, phase, LAYERS[layer_of(path)][0],
-                     function_rows(path, first, trace.lines.get(path, set()), trace.shapes))
-            for path, first, _, name, phase, _ in shown]
+                     function_rows(path, first, trace.lines.get(path, set()), trace.shapes),
+                     exercises_in(path, first, last))
+            for path, first, last, name, phase, _ in shown]
+
+
+def exercises_in(path, first, last):
+    """The exercises named by a region's or a twin's BEGIN marker among lines first..last of path."""
+    with open(os.path.join(PROJECT, path), encoding="utf-8") as f:
+        lines = f.read().split("\n")[first - 1:last]
+    names = []
+    for line in lines:
+        region, twin = BEGIN.match(line), BEGIN_TWIN.match(line)
+        names += [region[2]] if region else twin[2].split() if twin else []
+    return names
+
+
+def exercises_shown(shown):
+    """The page's comment naming the exercises whose code it shows, in the form exercises/handout.py
+    reads (BEGIN EXERCISE name), or "" if it shows none."""
+    names = sorted({name for function in shown for name in function.exercises})
+    if not names:
+        return ""
+    return ("<!-- the code of these exercises is on this page (a student copy handing one out is made without it): "
+            + ", ".join(f"BEGIN EXERCISE {name}" for name in names) + " -->")
 
 
 def figures(trace, shown):
@@ -174,14 +217,14 @@ def figures(trace, shown):
 
 PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
                 "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
-                "loops": "The loops tier, in a small step"}
+                "loops": "The loops tier, in a small step", "checks": "Checking the inputs"}
 
 
 def sections(shown):
     """[(title, [Function, ...]), ...]: the functions grouped by phase and layer, in order."""
     grouped = []
     for function in shown:
-        title = f"{PHASE_TITLES[function.phase]}: {function.layer}"
+        title = PHASE_TITLES[function.phase] + ("" if function.phase == "checks" else f": {function.layer}")
         if not grouped or grouped[-1][0] != title:
             grouped.append((title, []))
         grouped[-1][1].append(function)
@@ -194,7 +237,8 @@ def suffix(line):
 
 
 def fold_text(fold):
-    """The one line a Fold is shown as, indented as its first line."""
+    """The one line a Fold is shown as, indented as its first line, counting the source lines
+    it stands for (a marker comment left out among them too)."""
     first = next(line for line in fold.lines if line.status == "not")
     indent = first.text[:len(first.text) - len(first.text.lstrip())]
-    return f"{indent}# ... {len(fold.lines)} lines not run on this step"
+    return f"{indent}# ... {fold.lines[-1].number - fold.lines[0].number + 1} lines not run on this step"

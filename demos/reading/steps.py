@@ -8,6 +8,10 @@ wants on one page, and the full-size step takes seconds.  The loops tier would r
 kernels as Python with NUMBA_DISABLE_JIT=1, about 4 GFLOP through Python loops: an hour
 for one step of this size.  Attention is composed (matmul, masked_fill, softmax, matmul),
 the ops a learner steps through, not the fused op.
+
+A traced step is an early one (the second), so its model is untrained and attends almost
+evenly; the heatmaps a page draws are the same model's after TRAINED_STEPS steps of the same
+seeded run instead, trained on the kernels the process chose (seconds on the engine room's).
 """
 
 import collections
@@ -20,23 +24,28 @@ import tempfile
 
 import numpy as np
 
+from autograd import kernels
 from demos.reading.trace import PROJECT, Trace
 
-VOCAB = 65                   # nanoGPT's Shakespeare characters
+DEFAULT_TIER = kernels.tier()                # the kernels this process chose, before a page chooses numpy's
+
+ALPHABET = "\n" + "".join(map(chr, range(32, 127)))     # the GPT's characters: a newline and printable ASCII
 ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
 LOOPS = "autograd/kernels/loops.py"
 SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"     # demos/bench/lines.py's GPT
 PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT}")}
 # a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
+TRAINED_STEPS = 300          # the heatmaps' models: this many seeded steps, enough for their heads to specialise
 Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
-TIERS_NOTE = (" It is the second step of a seeded run (the first is a warm-up), so the model is untrained. Attention "
-              "is composed (matmul, masked_fill, softmax, matmul: the ops to step through), and each kernel is its numpy "
-              "definition (`AUTOGRAD_KERNELS=numpy`, autograd/kernels/reference.py); the loops tier a debugger enters "
-              "with `NUMBA_DISABLE_JIT=1` (autograd/kernels/loops.py) computes the same in plain loops, too slowly at "
-              "this size to trace")
-TRAINING_PHASES = ("config", "step", "forward", "backward", "optimizer")
+TIERS_NOTE = ("Attention is composed (matmul, masked_fill, softmax, matmul: the ops to step through), not the one "
+              "fused op `demos.gpt` runs by default. Each kernel is its numpy definition (`AUTOGRAD_KERNELS=numpy`, "
+              "autograd/kernels/reference.py); the loops tier (autograd/kernels/loops.py), which a debugger steps "
+              "into, computes the same in plain loops, too slowly at this size to trace")
+TRAINING_PHASES = ("config", "forward", "step", "backward", "optimizer")          # the order a page reads in
 TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
-                 ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"))
+                 ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"),
+                 ("transformer/training/lm.py", "LMTrainConfig.lr_at", "optimizer"),
+                 ("nn/schedule.py", "warmup_cosine", "optimizer"))
 
 
 @dataclasses.dataclass
@@ -44,48 +53,108 @@ class Step:
     """A traced call and what the page says of it."""
     name: str                # the page's file name
     title: str
-    intro: str               # Markdown: what ran, and how to run it
+    intro: str               # Markdown: what ran, in two or three sentences
+    about: str               # Markdown: how it was traced (the kernels, the data), for the page's end
     phases: tuple            # the reading order's phases
     trace: Trace
     debug: str               # the demo (and its arguments) demos.debug runs to stop in these functions
     environment: str         # the environment the debugger command needs to run what the page shows
     heatmap_labels: tuple = ()     # what each watched call of the attention is (a layer, a kind)
+    heatmaps: dict = None          # {watched key: [weights, ...]} to draw (None: the trace's own, trace.watched)
+    heatmap_note: str = ""         # what the heatmaps show, when not the traced step's own weights
+    heatmap_tokens: list = None    # the characters of the heatmaps' sequence, for their hover text
     graph: object = None           # the scalar page's output Value, whose graph is drawn
 
 
 def gpt_step():
     """Trace the configuration and the second training step (the first is a warm-up: what
-    only a first step does is not the step) of gpt_config's model, composed attention."""
-    from autograd import kernels, manual_seed
+    only a first step does is not the step) of gpt_config's model, composed attention, on a
+    batch of the text; its heatmaps are those of the same GPT trained TRAINED_STEPS steps."""
+    from autograd import manual_seed
     from transformer.families.decoder_only import DecoderOnly, gpt_config
     from transformer.training.lm import LMTrainConfig, step_functions
 
+    data = text_data(LMTrainConfig.block_size)
+    tokens, heatmaps = trained_attention(LMTrainConfig(), data)
     kernels.use_tier("numpy")
     trace = Trace(phases=(("transformer/families/decoder_only.py", "DecoderOnly.forward", "forward"),
                           ("autograd/tensor.py", "Tensor.backward", "backward"),
                           ("nn/optim.py", "clip_grad_norm_", "optimizer")),
                   pinned=TRAINING_PINS,
                   watch=(ATTENTION,))
-    cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(VOCAB, attention="composed")))
+    cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(len(ALPHABET), attention="composed")))
     manual_seed(cfg.seed)
     model = DecoderOnly(config)
     step = step_functions(model, cfg)[0]
     rng = np.random.default_rng(cfg.seed)
-    x, y = (rng.integers(0, VOCAB, (cfg.batch_size, cfg.block_size)) for _ in range(2))
-    step(x, y, cfg.lr_at(0))
+    step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(0))
     trace.watched.clear()
-    trace.record("step", lambda: step(x, y, cfg.lr_at(1)))
-    intro = (f"One training step of the GPT `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
-             f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context "
-             f"{cfg.block_size}, batch {cfg.batch_size}), on a batch of random tokens of a {VOCAB}-character "
-             "vocabulary: the forward pass, the loss, the backward pass and AdamW's update.  (The debugger "
-             "commands below run `demos.gpt` on its own text, whose vocabulary is the characters it holds: where "
-             f"a shape here ends in {VOCAB}, there it ends in that number.)" + TIERS_NOTE
-             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, batch 2).")
+    batch = data.batch("train", cfg.batch_size, rng)
+    trace.record("step", lambda: step(*batch, cfg.lr_at(1)))
     add_loops_tier(trace)
-    return Step("gpt_step", "One GPT training step", intro, TRAINING_PHASES + ("loops",), trace,
+    intro = (f"One training step of the GPT that `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
+             f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context {cfg.block_size}, "
+             f"batch {cfg.batch_size}), as the code ran it: its configuration, the model (embeddings, blocks, "
+             "attention, MLP), the loss, the backward pass and AdamW's update, in that order.")
+    about = (f"The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings, "
+             f"kept to a newline and printable ASCII: a vocabulary of {len(ALPHABET)} characters, where shapes end in "
+             f"{len(ALPHABET)}. (`demos.gpt`, which the debugger commands run, keeps every character of that text, so "
+             "there such a shape ends in its vocabulary's size.) " + TIERS_NOTE
+             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, "
+             "batch 2).")
+    note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "
+            "the default kernels), not of the step traced here: at its second step the model is untrained and "
+            "attends almost evenly. They are for one sequence of the validation text: row i is the character at "
+            "position i asking, column j the character it attends to; hover to read both.")
+    return Step("gpt_step", "One GPT training step", intro, about, TRAINING_PHASES + ("checks", "loops"), trace,
                 "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy",
-                tuple(f"layer {n}" for n in range(config.num_layers)))
+                tuple(f"layer {n}" for n in range(config.num_layers)), heatmaps={ATTENTION: heatmaps},
+                heatmap_note=note, heatmap_tokens=tokens)
+
+
+def text_data(block_size):
+    """The standard library's docstrings (demos.gpt's default text) kept to ALPHABET, as a
+    TextDataset of that fixed vocabulary: the same shapes on every Python."""
+    from transformer.data.text import CharVocab, TextDataset, stdlib_docstrings
+    allowed = set(ALPHABET)
+    return TextDataset("".join(c for c in stdlib_docstrings() if c in allowed), block_size, vocab=CharVocab(ALPHABET))
+
+
+def trained_attention(cfg, data):
+    """(the characters of a validation sequence, [each layer's attention weights on it]) of
+    gpt_config's GPT after TRAINED_STEPS seeded steps of nanoGPT's recipe on `data`."""
+    from autograd import manual_seed
+    from transformer.families.decoder_only import DecoderOnly, gpt_config
+    from transformer.training.lm import step_functions
+
+    manual_seed(cfg.seed)
+    model = DecoderOnly(gpt_config(len(ALPHABET), attention="composed"))
+    step = step_functions(model, cfg)[0]
+    rng = np.random.default_rng(cfg.seed)
+    tokens = data.batch("val", 1, np.random.default_rng(cfg.seed))[0]
+    weights = attention_after_training(model, lambda n: step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(n)),
+                                       lambda: model(tokens))
+    return [ALPHABET[t] for t in tokens[0]], weights
+
+
+def attention_after_training(model, train, forward):
+    """[the weights of each attention call forward() makes] after train(n) for n < TRAINED_STEPS,
+    on the kernels the process chose at the start (the engine room's, unless told otherwise);
+    forward runs in eval mode, without gradients."""
+    from autograd import no_grad
+
+    chosen = kernels.tier()
+    kernels.use_tier(DEFAULT_TIER)
+    try:
+        for number in range(TRAINED_STEPS):
+            train(number)
+        watcher = Trace(watch=(ATTENTION,))
+        model.eval()
+        with no_grad():
+            watcher.record("forward", forward)
+    finally:
+        kernels.use_tier(chosen)
+    return watcher.watched[ATTENTION]
 
 
 def add_loops_tier(trace):
@@ -123,7 +192,7 @@ def trace_loops_tier(path):
 def seq2seq_step():
     """Trace the configuration and the second training step of the main demo's encoder-decoder
     (demos.train --task reverse: 2 + 2 layers, d_model 64, 4 heads, batch 64)."""
-    from autograd import kernels, manual_seed
+    from autograd import manual_seed
     from transformer.data import tasks
     from transformer.data.registry import make_task
     from transformer.encoder_decoder import Transformer, TransformerConfig
@@ -140,6 +209,12 @@ def seq2seq_step():
     config = trace.record("config", TransformerConfig, src_vocab=data.src_vocab, tgt_vocab=data.tgt_vocab,
                           max_len=data.max_output_len + 2, pad_id=tasks.PAD)
     manual_seed(cfg.seed)
+    trained = Transformer(config)
+    job = ToyTaskJob(trained, data, cfg)
+    example = next(b for b in data.stream(1, seed=cfg.seed + 1) if (b.src != tasks.PAD).sum() == cfg.max_len)
+    heatmaps = attention_after_training(trained, lambda n: job.step(n + 1),
+                                        lambda: trained(example.src, example.tgt_in))
+    manual_seed(cfg.seed)
     model = Transformer(config)
     job = ToyTaskJob(model, data, cfg)
     job.step(0)
@@ -151,11 +226,16 @@ def seq2seq_step():
     intro = (f"One training step of the main demo's encoder-decoder Transformer (`python -m demos.train --task "
              f"reverse`: {config.num_encoder_layers} + {config.num_decoder_layers} layers, d_model {config.d_model}, "
              f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
-             "symbols to reverse): the encoder, the decoder with its masked self-attention and its "
-             "cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule."
-             + TIERS_NOTE + ".")
-    return Step("seq2seq_step", "One encoder-decoder training step", intro, TRAINING_PHASES, trace,
-                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels))
+             "symbols to reverse), as the code ran it: the encoder, the decoder with its masked self-attention and "
+             "its cross-attention, the loss, the backward pass and Adam's update with its learning-rate schedule.")
+    about = "The step is the second of a seeded run (the first is a warm-up). " + TIERS_NOTE + "."
+    note = (f"The heatmaps are the weights of the same model after {TRAINED_STEPS} steps of the same seeded run (on "
+            "the default kernels), not of the step traced here, whose untrained model attends almost evenly; for "
+            f"one sequence of {cfg.max_len} symbols to reverse. In cross-attention row t is output position t and "
+            "column n source position n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
+    return Step("seq2seq_step", "One encoder-decoder training step", intro, about, TRAINING_PHASES + ("checks",), trace,
+                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels),
+                heatmaps={ATTENTION: heatmaps}, heatmap_note=note)
 
 
 def scalar_backward():
@@ -178,5 +258,5 @@ def scalar_backward():
              "`o = (x1*w1 + x2*w2 + b).tanh()` with x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.88, then `o.backward()`. "
              "Each operation makes a `Value` that remembers its parents and a `_backward` closure; `backward` "
              "orders the graph and runs the closures from the output back.")
-    return Step("scalar_backward", "The scalar engine's backward", intro, ("build", "backward"), trace,
+    return Step("scalar_backward", "The scalar engine's backward", intro, "", ("build", "backward"), trace,
                 "demos.scalar_mlp --steps 1 --out runs/scratch", "", graph=out)

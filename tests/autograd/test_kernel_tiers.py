@@ -280,6 +280,8 @@ def test_a_loop_compiled_is_announced_once_with_why_and_how_long(tmp_path):
     script = "from autograd import kernels; import numpy as np; x = np.zeros((2, 3), np.float32); kernels.softmax(x); kernels.softmax(x)"
     runs = [subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
             for _ in range(2)]
-    assert runs[0].stderr == ("autograd: compiling softmax_loops for float32, once, as Numba's cache holds no build of its "
-                              "code yet (a first run, or the code changed): a few seconds; later runs load it from the cache\n")
+    assert runs[0].stderr == ("autograd: compiling softmax_loops (autograd/kernels/loops.py) for float32 arrays with Numba "
+                              "now, as Numba's cache holds no build of it yet (a first run, or a fresh cache): about a "
+                              "second each for the loops tier's kernels (this one, and any other this run needs "
+                              "compiled); later runs load them from the cache\n")
     assert runs[1].stderr == ""

@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from demos.debug import breakpoint_line
+from exercises.regions import BEGIN, END
+from exercises.twins import BEGIN_TWIN, END_TWIN
 from demos.reading import listing
 from demos.reading.trace import Trace
 
@@ -27,6 +29,7 @@ FOLDED = re.compile(r"^\s*# \.\.\. (\d+) lines not run on this step$")
 SHAPE = r"\((?:\d+(?:, \d+)*,?)?\)"
 SHAPES = rf"{SHAPE}(?:, {SHAPE})*"
 SUFFIX = re.compile(rf"(?:  # (?P<shape>{SHAPES}(?: \| {SHAPES})*(?: \| \d+ more)?))?(?P<not>  # not run)?")
+MARKERS = (BEGIN, END, BEGIN_TWIN, END_TWIN)            # the only lines a page may leave out unfolded
 REGENERATE = "python -m demos.figures --only reading (or python -m demos.reading --out docs/reading)"
 
 
@@ -80,6 +83,8 @@ def read_page(markdown):
         code, indent = code_lines(source_lines, tree), len(source_lines[first - 1]) - len(source_lines[first - 1].lstrip())
         number = first
         for line in shown:
+            while any(marker.match(source_lines[number - 1]) for marker in MARKERS):
+                number += 1                                         # an exercise's marker comment: left out
             folded = FOLDED.match(line)
             if folded:
                 number += int(folded[1])
@@ -95,6 +100,8 @@ def read_page(markdown):
                 seen["problems"].append(f"{path}:{number}: the page shows {line.strip()!r}, the source "
                                         f"{original.strip()!r}")
             number += 1
+        while number <= node.end_lineno and any(marker.match(source_lines[number - 1]) for marker in MARKERS):
+            number += 1                                             # a closing marker comment, left out
         if number != node.end_lineno + 1:
             seen["problems"].append(f"{path}:{first} {name}: the page shows up to line {number - 1}, "
                                     f"the function ends at {node.end_lineno}")
@@ -150,10 +157,30 @@ def test_the_committed_training_steps_meet_the_targets(committed, name):
     assert seen["shapes"] >= 100
 
 
+@pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
+def test_a_training_page_reads_from_the_model_down(committed, name):
+    """The forward pass, then the step, the backward pass and the update; the functions that
+    only check their inputs after them all; no exercise's marker comment in the code."""
+    markdown = committed[name][0]
+    sections = re.findall(r"^## \d+\. (.+)$", markdown, re.M)
+    order = ["The forward pass", "The step", "The backward pass", "The optimizer's update", "Checking the inputs"]
+    firsts = [next(i for i, title in enumerate(sections) if title.startswith(part)) for part in order]
+    assert firsts == sorted(firsts), sections
+    checking = sections.index("Checking the inputs")
+    assert all(title == "Checking the inputs" or title.startswith("The loops tier") for title in sections[checking:])
+    checks = markdown.split(f"## {checking + 1}. Checking the inputs")[1].split("\n## ")[0]
+    for path, first, function, shown in blocks(markdown):
+        own_name = function.rsplit(".", 1)[-1]
+        assert bool(listing.CHECKS.fullmatch(own_name)) == (f"{path}:{first}`]" in checks), function
+        assert not [line for line in shown if any(marker.match(line) for marker in MARKERS)], function
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_the_committed_pages_are_what_a_fresh_trace_writes(committed, fresh, name):
     assert fresh[name][0] == committed[name][0], f"docs/reading/{name}.md is stale: regenerate with {REGENERATE}"
-    weights = re.compile(r' data-weights="[^"]*"')        # attention weights: float rounding may differ by machine
+    # the heatmaps' weights (float rounding differs by machine) and the text they are for (the GPT's: the standard
+    # library's docstrings, which differ by Python version)
+    weights = re.compile(r' data-(?:weights|tokens)="[^"]*"|<code class="seq">[^<]*</code>')
     assert weights.sub("", fresh[name][1]) == weights.sub("", committed[name][1]), \
         f"docs/reading/{name}.html is stale: regenerate with {REGENERATE}"
 
@@ -286,3 +313,92 @@ def test_a_mistaken_command_is_refused_in_one_line_before_tracing(argv, says, tm
     error = capsys.readouterr().err.strip()
     assert stopped.value.code == 2 and says in error and "\n" not in error
     assert sorted(os.listdir(tmp_path)) == ["FILE"]                     # nothing written
+
+
+def graphs():
+    """Scalar graphs to draw: micrograd's neuron, and graphs whose nodes feed nodes in several
+    columns (a skip past a column, a node used twice by one op, a leaf used at three depths)."""
+    from autograd.scalar import Value
+    x1, x2, w1, w2, b = (Value(v) for v in (2.0, 0.0, -3.0, 1.0, 6.8813735870195432))
+    yield (x1 * w1 + x2 * w2 + b).tanh()
+    a, c = Value(2.0), Value(-3.0)
+    yield ((a * c + a).tanh() * a + c * c).relu()
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        nodes = [Value(float(v)) for v in rng.standard_normal(3)]
+        for _ in range(8):
+            i, j = rng.integers(0, len(nodes), 2)
+            nodes.append(nodes[i] * nodes[j] if rng.random() < 0.5 else nodes[i] + nodes[j].tanh())
+        yield sum(nodes[3:], Value(0.0))
+
+
+@pytest.mark.parametrize("root", list(graphs()), ids=lambda _: "graph")
+def test_no_arrow_of_the_graph_crosses_a_box(root):
+    """Every arrow starts on its parent's right border and ends on its child's left border,
+    and no point of it lies inside any box: it never runs behind one."""
+    from demos.reading import graph
+    drawing = graph.svg(root, {})
+    boxes = [tuple(float(v) for v in found) for found in
+             re.findall(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', drawing)]
+    arrows = [[tuple(map(float, point.split(","))) for point in points.split()]
+              for points in re.findall(r'<polyline points="([^"]+)"', drawing)]
+    from autograd.scalar import topological_order
+    order = topological_order(root)
+    assert len(boxes) == len(order) and len(arrows) == sum(len(node.parents) for node in order)
+    assert drawing.index("<polyline") < drawing.index("<rect") and drawing.rindex("<polyline") < drawing.index("<rect")
+    for points in arrows:
+        start, end = points[0], points[-1]
+        assert any(start[0] == x + w and y < start[1] < y + h for x, y, w, h in boxes), start
+        assert any(end[0] == x and y < end[1] < y + h for x, y, w, h in boxes), end
+        for (x0, y0), (x1, y1) in zip(points, points[1:]):
+            for t in np.linspace(0, 1, 101):
+                px, py = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+                inside = [box for box in boxes if box[0] < px < box[0] + box[2] and box[1] < py < box[1] + box[3]]
+                assert not inside, f"the arrow {points} runs through the box at {inside[0][:2]}"
+
+
+def heatmap_rows(page, label):
+    """The weights (rows of each head's heatmap, in 1/10000) the page draws for `label` ("layer 0")."""
+    found = re.findall(rf'data-label="{re.escape(label)}, head \d+" data-weights="([^"]+)"', page)
+    return [np.array(json.loads(html.unescape(weights)), dtype=float) / 1e4 for weights in found]
+
+
+def test_the_heatmaps_show_a_trained_model_and_say_so(committed):
+    """An untrained model attends almost evenly: the GPT's heatmaps are peaked (a causal row's
+    entropy, over an even row's, is 0.9997 on average untrained), a head of the reverse task's
+    last cross-attention is the anti-diagonal, and each page names the step its weights come from."""
+    from demos.reading.steps import TRAINED_STEPS
+    gpt, seq2seq = committed["gpt_step"][1], committed["seq2seq_step"][1]
+    for page in (gpt, seq2seq):
+        assert f"after {TRAINED_STEPS} steps of the same seeded run" in page
+    ratios = []
+    for layer in range(4):
+        for head in heatmap_rows(gpt, f"layer {layer}"):
+            for i, row in enumerate(head[1:], 1):                     # row i may attend to keys 0..i
+                p = row[:i + 1] / row[:i + 1].sum()
+                ratios.append(-(p[p > 0] * np.log(p[p > 0])).sum() / np.log(i + 1))
+    assert np.mean(ratios) < 0.9, np.mean(ratios)                     # untrained: 0.9997
+    heads = heatmap_rows(seq2seq, "decoder 1 cross")                  # rows: BOS and the outputs; columns: the source
+    length = heads[0].shape[1]
+    reversing = [np.mean([head[t].argmax() == length - 1 - t for t in range(length)]) for head in heads]
+    assert max(reversing) >= 0.8, [head.argmax(1) for head in heads]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_a_page_names_every_exercise_whose_code_it_shows(committed, name):
+    """The pages leave the marker lines out of the code, so each names, in the form a student
+    copy's maker reads (exercises/handout.py), every exercise whose region or twin lies in a
+    function it shows: a copy handing one out is made without the page."""
+    from exercises.handout import EXERCISE_SHOWN
+    markdown, page = committed[name][0], committed[name][1]
+    expected = set()
+    for path, first, function, _ in blocks(markdown):
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            source = f.read()
+        node = definition(ast.parse(source), function)
+        for line in source.split("\n")[first - 1:node.end_lineno]:
+            region, twin = BEGIN.match(line), BEGIN_TWIN.match(line)
+            expected |= {region[2]} if region else set(twin[2].split()) if twin else set()
+    assert expected or name != "gpt_step"
+    for text in (markdown, page):
+        assert set(EXERCISE_SHOWN.findall(text)) == expected
