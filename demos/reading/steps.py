@@ -33,7 +33,8 @@ ALPHABET = "\n" + "".join(map(chr, range(32, 127)))     # the GPT's characters: 
 ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weights")
 LOOPS = "autograd/kernels/loops.py"
 SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"     # demos/bench/lines.py's GPT
-PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT}")}
+SCRATCH = "--out runs/scratch"    # every command a page prints writes there, never over a run of the learner's
+PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT} {SCRATCH}")}
 # a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
 TRAINED_STEPS = 300          # the heatmaps' models: this many seeded steps, enough for their heads to specialise
 Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
@@ -107,7 +108,7 @@ def gpt_step():
             "attends almost evenly. They are for one sequence of the validation text: row i is the character at "
             "position i asking, column j the character it attends to; hover to read both.")
     return Step("gpt_step", "One GPT training step", intro, about, TRAINING_PHASES + ("checks", "loops"), trace,
-                "demos.gpt --attention composed --max-iters 1", "AUTOGRAD_KERNELS=numpy",
+                f"demos.gpt --attention composed --max-iters 1 {SCRATCH}", "AUTOGRAD_KERNELS=numpy",
                 tuple(f"layer {n}" for n in range(config.num_layers)), heatmaps={ATTENTION: heatmaps},
                 heatmap_note=note, heatmap_tokens=tokens)
 
@@ -234,7 +235,7 @@ def seq2seq_step():
             f"one sequence of {cfg.max_len} symbols to reverse. In cross-attention row t is output position t and "
             "column n source position n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
     return Step("seq2seq_step", "One encoder-decoder training step", intro, about, TRAINING_PHASES + ("checks",), trace,
-                "demos.train --task reverse --steps 1 --out runs/scratch", "AUTOGRAD_KERNELS=numpy", tuple(labels),
+                f"demos.train --task reverse --steps 1 {SCRATCH}", "AUTOGRAD_KERNELS=numpy", tuple(labels),
                 heatmaps={ATTENTION: heatmaps}, heatmap_note=note)
 
 
@@ -259,4 +260,4 @@ def scalar_backward():
              "Each operation makes a `Value` that remembers its parents and a `_backward` closure; `backward` "
              "orders the graph and runs the closures from the output back.")
     return Step("scalar_backward", "The scalar engine's backward", intro, "", ("build", "backward"), trace,
-                "demos.scalar_mlp --steps 1 --out runs/scratch", "", graph=out)
+                f"demos.scalar_mlp --steps 1 {SCRATCH}", "", graph=out)

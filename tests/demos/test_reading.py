@@ -222,6 +222,14 @@ def test_every_debugger_command_resolves_to_its_function(committed, name):
         os.chdir(cwd)
 
 
+def test_every_printed_debugger_command_writes_into_runs_scratch_only(committed):
+    """A learner runs these commands as printed: none may write over a run of theirs (runs/gpt)."""
+    for page, texts in committed.items():
+        commands = [html.unescape(c) for text in texts[:2] for c in re.findall(r"python -m demos\.debug [^<`\n]+", text)]
+        assert commands and all(c.rstrip().endswith("--out runs/scratch") for c in commands), \
+            (page, [c for c in commands if not c.rstrip().endswith("--out runs/scratch")][:3])
+
+
 @pytest.mark.parametrize("spec, where, shape", [
     ("transformer/attention.py:scaled_dot_product_attention", r"attention\.py\(\d+\)scaled_dot_product_attention\(\)",
      "(12, 4, 64, 32)"),                                          # the shape the page shows for q
