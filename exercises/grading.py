@@ -37,7 +37,8 @@ CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # terminal escapes and 
 # Linear, a matmul, cross-entropy and Adam; the cache a whole attention layer and a GPT);
 # every other exercise is cut there. A decoder may take its argmax after a softmax. Every check
 # but topological_sort's own gets topological_sort too: a Tensor's backward walks its graph with
-# the scalar engine's topological_order, that exercise's region (engine.graph_nodes).
+# the scalar engine's topological_order, that exercise's region (engine.graph_nodes); value_mul's
+# check walks its graphs itself, in the order the program made them, so that it needs nothing.
 TRAINING = ("matmul_backward", "log_softmax", "layer_norm_backward", "linear", "embedding", "adam_step")
 _OWN_NEEDS = {"value_mul": (), "topological_sort": ("value_mul",),
               **{name: tuple(n for n in TRAINING if n != name) for name in TRAINING},
@@ -45,7 +46,7 @@ _OWN_NEEDS = {"value_mul": (), "topological_sort": ("value_mul",),
               "attention": ("softmax",), "greedy_decode": ("softmax",), "beam_search": ("softmax", "log_softmax"),
               "log_softmax": ("softmax",) + TRAINING[:1] + TRAINING[2:],     # log(softmax(x)) is a classic mistake
               "kv_cache": ("softmax", "linear", "attention", "heads", "causal_mask", "embedding", "greedy_decode")}
-NEEDS = {name: _OWN_NEEDS.get(name, ()) + (() if name == "topological_sort" else ("topological_sort",))
+NEEDS = {name: _OWN_NEEDS.get(name, ()) + (() if name in ("topological_sort", "value_mul") else ("topological_sort",))
          for name in EXERCISES}
 
 

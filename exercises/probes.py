@@ -42,12 +42,19 @@ def _values(leaves, program):
     return values
 
 
-def value_grads(leaves, program):
-    """The leaves' gradients after backward() from the last Value; and whether some Value's
-    .grad holds a Value rather than a number."""
+def value_grads(leaves, program, through_backward=True):
+    """The leaves' gradients after backward() from the last Value (or, not through_backward,
+    after each Value's _backward in the reverse of the order the program made them: a reverse
+    topological order that needs no topological_sort, so that value_mul is checked alone);
+    and whether some Value's .grad holds a Value rather than a number."""
     from autograd.scalar import Value
     values = _values(leaves, program)
-    values[-1].backward()
+    if through_backward:
+        values[-1].backward()
+    else:
+        values[-1].grad = 1.0
+        for value in reversed(values):
+            value._backward()
     grads = [v.grad for v in values[: len(leaves)]]
     return {"grads": [g if isinstance(g, (int, float)) else None for g in grads],
             "value_in_grad": any(isinstance(v.grad, Value) for v in values)}

@@ -45,7 +45,7 @@ def check_value_mul(task):
     judge = Judge()
     for case, leaves, program in GRAPHS + [_random_dag(seed) for seed in FRESH]:
         try:
-            found = task.call("value_grads", leaves, program)
+            found = task.call("value_grads", leaves, program, False)
         except ZeroDivisionError:
             raise Wrong(f"d(output)/d(each leaf) through the product rule, {case}: {DIVIDED}") from None
         if found["value_in_grad"]:
@@ -218,7 +218,8 @@ def check_topological_sort(task):
         shared_passed = shared_passed or graph.shared()
     judge = Judge()
     for case, leaves, program in (REUSED, TANH, SQUARED, *REUSE_GRAPHS, *RANDOM_GRAPHS, *map(_random_dag, FRESH)):
-        judge.compare("gradients through backward(), which runs in reverse topological order", case,
+        judge.compare("gradients through backward(), which runs in reverse topological order (each product's "
+                      "through your value_mul)", case,
                       task.call("value_grads", leaves, program)["grads"], expect("scalar_grads", leaves, program, "right"))
     return "sixteen graphs (one Value, asymmetric reuse, y * y, random graphs, 4096 paths, a chain of 3000): order " \
         "and gradients"

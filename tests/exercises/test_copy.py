@@ -138,6 +138,19 @@ def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     assert "(solved in this copy)" in out.splitlines()[0] and "transformer/masks.py" in out
 
 
+def test_value_mul_checks_first_with_topological_sort_not_done(fresh, tmp_path):
+    """The first exercise listed needs no other: its check walks the graph in the order it was
+    made, not through backward() (whose topological_order is the next exercise)."""
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(fresh), str(copy)], check=True)
+    solve(copy, "value_mul")
+    status, out = exercises("check", "value_mul", cwd=copy)
+    assert status == 0 and out.splitlines()[1].startswith("exercise value_mul: passed ("), out
+    plant(copy, "value_mul", lambda body: body.replace("+=", "=", 1))
+    status, out = exercises("check", "value_mul", cwd=copy)
+    assert status == 1 and "[mistake: = instead of +=]" in out, out
+
+
 def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(fresh), str(copy)], check=True)
