@@ -38,9 +38,9 @@ nav ol { columns: 2; } figure.graph { margin: 1em 0; } figure.graph svg { max-wi
 SCRIPT = """
 for (const c of document.querySelectorAll("canvas.heat")) {
   const rows = JSON.parse(c.dataset.weights), n = rows.length, m = rows[0].length, ctx = c.getContext("2d");
-  const img = ctx.createImageData(m, n), tops = rows.map(row => Math.max(1, ...row));
+  const img = ctx.createImageData(m, n);
   for (let i = 0; i < n; i++) for (let j = 0; j < m; j++) {
-    const k = 4 * (i * m + j), t = rows[i][j] > 0 ? rows[i][j] / tops[i] : -1;
+    const k = 4 * (i * m + j), t = rows[i][j] > 0 ? Math.sqrt(rows[i][j] / 1e4) : -1;
     const rgb = t < 0 ? [236, 238, 242] : [255 - 244 * t, 255 - 156 * t, 255 - 58 * t];
     img.data.set([...rgb.map(Math.round), 255], k);
   }
@@ -114,7 +114,8 @@ def heatmaps(values, labels, note="", tokens=None):
     if tokens:
         whose += f' The sequence: <code class="seq">{html.escape("".join(tokens).replace(chr(10), "⏎"))}</code>.'
     return (f'<p>{whose} One heatmap per '
-            'head (rows: queries, columns: keys; darker is heavier, each row scaled to its largest weight; grey: '
+            'head (rows: queries, columns: keys; darker is heavier, on one scale for every row and head: the square '
+            'root of the weight, so that a query attending evenly is pale and one that picks a key is dark; grey: '
             'a weight under 0.00005, a masked key\'s 0 among them). Hover for a value.</p>'
             f'<div class="heads" style="--heads: {heads_count}">{header}{"".join(rows)}</div>')
 
