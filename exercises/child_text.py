@@ -16,7 +16,7 @@ a line number), carries a few bits a message, not a solution.
 import os
 import re
 
-START, END = "\x1e", "\x1f"                      # control characters: Result turns any left into "?"
+START, END = "\u27e6", "\u27e7"                  # ⟦ ⟧: printable, so that a repr of the text keeps them too
 MARKED = re.compile(f"{START}[^{END}]*(?:{END}|\\Z)")
 PLACE = re.compile(r" \(in (\w[\w/]*\.py) line (\d{1,9})\)")
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -130,7 +130,9 @@ def syntax_error(overrides, origins):
         try:
             compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as err:
-            file, line = line_in_submission(text, err.lineno or 0, origins.get(path, {})) or (path, err.lineno)
+            if not err.lineno:                                        # a NUL byte: Python 3.12 names no line
+                return f"syntax error in {path}: {err.msg}"
+            file, line = line_in_submission(text, err.lineno, origins.get(path, {})) or (path, err.lineno)
             return f"syntax error in {file} line {line}: {err.msg}"
         except (ValueError, MemoryError, RecursionError) as err:      # a NUL byte; nesting past the parser's limits
             return f"{path} cannot be compiled ({type(err).__name__}): a region holds a NUL byte or is nested too deep"

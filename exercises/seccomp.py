@@ -12,10 +12,10 @@ remove) that answers those system calls with EPERM:
     mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_notify, mq_getsetattr,
     add_key, request_key, keyctl
 
-and, on x86-64, every call of the x32 ABI (the same calls under other numbers). A filter is
-a small program the kernel runs on each system call: load the machine's architecture (a
-filter written for another refuses nothing, and says so), then the call's number, and
-compare.
+and every call made as another architecture's (x86-64's 32-bit calls through `int 0x80`,
+its x32 ABI: the same calls under other numbers). A filter is a small program the kernel
+runs on each system call: load the call's architecture (not this machine's: refused), then
+its number, and compare. On a machine the table does not know, nothing is installed.
 """
 
 import ctypes
@@ -55,10 +55,11 @@ def call_number(name):
 
 
 def _program(arch, numbers):
-    """[Instruction]: refuse the calls `numbers` (and, on x86-64, every x32 call), allow the rest."""
+    """[Instruction]: refuse the calls `numbers`, every call of another architecture and, on
+    x86-64, every x32 call; allow the rest."""
     checks = [(JUMP_IF_AT_LEAST, X32)] if arch == MACHINES["x86_64"][0] else []
     checks += [(JUMP_IF_EQUAL, number) for number in numbers]
-    program = [(LOAD_WORD, 0, 0, ARCH_OFFSET), (JUMP_IF_EQUAL, 0, len(checks) + 1, arch),
+    program = [(LOAD_WORD, 0, 0, ARCH_OFFSET), (JUMP_IF_EQUAL, 0, len(checks) + 2, arch),   # else to REFUSE
                (LOAD_WORD, 0, 0, NUMBER_OFFSET)]
     for index, (test, value) in enumerate(checks):
         program.append((test, len(checks) - index, 0, value))      # to REFUSE, past the rest and ALLOW

@@ -54,6 +54,8 @@ def rebuilt(raised, memory_mb):
     if raised.get("memory"):
         return Crashed("not yet", f"used more than {memory_mb:g} MB of memory (the limit is --memory)")
     cls = getattr(builtins, kind, None)
+    if cls is KeyError:                                  # its str() is its text's repr, not the text
+        cls = None
     try:
         err = cls(message) if isinstance(cls, type) and issubclass(cls, Exception) else Raised(mark(kind, 80), message)
     except TypeError:                                    # a builtin exception that takes other arguments
@@ -184,7 +186,8 @@ class Task:
                 return Crashed("not yet", self.zygote.death(None))
             self.broken, self.over = False, True
             return Crashed("not yet", self.zygote.death(status))
-        return Crashed("not yet", f"crashed: the check's child broke the protocol ({err})"[:500])
+        return Crashed("not yet", f"crashed: the check's child broke the protocol (a {type(err).__name__}: what it "
+                                  "sent is not an answer the format allows)")
 
     def _receive(self):
         try:

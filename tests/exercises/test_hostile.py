@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import zipfile
 
 import pytest
 
@@ -97,6 +98,12 @@ ATTACKS = {
                                "where = os.path.join(probes.ROOT, 'autograd', found.encode().hex()[:60] + '.py')",
                                "exec(compile('raise ValueError()', where, 'exec'))")),
         ("'needs exercise' line", ("raise NotImplementedError('exercise ' + found.encode().hex()[:60] + ': not done')",)),
+        ("KeyError (whose text is shown as its repr)", ("raise KeyError(found.encode().hex()[:60])",)),
+        ("answer's shape", ("from exercises import wire", "import os", "f = sys._getframe()",
+                            "while f.f_code.co_name != '_serve': f = f.f_back",
+                            "shape = list(found.encode()[:40])",
+                            "answer = {'value': {'out': {'__array__': ['float64', shape, '']}, 'changed': False}}",
+                            "wire.send(f.f_locals['channel'], answer)", "os._exit(0)")),
         ("answer, as a string", ("from exercises import wire", "import os", "f = sys._getframe()",
                                  "while f.f_code.co_name != '_serve': f = f.f_back",
                                  "answer = {'value': {'out': found.encode().hex()[:60], 'changed': False}}",
@@ -198,8 +205,8 @@ def test_the_solutions_a_child_was_given_stay_out_of_its_message_in_any_spelling
     message = class_graded["rows"][(f"m{list(ATTACKS).index(attack):02d}", "softmax")]["message"]
     spellings = [" ".join(line.split()) for line in solution.splitlines() if len(line.strip()) >= 8]
     spellings += [base64.b64encode(solution[i:].encode())[4:20].decode() for i in range(3)]
-    spellings += [solution.encode().hex()[8:24]]
-    if not attack.endswith("as a string"):                      # that one is told its answer is not an array
+    spellings += [solution.encode().hex()[8:24], ", ".join(map(str, solution.encode()[4:16]))]
+    if not attack.endswith(("as a string", "answer's shape")):  # those are told their answer is not an array
         assert "…" in message and "exercises check softmax" in message, message
     assert not any(spelling in message for spelling in spellings), message
 
@@ -393,8 +400,9 @@ def _answers_every_call(answer):
 
 def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_their_grades(tmp_path):
     """A NUL byte in a region, a region nested past the parser's limits, an undecodable file
-    name over the size limit, and a beam search answering a row of 700,000 tokens beside
-    100,000 empty ones (padded to a table, terabytes): each is its own "not yet"."""
+    name over the size limit, a beam search answering a row of 700,000 tokens beside 100,000
+    empty ones (padded to a table, terabytes), a .zip whose deflated data is damaged (zlib's
+    own error): each is its own line."""
     submissions, bodies = tmp_path / "s", {
         "nul": ("softmax", "    return x  # \x00\n"), "deep": ("softmax", "    return " + "-" * 100_000 + "1\n"),
         "bomb": ("beam_search", _answers_every_call("[[1] * 700_000] + [[]] * 100_000"))}
@@ -404,6 +412,11 @@ def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_t
             plant(submissions / student, exercise, body)
     with open(os.path.join(bytes(submissions / "name"), b"autograd", b"\xff\xfe.py"), "wb") as f:
         f.write(b"#" * (2 ** 20 + 1))
+    with zipfile.ZipFile(submissions / "damaged.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("README.md", "".join(f"line {n}\n" for n in range(20_000)))
+    damaged = bytearray((submissions / "damaged.zip").read_bytes())
+    damaged[200:400] = b"\xff" * 200                           # the deflated stream, not the directory at the end
+    (submissions / "damaged.zip").write_bytes(bytes(damaged))
     run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(submissions), "--out", str(tmp_path / "g.csv"),
                           "--jobs", "2"], cwd=ROOT, capture_output=True, text=True, timeout=900,
                          env={**os.environ, "PYTHONPATH": ROOT})
@@ -415,3 +428,4 @@ def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_t
         assert rows[(student, exercise)]["result"] == "not yet", rows[(student, exercise)]
     assert "expected a list of 4 token lists" in rows[("bomb", "beam_search")]["message"]
     assert "\\udcff\\udcfe.py is over 1024 KB" in rows[("name", "softmax")]["message"], rows[("name", "softmax")]
+    assert "damaged.zip is not a .zip that can be read" in rows[("damaged", "")]["message"], rows.get(("damaged", ""))

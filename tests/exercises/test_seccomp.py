@@ -1,0 +1,48 @@
+"""The seccomp filter a check's zygote installs: no message queue, no key, nothing asked as
+another architecture (x86-64's 32-bit `int 0x80`), and everything else as before."""
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from exercises.seccomp import call_number
+from tests.exercises.helpers import ROOT
+
+pytestmark = pytest.mark.skipif(call_number("keyctl") is None,
+                                reason="the seccomp table does not know this machine's system calls")
+
+# getpid asked as a 32-bit program asks it (eax = 20, int 0x80) from executable memory below 4 GB
+INT80_GETPID = """
+import ctypes, mmap, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+page = libc.mmap(None, 4096, 7, 0x22 | 0x40, -1, 0)       # RWX, private anonymous, MAP_32BIT
+code = bytes([0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0xC3])      # mov eax, 20; int 0x80; ret
+ctypes.memmove(page, code, len(code))
+print(ctypes.CFUNCTYPE(ctypes.c_int)(page)(), os.getpid())
+"""
+
+
+def _run(code, filtered):
+    prologue = "from exercises.seccomp import forbid_lasting_channels\nforbid_lasting_channels()\n" if filtered else ""
+    return subprocess.run([sys.executable, "-c", prologue + code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_queues_and_keys_are_refused_and_the_rest_still_works():
+    code = (f"import ctypes, os\nimport numpy as np\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            f"key = libc.syscall({call_number('add_key')}, b'user', b'exercises-test', b'x', 1, -4)\n"
+            "queue = libc.mq_open(b'/exercises-test', os.O_CREAT | os.O_RDWR, 0o600, None)\n"
+            "print(key, queue, ctypes.get_errno(), np.ones((3, 4)).sum(), os.getpid() > 0)")
+    run = _run(code, filtered=True)
+    assert run.stdout.split() == ["-1", "-1", "1", "12.0", "True"], run.stdout + run.stderr
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="int 0x80 is x86-64's way to ask as a 32-bit program")
+def test_a_call_asked_as_a_32_bit_program_is_refused():
+    free = _run(INT80_GETPID, filtered=False)
+    answer, pid = map(int, free.stdout.split())
+    if answer != pid:
+        pytest.skip("this kernel runs no 32-bit calls (no IA32 emulation): nothing to refuse")
+    answer, pid = map(int, _run(INT80_GETPID, filtered=True).stdout.split())
+    assert answer == -1                                   # -EPERM, not the process id
