@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 
-from autograd.engine_room import attention, gemm, small_gemm
+from autograd.engine_room import attention, gemm, rotary, small_gemm
 from autograd.engine_room.elementwise import _gelu_kernel, _masked_fill_kernel, _relu_kernel
 from autograd.engine_room.normalization import _layer_norm_kernel
 from autograd.engine_room.optimizer import adam_step, sum_of_squares
@@ -55,4 +55,4 @@ def _warmup_pieces(dtype):
         (2.0, functools.partial(_gelu_kernel, dtype, False)), (0.7, functools.partial(_relu_kernel, dtype, False)),
         (1.1, functools.partial(_masked_fill_kernel, dtype)),
         (0.3, lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])),
-        (0.15, lambda: sum_of_squares(flat))]
+        (0.15, lambda: sum_of_squares(flat)), (0.3, functools.partial(rotary.rotate_kernel, dtype))]

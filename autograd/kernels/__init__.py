@@ -42,7 +42,7 @@ from autograd.kernels.twins import kernels_cut
 TIERS = ("numpy", "loops", "fast")
 KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
            "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
-           "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
+           "adam_step", "sum_of_squares", "attention_forward", "attention_backward", "rotate_pairs")
 
 _tier = None         # the chosen tier's name
 _current = None      # the chosen tier's kernels once bound below (None until the first kernel call)
