@@ -20,6 +20,7 @@ import numba
 import numpy as np
 
 from autograd.engine_room import chunks, gemm
+from autograd.engine_room.dispatch import PARALLEL_MIN_FLOPS
 from autograd.engine_room.fast_math import JIT, make_exp_nonpositive
 
 MAX_QUERIES = 8                     # query rows per matrix (G T_q under grouped-query attention) that come here
@@ -91,11 +92,19 @@ def _make(dtype):
 _kernels = {}
 
 
-def forward(q4, k4, v4, masks, mask_of, has_mask, scale, out, lse, chunk_count):
-    """attention.py's forward kernel's call, for takes(q4): out (B1, B2, T_q, d_v) and lse
-    (N, T_q) written."""
-    dtype = q4.dtype.type
+def forward_kernel(dtype):
+    """The chunk function for dtype, compiled (or loaded from Numba's cache) on first use."""
     if dtype not in _kernels:
         _kernels[dtype] = _make(dtype)
+    return _kernels[dtype]
+
+
+def forward(q4, k4, v4, masks, mask_of, has_mask, scale, out, lse, chunk_count):
+    """attention.py's forward kernel's call, for takes(q4): out (B1, B2, T_q, d_v) and lse
+    (N, T_q) written; on one thread unless the work pays for waking the others (a
+    generated token's attention, some hundred thousand multiply-adds a layer, does not)."""
+    dtype = q4.dtype.type
+    if 2 * k4.shape[2] * (q4.size + out.size) < PARALLEL_MIN_FLOPS:                  # q k^T and p v
+        chunk_count = 1
     scores = np.empty((chunk_count, k4.shape[2]), q4.dtype)
-    _kernels[dtype](q4, k4, v4, masks, mask_of, has_mask, dtype(scale), out, lse, scores, chunk_count)
+    forward_kernel(dtype)(q4, k4, v4, masks, mask_of, has_mask, dtype(scale), out, lse, scores, chunk_count)

@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 
-from autograd.engine_room import attention, gemm, rotary, small_gemm
+from autograd.engine_room import attention, few_queries, gemm, rotary, small_gemm
 from autograd.engine_room.elementwise import _gelu_kernel, _masked_fill_kernel, _relu_kernel
 from autograd.engine_room.normalization import _layer_norm_kernel
 from autograd.engine_room.optimizer import adam_step, sum_of_squares
@@ -37,8 +37,8 @@ def _share(pieces, part, parts):
 
 
 def _attention_piece(dtype):
-    """(seconds, function) for the fused attention's kernels, as _warmup_pieces."""
-    return 15.0, functools.partial(attention._kernels_for, np.dtype(dtype).type)
+    """(seconds, function) for the fused attention's kernels (few_queries.py's too), as _warmup_pieces."""
+    return 15.0, lambda: (attention._kernels_for(np.dtype(dtype).type), few_queries.forward_kernel(np.dtype(dtype).type))
 
 
 def _warmup_pieces(dtype):
