@@ -38,7 +38,8 @@ def _share(pieces, part, parts):
 
 def _attention_piece(dtype):
     """(seconds, function) for the fused attention's kernels (few_queries.py's too), as _warmup_pieces."""
-    return 15.0, lambda: (attention._kernels_for(np.dtype(dtype).type), few_queries.forward_kernel(np.dtype(dtype).type))
+    kind = np.dtype(dtype).type
+    return 15.0, lambda: (attention._kernels_for(kind), few_queries.forward_kernel(kind))
 
 
 def _warmup_pieces(dtype):

@@ -87,7 +87,8 @@ def test_any_number_of_shares_gives_the_same_bits(chunks):
     outs = []
     for count in (1, chunks):                # the kernel itself: forward keeps work this small on one thread
         out, lse = np.full((2, 3, 4, 8), np.nan, np.float32), np.full((6, 4), np.nan, np.float32)
-        few_queries.forward_kernel(np.float32)(q4, k, v, masks, mask_of, True, np.float32(0.5), out, lse, np.empty((count, 40), np.float32), count)
+        scores = np.empty((count, 40), np.float32)                      # a row of scores per share
+        few_queries.forward_kernel(np.float32)(q4, k, v, masks, mask_of, True, np.float32(0.5), out, lse, scores, count)
         outs.append((out, lse))
     for one, shared in zip(*outs):
         np.testing.assert_array_equal(shared, one)
