@@ -16,12 +16,14 @@ from autograd.engine_room.elementwise import gelu, gelu_backward, masked_fill, r
 from autograd.engine_room.normalization import layer_norm, layer_norm_backward
 from autograd.engine_room.products import matmul
 from autograd.engine_room.optimizer import adam_step, sum_of_squares
+from autograd.engine_room.rotary import rotate_pairs
 from autograd.engine_room.rowwise import log_softmax, log_softmax_backward, softmax, softmax_backward
 from autograd.engine_room.scatter import index_add_rows
 
 __all__ = ["start", "ready", "prepare", "adam_step", "attention_backward", "attention_forward", "gelu", "gelu_backward",
            "index_add_rows", "layer_norm", "layer_norm_backward", "log_softmax", "log_softmax_backward",
-           "masked_fill", "matmul", "matmul_grad", "relu", "relu_backward", "softmax", "softmax_backward", "sum_of_squares"]
+           "masked_fill", "matmul", "matmul_grad", "relu", "relu_backward", "rotate_pairs", "softmax", "softmax_backward",
+           "sum_of_squares"]
 
 
 def matmul_grad(a, b, operand):

@@ -59,7 +59,7 @@ import numba
 import numpy as np
 from numba.extending import register_jitable
 
-from autograd.engine_room import chunks, gemm, small_gemm, transpose
+from autograd.engine_room import chunks, few_queries, gemm, small_gemm, transpose
 from autograd.engine_room.dispatch import threads
 from autograd.engine_room.fast_math import JIT, make_exp_nonpositive
 
@@ -524,6 +524,8 @@ def _empty_laid_out_as(template, shape, dtype):
     """np.empty(shape) whose leading dims lie in memory in the order the template's do, its
     last dim contiguous: the output of heads seen as (B, H, T, d) in (B, T, H, d) memory is
     then (B, T, H, d) memory too, and merging the heads back is a view, not a copy."""
+    if template.flags.c_contiguous:                  # (a generated token's queries: no order to find)
+        return np.empty(shape, dtype)
     lead = sorted(range(len(shape) - 1), key=lambda i: -template.strides[i])    # outermost first
     order = lead + [len(shape) - 1]
     return np.empty([shape[i] for i in order], dtype).transpose(np.argsort(order))
@@ -585,7 +587,7 @@ def attention_forward(q, k, v, mask, scale):
     out = _empty_laid_out_as(q4, q4.shape[:3] + (v4.shape[3],), dtype)    # (B1, B2, T_q, d_v)
     lse = np.full((n, t_q), -np.inf, dtype)
     if out.size and k4.shape[2]:
-        forward = _kernels_for(dtype.type)[0]
+        forward = few_queries.forward if few_queries.takes(q4) else _kernels_for(dtype.type)[0]   # a generated token's
         forward(q4, k4, v4, *_mask_matrices(mask, n), mask is not None, dtype.type(scale), out, lse, _chunks(n))
     else:
         out[...] = 0

@@ -11,7 +11,13 @@ side by side: one core reads memory faster with several streams in flight than w
 (at SmolLM2-135M's size, a generated token's Linears about 1.5 times as fast; see
 demos.bench.generate).  Each dot product keeps
 partial sums that LLVM vectorises (fast math's reassociation), so its last bits differ
-from the Goto driver's sum; threads share W's rows.
+from the Goto driver's sum.  Threads share W's rows, each streaming its own from memory,
+whatever the product's size: every weight that comes here (MIN_WEIGHT numbers or more, a
+quarter of a MiB in float32) takes one core longer to read than waking the other threads
+costs, and one core alone cannot draw all the memory's bandwidth (two draw several times
+one's: demos.bench.generate --threads 2), whereas the threshold the other kernels use
+(dispatch.py's PARALLEL_MIN_FLOPS, counted in arithmetic) kept every Linear of a 135M model
+serial.
 
 A prompt's rows come here too, up to MAX_ROWS: each group of W's rows, read once from
 memory, stays in the fastest cache while every row of x meets it, so the product grows with
@@ -24,7 +30,7 @@ are even).
 import numpy as np
 
 from autograd.engine_room.chunks import chunked
-from autograd.engine_room.dispatch import PARALLEL_MIN_FLOPS, array_types, chunks_for
+from autograd.engine_room.dispatch import array_types, threads
 
 MAX_ROWS = 64                         # x with at most this many rows (a prompt's too: see below),
 MIN_WEIGHT = 1 << 16                  # and W of at least this many numbers, come here
@@ -84,5 +90,5 @@ def product(a, b):
     if dtype not in _kernels:
         _kernels[dtype] = _make(dtype.type)
     out = np.empty((a.shape[0], b.shape[1]), dtype)
-    _kernels[dtype](np.ascontiguousarray(a), b.T, out, chunks_for(2 * out.size * a.shape[1], PARALLEL_MIN_FLOPS))
+    _kernels[dtype](np.ascontiguousarray(a), b.T, out, threads())
     return out

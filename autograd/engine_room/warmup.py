@@ -4,7 +4,7 @@ import functools
 
 import numpy as np
 
-from autograd.engine_room import attention, gemm, small_gemm
+from autograd.engine_room import attention, few_queries, gemm, rotary, small_gemm
 from autograd.engine_room.elementwise import _gelu_kernel, _masked_fill_kernel, _relu_kernel
 from autograd.engine_room.normalization import _layer_norm_kernel
 from autograd.engine_room.optimizer import adam_step, sum_of_squares
@@ -37,8 +37,9 @@ def _share(pieces, part, parts):
 
 
 def _attention_piece(dtype):
-    """(seconds, function) for the fused attention's kernels, as _warmup_pieces."""
-    return 15.0, functools.partial(attention._kernels_for, np.dtype(dtype).type)
+    """(seconds, function) for the fused attention's kernels (few_queries.py's too), as _warmup_pieces."""
+    kind = np.dtype(dtype).type
+    return 15.0, lambda: (attention._kernels_for(kind), few_queries.forward_kernel(kind))
 
 
 def _warmup_pieces(dtype):
@@ -55,4 +56,4 @@ def _warmup_pieces(dtype):
         (2.0, functools.partial(_gelu_kernel, dtype, False)), (0.7, functools.partial(_relu_kernel, dtype, False)),
         (1.1, functools.partial(_masked_fill_kernel, dtype)),
         (0.3, lambda: index_add_rows(rows.copy(), np.zeros(1, np.intp), rows[:1])),
-        (0.15, lambda: sum_of_squares(flat))]
+        (0.15, lambda: sum_of_squares(flat)), (0.3, functools.partial(rotary.rotate_kernel, dtype))]

@@ -41,7 +41,7 @@ from autograd.kernels.twins import kernels_cut
 TIERS = ("numpy", "loops", "fast")
 KERNELS = ("matmul", "matmul_grad", "softmax", "softmax_backward", "log_softmax", "log_softmax_backward", "layer_norm",
            "layer_norm_backward", "gelu", "gelu_backward", "relu", "relu_backward", "masked_fill", "index_add_rows",
-           "adam_step", "sum_of_squares", "attention_forward", "attention_backward")
+           "adam_step", "sum_of_squares", "attention_forward", "attention_backward", "rotate_pairs")
 
 COMPILED = {f"{__name__}.loops": ("the loops tier's", "about a second each"),
             "autograd.engine_room": ("the engine room's", "from under a second to about ten seconds each")}

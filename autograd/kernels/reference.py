@@ -114,6 +114,44 @@ def index_add_rows(out, ids, rows):
     np.add.at(out, ids.reshape(-1), rows.reshape(-1, out.shape[1]))
 
 
+def _pair_views(x, pairing):
+    """The two halves of every pair of x's last dim: (x[..., i], x[..., i + d/2]) for
+    pairing "half", (x[..., 2i], x[..., 2i + 1]) for "interleaved"; views, not copies."""
+    if pairing == "half":
+        half = x.shape[-1] // 2
+        return x[..., :half], x[..., half:]
+    return x[..., 0::2], x[..., 1::2]
+
+
+def in_pairs(first, second, pairing):
+    """A (..., d) array holding `first` (..., d/2) at each pair's first place and `second`
+    at its second: (first, second) side by side for "half", interleaved for "interleaved"."""
+    both = np.empty(first.shape[:-1] + (2 * first.shape[-1],), first.dtype)
+    both_a, both_b = _pair_views(both, pairing)
+    both_a[...], both_b[...] = first, second
+    return both
+
+
+def rotate_pairs(x, cos, sin, pairing):
+    """Each pair (a, b) of x's last dim (..., d) turned by its angle, whose cos and sin are
+    given broadcastable to (..., d/2): (a cos - b sin, a sin + b cos), computed as
+
+        x * (cos, cos)  +  (b, a) * (-sin, sin)
+
+    with the angles' arrays laid out as x's pairs (in_pairs): whole rows of x at a time
+    rather than half rows, which takes half the time of the formula's four half-row products
+    and gives the same numbers (a cos + b (-sin) is a cos - b sin, bit for bit).
+    pairing: "half" pairs (i, i + d/2), "interleaved" pairs (2i, 2i + 1) (RoPE's two families)."""
+    out = x * in_pairs(cos, cos, pairing)                                  # (a cos, b cos)
+    swapped = np.empty_like(x)
+    a, b = _pair_views(x, pairing)
+    swapped_a, swapped_b = _pair_views(swapped, pairing)
+    swapped_a[...], swapped_b[...] = b, a                                  # (b, a)
+    swapped *= in_pairs(-sin, sin, pairing)                                # (-b sin, a sin)
+    out += swapped
+    return out
+
+
 def relu(x):
     """max(x, 0) elementwise; NaN stays NaN."""
     return np.where(x <= 0, np.zeros((), x.dtype), x)

@@ -1,6 +1,6 @@
 """Greedy generation of a model the size of SmolLM2-135M, ours against transformers, on this CPU.
 
-    python -m demos.bench.generate [--threads 1] [--rounds 3] [--prompt 32] [--new 128] [--json out.json]
+    python -m demos.bench.generate [--threads 1] [--rounds 3] [--prompt 32] [--new 128] [--clock cpu] [--json out.json]
 
 Builds, with transformers and random weights (nothing is downloaded), a Llama of
 SmolLM2-135M's shape: 30 layers, width 576, 9 query heads sharing 3 key/value heads,
@@ -22,7 +22,9 @@ SmolLM2 ships, into a temporary folder (or --dir, kept); then
    of the same number of layers at width 12, where the arithmetic is next to nothing.
 
 Both sides produce the same tokens (checked).  --threads sets BLAS's, Numba's and PyTorch's
-threads before they start; run it once per count.
+threads before they start; run it once per count.  --clock cpu (with --threads 1) times
+this thread's CPU time, leaving out the time it waited for a core on a shared machine
+(demos/bench/_clock.py).
 """
 
 import cProfile
@@ -35,7 +37,7 @@ import tempfile
 
 from demos._flags import a_file_to_write, command_line, integer_at_least
 from demos._results import write_json
-from demos.bench import need_engine_room
+from demos.bench import _clock, need_engine_room
 from demos.bench._threads import use_threads
 
 PROG = "demos.bench.generate"
@@ -85,7 +87,6 @@ def load_peak(folder, threads):
 
 
 def seconds(fn):
-    from demos.bench import _clock
     start = _clock.now()
     out = fn()
     return _clock.now() - start, out
@@ -110,7 +111,7 @@ def where_time_goes(model, prompt, new, layers):
     model.out_proj.forward = timed_projection                     # an instance attribute, removed below
     total, _ = seconds(lambda: model.generate(prompt, new, temperature=0.0))
     del model.out_proj.forward
-    profile = cProfile.Profile()
+    profile = cProfile.Profile() if _clock.now is _clock.CLOCKS["wall"] else cProfile.Profile(_clock.now)  # (its clock)
     profiled, _ = seconds(lambda: profile.runcall(model.generate, prompt, new, temperature=0.0))
     code = LinearFn.forward.__code__
     linear = sum(cumulative for key, (_, _, _, cumulative, _) in pstats.Stats(profile).stats.items()
@@ -132,9 +133,12 @@ def main(argv=None):
     parser.add_argument("--new", type=integer_at_least(1), default=128, help="tokens generated")
     parser.add_argument("--layers", type=integer_at_least(1), default=30, help="SmolLM2-135M has 30")
     parser.add_argument("--dir", help="a folder to build the model into (kept), or reuse if it holds one")
+    parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
+                        help="time in wall time or in this thread's CPU time (demos/bench/_clock.py; --threads 1)")
     parser.add_argument("--json", type=a_file_to_write)
     args = parser.parse_args(argv)
     need_engine_room(PROG)
+    _clock.use(args.clock, args.threads)
     if args.threads > (os.cpu_count() or 1):
         sys.exit(f"{PROG}: --threads {args.threads} exceeds this machine's {os.cpu_count()} cores")
     torch = use_threads(args.threads)
@@ -168,7 +172,8 @@ def main(argv=None):
             rounds[side].append(args.new / seconds(fn)[0])
     ratio = float(np.median([a / b for a, b in zip(rounds["ours"], rounds["transformers"])]))
     parts = where_time_goes(ours, prompt, args.new, args.layers)
-    result = {"threads": args.threads, "layers": args.layers, "prompt": args.prompt, "new": args.new,
+    result = {"threads": args.threads, "clock": args.clock, "layers": args.layers, "prompt": args.prompt,
+              "new": args.new,
               "load": memory | {"peak_over_float32_weights": memory["peak_bytes"] / memory["weights_bytes"]},
               "tokens_per_second_rounds": rounds,
               "median_tokens_per_second": {side: float(np.median(r)) for side, r in rounds.items()},
@@ -176,7 +181,8 @@ def main(argv=None):
     print(f"model: SmolLM2-135M's shape, {args.layers} layers, {memory['weights_bytes'] / 2**20:.0f} MiB of float32 "
           f"weights (bf16 file); load peak {memory['peak_bytes'] / 2**20:.0f} MiB = "
           f"{result['load']['peak_over_float32_weights']:.2f}x the float32 weights")
-    print(f"greedy, {args.prompt}-token prompt, {args.new} new tokens, {args.threads} thread(s), KV cache: "
+    print(f"greedy, {args.prompt}-token prompt, {args.new} new tokens, {args.threads} thread(s), KV cache, "
+          f"{args.clock} time: "
           + ", ".join(f"{side} {tps:.1f} tokens/s" for side, tps in result["median_tokens_per_second"].items())
           + f"; ours / transformers (median of {args.rounds} rounds' ratios): {ratio:.2f}; same tokens: {same}")
     print("ours, ms per token: " + "; ".join(f"{part} {ms:.1f}" for part, ms in result["ours_ms_per_token"].items()))

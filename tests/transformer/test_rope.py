@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autograd import Tensor, gradcheck, manual_seed
-from autograd.ops.rotary import rotate_pairs
+from autograd.kernels.reference import rotate_pairs
 from tests.helpers import leaf
 from tests.transformer.helpers import to_float64
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig

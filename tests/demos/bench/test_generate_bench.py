@@ -21,7 +21,8 @@ def test_one_layer_of_smollm2_generates_transformers_tokens_and_records_where_ti
                    check=True, capture_output=True, text=True, timeout=900)
     record = json.loads((tmp_path / "g.json").read_text())
     assert record["same_tokens"] is True
-    assert (record["threads"], record["layers"], record["prompt"], record["new"]) == (1, 1, 5, 6)
+    assert (record["threads"], record["clock"]) == (1, "wall")
+    assert (record["layers"], record["prompt"], record["new"]) == (1, 5, 6)
     assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in record["tokens_per_second_rounds"].values())
     load = record["load"]
     # float32: the tied 49,152 x 576 embedding; q and o 576 x 576, k and v 576 x 192 (3 kv heads
@@ -34,7 +35,9 @@ def test_one_layer_of_smollm2_generates_transformers_tokens_and_records_where_ti
 
 
 @pytest.mark.parametrize("argv,message", [(["--threads", "4096"], "exceeds this machine's"),
-                                          (["--new", "0"], "--new: must be an integer >= 1")])
+                                          (["--new", "0"], "--new: must be an integer >= 1"),
+                                          (["--clock", "cpu", "--threads", "2"],
+                                           "--clock cpu times the calling thread only")])
 def test_a_flag_it_cannot_honour_is_one_line(argv, message):
     result = subprocess.run([sys.executable, "-m", "demos.bench.generate", *argv], capture_output=True, text=True,
                             timeout=300)
