@@ -190,3 +190,9 @@ def test_fuzzed_llama_config_json_loads_or_is_one_valueerror_naming_a_file(tmp_p
     if model is not None:
         logits = model(TOKENS[:, :model.config.max_len]).data                 # (2, T, vocab)
         assert model.config.vocab == len(CHARS) and logits.shape[-1] == len(CHARS) and np.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("heads", [False, 0, -2, 2.5, "4"])
+def test_a_head_count_that_is_no_positive_integer_is_one_valueerror(tmp_path, heads):
+    """hypothesis found num_attention_heads = false dividing hidden_size by zero."""
+    assert read_with_changed_config(tmp_path, lambda: tiny_llama(len(CHARS)), [("num_attention_heads", heads)]) is None

@@ -147,6 +147,8 @@ def llama_family_config(spec, label, qkv_bias):
     the settings or features our model cannot follow."""
     refuse_features(spec)
     heads = spec["num_attention_heads"]
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:       # before hidden_size // heads
+        raise ValueError(f"{label}: num_attention_heads must be a positive integer, got {heads!r}")
     theta, scaling = rope_settings(spec)
     attention_bias, mlp_bias = spec.get("attention_bias", False), spec.get("mlp_bias", False)
     unsupported = [f"{key}={value!r}" for key, value, ok in [
