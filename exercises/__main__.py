@@ -22,7 +22,7 @@ import tempfile
 from exercises import reports
 from exercises.catalog import EXERCISES
 from exercises.grading import NO_PROJECT, Result, grade
-from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, outstanding, student_copy
+from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
 from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
 from exercises.sandbox import MEMORY_MB
@@ -65,7 +65,9 @@ def parser_of_commands():
 
 
 def names_of(parser, given):
-    names = list(EXERCISES) if given == ["all"] else given
+    """The exercises named; "all": every one, or in a student copy every one handed out (the
+    solved ones are not the student's to check)."""
+    names = (handed_out_names() if IS_STUDENT_COPY else list(EXERCISES)) if given == ["all"] else given
     unknown = [n for n in names if n not in EXERCISES]
     if unknown:
         parser.exit(2, f"python -m exercises: error: no exercise {unknown[0]!r}; python -m exercises list shows them\n")

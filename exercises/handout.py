@@ -132,6 +132,14 @@ def student_copy(root, destination, handed_out):
     return [path for path in changed if "# BEGIN EXERCISE" in read(destination, path)]
 
 
+def handed_out_names(root=None):
+    """The exercises this student copy (or the one at root) hands out, in the lectures' order."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, HANDOUT)) as f:
+        handed_out = json.load(f)["handed_out"]
+    return [name for name in EXERCISES if name in handed_out]
+
+
 def outstanding(root):
     """The exercises handed out in the copy at root whose region still raises NotImplementedError."""
     with open(os.path.join(root, HANDOUT)) as f:

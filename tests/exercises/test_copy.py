@@ -136,6 +136,9 @@ def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     assert status == 2 and "making copies needs the teacher's project" in out
     status, out = exercises("list", cwd=copy)
     assert "(solved in this copy)" in out.splitlines()[0] and "transformer/masks.py" in out
+    status, out = exercises("check", "all", cwd=copy)                 # in the copy: the two handed out, no more
+    assert [line.split(":")[0] for line in out.splitlines() if line.startswith("exercise ")] == \
+        ["exercise softmax", "exercise causal_mask"], out
 
 
 def test_value_mul_checks_first_with_topological_sort_not_done(fresh, tmp_path):

@@ -328,6 +328,16 @@ def test_a_planted_mistake_fails_naming_it_and_no_other(graded, index):
     assert f"[mistake: {name}]" in line and line.count("[mistake: ") == 1, line
 
 
+def test_a_concatenation_that_fails_along_another_dim_is_not_named_the_wrong_dim(tmp_path):
+    """Values cut to another width, joined along the right dim: numpy's 'concatenation axis'
+    error names dimension 3, not the positions, so it is not the wrong-dim mistake."""
+    from tests.exercises.helpers import ROOT
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "kv_cache", sub('v = cat([kv_cache["v"], v], dim=2)', 'v = cat([kv_cache["v"], v[..., :2]], dim=2)'))
+    line = grade_pairs({"s": tmp_path}, {"s": ["kv_cache"]})[("s", "kv_cache")]
+    assert line.startswith("exercise kv_cache: not yet: ") and "[mistake: " not in line, line
+
+
 def test_a_cache_passed_where_the_real_model_takes_tgt_mask_is_not_accepted(tmp_path):
     """greedy_decode's model.decode(ys, memory, src_mask, cache): the real model's fourth
     parameter is tgt_mask, which refuses a cache; the check's stand-in model has the real
