@@ -328,6 +328,20 @@ def test_a_planted_mistake_fails_naming_it_and_no_other(graded, index):
     assert f"[mistake: {name}]" in line and line.count("[mistake: ") == 1, line
 
 
+def test_a_topological_sort_without_a_visited_set_does_not_pass_by_listing_each_value_once(tmp_path):
+    """A walk that expands a Value once per path to it (listing it only once) gives right
+    orders, exponentially slowly: 24 diamonds in a row are 2^24 paths, past the time limit."""
+    from tests.exercises.helpers import ROOT
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "topological_sort",
+          f"{S}order, listed, stack = [], set(), [(root, False)]\n{S}while stack:\n{E}node, done = stack.pop()\n"
+          f"{E}if done and id(node) not in listed:\n{E}    listed.add(id(node))\n{E}    order.append(node)\n"
+          f"{E}elif not done:\n{E}    stack.append((node, True))\n{E}    stack.extend((p, False) for p in node.parents)\n"
+          f"{S}return order\n")
+    line = grade_pairs({"s": tmp_path}, {"s": ["topological_sort"]}, timeout=10)[("s", "topological_sort")]
+    assert line.startswith("exercise topological_sort: timed out"), line
+
+
 def test_a_concatenation_that_fails_along_another_dim_is_not_named_the_wrong_dim(tmp_path):
     """Values cut to another width, joined along the right dim: numpy's 'concatenation axis'
     error names dimension 3, not the positions, so it is not the wrong-dim mistake."""
