@@ -135,7 +135,8 @@ def syntax_error(overrides, origins):
             file, line = line_in_submission(text, err.lineno, origins.get(path, {})) or (path, err.lineno)
             return f"syntax error in {file} line {line}: {err.msg}"
         except (ValueError, MemoryError, RecursionError) as err:      # a NUL byte; nesting past the parser's limits
-            return f"{path} cannot be compiled ({type(err).__name__}): a region holds a NUL byte or is nested too deep"
+            return (f"{path} cannot be compiled ({type(err).__name__}): Python's parser gave up on a region (a NUL "
+                    "byte, or an expression too long or nested too deep)")
     return None
 
 
