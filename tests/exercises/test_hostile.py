@@ -28,6 +28,14 @@ def _lines(*lines):
 ZEROS = "return np.zeros_like(x)"
 SOLUTION = ("e = np.exp(x - _row_max(x))", "s = e.sum(axis=-1, keepdims=True)",
             "return np.divide(e, s, out=np.zeros_like(e), where=s != 0)")
+def _takeover(answer):
+    """A region's lines that take over its child's channel and answer every call with `answer`."""
+    return ("import os, sys", "from exercises import wire", "f = sys._getframe()",
+            "while f.f_code.co_name != '_serve': f = f.f_back", f"answer = {{'value': {answer}}}",
+            "wire.send(f.f_locals['channel'], answer)", "while 'end' not in wire.receive(f.f_locals['channel']):",
+            "    wire.send(f.f_locals['channel'], answer)", "os._exit(0)")
+
+
 GIVEN = ("import sys", "f, found = sys._getframe(), ''", "while f is not None:",   # topological_sort's solution
          "    task = f.f_locals.get('task')",
          "    if isinstance(task, dict) and 'overrides' in task:",
@@ -99,17 +107,9 @@ ATTACKS = {
                                "exec(compile('raise ValueError()', where, 'exec'))")),
         ("'needs exercise' line", ("raise NotImplementedError('exercise ' + found.encode().hex()[:60] + ': not done')",)),
         ("KeyError (whose text is shown as its repr)", ("raise KeyError(found.encode().hex()[:60])",)),
-        ("answer's shape", ("from exercises import wire", "import os", "f = sys._getframe()",
-                            "while f.f_code.co_name != '_serve': f = f.f_back",
-                            "shape = list(found.encode()[:40])",
-                            "answer = {'value': {'out': {'__array__': ['float64', shape, '']}, 'changed': False}}",
-                            "wire.send(f.f_locals['channel'], answer)", "os._exit(0)")),
-        ("answer, as a string", ("from exercises import wire", "import os", "f = sys._getframe()",
-                                 "while f.f_code.co_name != '_serve': f = f.f_back",
-                                 "answer = {'value': {'out': found.encode().hex()[:60], 'changed': False}}",
-                                 "wire.send(f.f_locals['channel'], answer)",
-                                 "while 'end' not in wire.receive(f.f_locals['channel']):",
-                                 "    wire.send(f.f_locals['channel'], answer)", "os._exit(0)")))},
+        ("answer's shape", _takeover("{'out': {'__array__': ['float64', list(found.encode()[:40]), '']}, "
+                                     "'changed': False}")),
+        ("answer, as a string", _takeover("{'out': found.encode().hex()[:60], 'changed': False}")))},
     "fills the disk": _lines(
         "import os", "for place in ('/tmp/fill', os.path.join(os.path.dirname(__file__), 'fill'), 'fill'):",
         "    try:", "        with open(place, 'wb') as f:", "            for _ in range(200): f.write(b'x' * 2 ** 20)",
@@ -389,15 +389,6 @@ def test_no_task_leaves_a_note_for_the_next_one(tmp_path, mode):
     assert rows["a_writes"][0] == "not yet" and rows["b_reads"][0] == "passed", (rows, run.stderr[-2000:])
 
 
-def _answers_every_call(answer):
-    """A region's body that takes over its child's channel and answers every call with `answer`."""
-    return _lines("import os, sys", "from exercises import wire", "f = sys._getframe()",
-                  "while f.f_code.co_name != '_serve': f = f.f_back", f"answer = {{'value': {answer}}}",
-                  "wire.send(f.f_locals['channel'], answer)",
-                  "while 'end' not in wire.receive(f.f_locals['channel']):",
-                  "    wire.send(f.f_locals['channel'], answer)", "os._exit(0)")
-
-
 def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_their_grades(tmp_path):
     """A NUL byte in a region, a region nested past the parser's limits, an undecodable file
     name over the size limit, a beam search answering a row of 700,000 tokens beside 100,000
@@ -405,7 +396,7 @@ def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_t
     own error): each is its own line."""
     submissions, bodies = tmp_path / "s", {
         "nul": ("softmax", "    return x  # \x00\n"), "deep": ("softmax", "    return " + "-" * 100_000 + "1\n"),
-        "bomb": ("beam_search", _answers_every_call("[[1] * 700_000] + [[]] * 100_000"))}
+        "bomb": ("beam_search", _lines(*_takeover("[[1] * 700_000] + [[]] * 100_000")))}
     for student, (exercise, body) in {**bodies, "honest": ("softmax", None), "name": ("softmax", None)}.items():
         region_files(ROOT, submissions / student)
         if body is not None:
