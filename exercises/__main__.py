@@ -1,4 +1,5 @@
 """python -m exercises list | make DIR [--only NAME...] | check NAME... [--project DIR] | grade SUBMISSIONS
+                      | autograder ZIP [--only NAME...]
 
     list    one exercise a line, in the order of the lectures: name, file, what to write
     make    a student copy of the project in DIR: every exercise (or those of --only) cut out
@@ -7,7 +8,9 @@
             against the expected results recorded when the copy was made.
     grade   grade every submission in SUBMISSIONS (one per student: a folder holding the project,
             or holding it one or two folders down, or a .zip of it), in parallel:
-            --out grades.csv, --gradescope DIR (a results.json per student)
+            --out grades.csv, --gradescope DIR (a results.json per student); --only NAME...
+            (default: the exercises handed out, those in at least one submission)
+    autograder  the .zip to upload to Gradescope: this project, setup.sh and run_autograder
 
 Grading runs the teacher's code only: the submission's regions are spliced into a pristine
 copy of this project and each check runs in a child process with a time and memory limit.
@@ -21,7 +24,8 @@ import tempfile
 
 from exercises import reports
 from exercises.catalog import EXERCISES
-from exercises.grading import NO_PROJECT, Result, grade
+from exercises.gradescope import write_autograder
+from exercises.grading import NO_PROJECT, Result, grade, handed_out_in
 from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
 from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
@@ -52,10 +56,15 @@ def parser_of_commands():
     check.add_argument("names", nargs="+", metavar="NAME", help=f"exercise names, or 'all' ({', '.join(EXERCISES)})")
     check.add_argument("--project", help="the copy to grade (default: this project)")
     check.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json here")
+    autograder = commands.add_parser("autograder", help="write the .zip to upload to Gradescope as its autograder")
+    autograder.add_argument("zip", metavar="ZIP", help="the .zip to write (e.g. autograder.zip)")
+    autograder.add_argument("--only", nargs="+", metavar="NAME", help="grade these exercises (default: all)")
     klass = commands.add_parser("grade", help="grade a class: every folder of SUBMISSIONS is one student's copy")
     klass.add_argument("submissions")
     klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message")
     klass.add_argument("--gradescope", metavar="DIR", help="also write DIR/STUDENT/results.json and DIR/run_autograder")
+    klass.add_argument("--only", nargs="+", metavar="NAME",
+                       help="grade these exercises (default: those handed out, i.e. in at least one submission)")
     klass.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks run at once (default: cores)")
     for command in (check, klass):
         command.add_argument("--timeout", type=float, default=20.0, help="seconds a check may run (default 20)")
@@ -84,6 +93,18 @@ def make(parser, args):
         parser.exit(2, f"python -m exercises: error: {err}\n")
     print(f"wrote a student copy to {args.folder}: {len(only)} of {len(EXERCISES)} exercises cut out of "
           f"{reports.plural(len(changed), 'file')}; grade it with: python -m exercises check all --project {args.folder}")
+    return 0
+
+
+def autograder(parser, args):
+    if IS_STUDENT_COPY:
+        parser.exit(2, f"python -m exercises: error: an autograder {NEEDS_TEACHER}\n")
+    if not args.zip.endswith(".zip") or os.path.isdir(args.zip):
+        parser.exit(2, f"python -m exercises: error: {args.zip!r}: expected the name of a .zip to write\n")
+    names = names_of(parser, args.only) if args.only else list(EXERCISES)
+    count = write_autograder(ROOT, args.zip, names)
+    print(f"wrote {args.zip}: this project ({count} files) with setup.sh and run_autograder, grading "
+          f"{reports.plural(len(names), 'exercise')}; upload it as the assignment's autograder (docs/TEACHING.md)")
     return 0
 
 
@@ -137,14 +158,18 @@ def grade_class(parser, args):
         for result in unread:
             print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
+        names = names_of(parser, args.only) if args.only else handed_out_in(projects) or list(EXERCISES)
+        if (left := [name for name in EXERCISES if name not in names]):
+            why = "not given to --only" if args.only else "in no submission: not handed out"
+            print(f"not graded, {why}: {reports.plural(len(left), 'exercise')} ({', '.join(left)})")
         notes = []
-        graded = grade(ROOT, projects, list(EXERCISES), args.timeout, args.jobs, args.memory, notes) if projects else []
+        graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes) if projects else []
         print("\n".join(notes), end="\n" if notes else "")
     order = {student: index for index, student in enumerate(found)}
     results = sorted(graded + unread, key=lambda r: order[r.student])
     reports.write_csv(results, args.out)
     if args.gradescope:
-        reports.write_gradescope_class(results, args.gradescope)
+        reports.write_gradescope_class(results, args.gradescope, names)
     print(reports.summary(results, args.out))
     return 0
 
@@ -155,7 +180,8 @@ def main(argv=None):
     if getattr(args, "memory", 1) <= 0 or getattr(args, "timeout", 1) <= 0:
         parser.exit(2, "python -m exercises: error: --memory and --timeout must be positive\n")
     try:
-        status = {"list": list_exercises, "make": make, "check": check, "grade": grade_class}[args.command](parser, args)
+        status = {"list": list_exercises, "make": make, "autograder": autograder, "check": check,
+                  "grade": grade_class}[args.command](parser, args)
         sys.stdout.flush()                # inside the try: a pipe closed early fails here, not at exit
         return status
     except BrokenPipeError:             # the reader stopped early (| head): no traceback, no more output

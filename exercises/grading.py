@@ -208,10 +208,14 @@ def _outside_its_function(submitted, own):
     return None
 
 
+def _too_large(folder):
+    """The source files of a submission too large to be the project's, not read."""
+    return [path for path in python_files(folder) if os.path.getsize(os.path.join(folder, path)) > MAX_SOURCE_BYTES]
+
+
 def tasks_for(teacher, student, folder, names):
     """(tasks for run_jobs, results known without running anything) of one submission."""
-    too_large = [path for path in python_files(folder) if os.path.getsize(os.path.join(folder, path)) > MAX_SOURCE_BYTES]
-    if too_large:
+    if (too_large := _too_large(folder)):
         return [], [Result(student, name, "not yet", f"{too_large[0]} is over {MAX_SOURCE_BYTES // 1024} KB, "
                            "not read (the project's source files are a few KB)") for name in names]
     submitted, places = regions_of(folder), find_regions(folder)
@@ -234,6 +238,19 @@ def tasks_for(teacher, student, folder, names):
             given = [line for needed in NEEDS[name] for _, _, body in teacher.regions[needed] for line in body.splitlines()]
             tasks.append(((student, name), overrides, judge_of(name, overrides, origins, withheld=given)))
     return tasks, known
+
+
+def handed_out_in(submissions):
+    """The exercises of the catalog that have a region in at least one of the submissions
+    ({student: folder}), in the lectures' order: what was handed out to the class. A copy
+    made with `make --only` holds the regions of those exercises only (the others are solved,
+    their markers gone), so an exercise in no copy was not handed out, and its rows would
+    all say `not in that copy`."""
+    found = set()
+    for folder in submissions.values():
+        if not _too_large(folder):
+            found.update(regions_of(folder))
+    return [name for name in EXERCISES if name in found]
 
 
 def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB, notes=None):

@@ -9,27 +9,11 @@ import csv
 import json
 import os
 
+from exercises.gradescope import run_autograder
 from exercises.grading import NO_PROJECT, NOT_IN_COPY
 
 CAP = 2000                          # characters of a CSV cell or a results.json text: a long message fits
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # what a spreadsheet may read as the start of a formula
-
-RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Gradescope runs this in its image: the teacher's project is /autograder/source (set up by
-# setup.sh: pip install -e /autograder/source), the student's copy /autograder/submission.
-# check writes results.json whatever the submission holds (an exercise not passed, no project
-# found: exit 1 or 2, and the results say so); only a grader that failed before writing it
-# leaves none, and then the results say that. Gradescope reads results.json: exit 0.
-autograder=${AUTOGRADER:-/autograder}
-results="$autograder/results/results.json"
-mkdir -p "$autograder/results" && rm -f "$results"
-(cd "$autograder/source" && python -m exercises check all --project "$autograder/submission" --gradescope "$results")
-if [ ! -s "$results" ]; then
-    failed="The grader failed before grading this submission (the autograder output says why): tell your teacher."
-    echo "{\\"score\\": 0.0, \\"tests\\": [], \\"output\\": \\"$failed\\"}" > "$results"
-fi
-exit 0
-"""
 
 
 def capped(text):
@@ -84,13 +68,14 @@ def write_gradescope(results, path):
         json.dump(gradescope(results), f, indent=1)
 
 
-def write_gradescope_class(results, folder):
-    """folder/STUDENT/results.json for each student, and folder/run_autograder."""
+def write_gradescope_class(results, folder, names):
+    """folder/STUDENT/results.json for each student, and folder/run_autograder, which grades
+    the exercises `names` (those graded here) of the submission Gradescope gives it."""
     for student in dict.fromkeys(r.student for r in results):
         write_gradescope([r for r in results if r.student == student], os.path.join(folder, student, "results.json"))
     script = os.path.join(folder, "run_autograder")
     with open(script, "w") as f:
-        f.write(RUN_AUTOGRADER)
+        f.write(run_autograder(names))
     os.chmod(script, 0o755)
 
 
@@ -100,11 +85,14 @@ def plural(count, noun):
 
 
 def summary(results, out):
-    """The closing line of grading a class: submissions, checks passed, where the CSV is."""
+    """The closing line of grading a class: submissions, checks passed of those graded (an
+    exercise not in a student's copy is no check: its row says why), where the CSV is."""
     students = dict.fromkeys(r.student for r in results)
-    checks = [r for r in results if r.status != NO_PROJECT]
+    checks = [r for r in results if r.status not in (NO_PROJECT, NOT_IN_COPY)]
     passed = sum(r.status == "passed" for r in checks)
-    unread = len(results) - len(checks)
+    unread = len({r.student for r in results if r.status == NO_PROJECT})
     missing = f" ({unread} with no project found)" if unread else ""
+    absent = sum(r.status == NOT_IN_COPY for r in results)
+    absent = f" ({absent} more not in that copy: 0 points, the rows say why)" if absent else ""
     return (f"graded {plural(len(students), 'submission')}{missing}: {passed} of {plural(len(checks), 'check')} "
-            f"passed; wrote {out}")
+            f"passed{absent}; wrote {out}")

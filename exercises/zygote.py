@@ -178,7 +178,7 @@ class Task:
         the child's death)."""
         self.broken = True
         if isinstance(err, TimeoutError):
-            return Crashed("timed out", "timed out after {:g} s (an endless loop? the time limit is --timeout)")
+            return Crashed("timed out", "timed out after {:g} s, the time a check may take (an endless loop, or far slower than it need be?)")
         if isinstance(err, (EOFError, ConnectionError)):
             try:
                 status = self.zygote.ended(time.monotonic() + GRACE_SECONDS)

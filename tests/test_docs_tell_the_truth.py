@@ -79,7 +79,7 @@ def test_the_glossary_defines_the_words_the_docs_use_of_their_own():
             "student copy", "judge"} <= set(terms), terms
 
 
-@pytest.mark.parametrize("document", ["README.md", "docs/LEARNING_PATH.md", "docs/TEACHING.md"])
+@pytest.mark.parametrize("document", ["README.md", "docs/LEARNING_PATH.md", "docs/TEACHING.md", "docs/STUDENTS.md"])
 def test_a_document_links_the_glossary_where_it_first_uses_one_of_its_words(document):
     """The first link to the glossary comes no later than the paragraph of the first word of
     ours a learner meets there (a word in `code` or in a path is not counted: it is a name)."""

@@ -6,18 +6,20 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
 from exercises.catalog import EXERCISES
+from exercises.regions import rewrite
 from tests.exercises.helpers import ROOT, exercises, plant, solve
 
 
 @pytest.fixture(scope="module")
 def submissions(tmp_path_factory):
     """Three students: one solved softmax, one planted a mistake, one tampered with the grader;
-    ada's copy again as a .zip one folder down (zed) and as a folder two down (nia); a folder
-    and a file holding no project (cy, dee.txt)."""
+    ada's copy again as a .zip one folder down (zed) and as a folder two down (nia); an older
+    copy that handed out softmax only (ole); a folder and a file holding no project (cy, dee.txt)."""
     root = tmp_path_factory.mktemp("class")
     status, out = exercises("make", str(root / "template"), "--only", "softmax", "causal_mask")
     assert status == 0, out
@@ -29,6 +31,10 @@ def submissions(tmp_path_factory):
     (folder / "eve" / "exercises" / "checks" / "__init__.py").write_text("def run(name):\n    return 'passed', ''\n")
     shutil.make_archive(str(folder / "zed"), "zip", root_dir=folder, base_dir="ada")
     shutil.copytree(folder / "ada", folder / "nia" / "downloads" / "class-copy")
+    shutil.copytree(folder / "ada", folder / "ole")
+    masks = folder / "ole" / "transformer" / "masks.py"                    # causal_mask solved, its markers gone
+    masks.write_text(rewrite(masks.read_text(), lambda indent, name, version, lines: lines[1:-1]
+                             if name == "causal_mask" else lines))
     (folder / "cy").mkdir()
     (folder / "cy" / "README.md").write_text("my answers are in my head\n")
     (folder / "dee.txt").write_text("def softmax(x): ...\n")
@@ -43,45 +49,62 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
     status, text = exercises("grade", str(submissions), "--out", str(out), "--gradescope", str(gradescope), "--jobs", "2")
     assert status == 0 and text.strip().endswith(f"wrote {out}"), text
-    assert "graded 7 submissions (2 with no project found): 3 of 95 checks passed" in text, text
+    left = [name for name in EXERCISES if name not in ("softmax", "causal_mask")]
+    assert f"not graded, in no submission: not handed out: 17 exercises ({', '.join(left)})" in text.splitlines()
+    assert ("graded 8 submissions (2 with no project found): 4 of 11 checks passed (1 more not in that copy: "
+            "0 points, the rows say why)") in text, text
     assert f"cy: {NO_PROJECT}" in text.splitlines() and "dee.txt: no project found: dee.txt is neither" in text
     rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 5 * len(EXERCISES) + 2 and set(rows[0]) == {"student", "exercise", "result", "message"}
+    assert len(rows) == 6 * 2 + 2 and set(rows[0]) == {"student", "exercise", "result", "message"}
     result = {(r["student"], r["exercise"]): r for r in rows}
     assert result["ada", "softmax"]["result"] == "passed"
     assert result["ada", "causal_mask"]["result"] == "not yet" and "not started" in result["ada", "causal_mask"]["message"]
     assert result["bob", "causal_mask"]["result"] == "not yet" and "[mistake: diagonal excluded]" in \
         result["bob", "causal_mask"]["message"]
-    assert result["eve", "softmax"]["result"] == "not yet" and result["bob", "value_mul"]["result"] == "not in that copy"
+    assert result["eve", "softmax"]["result"] == "not yet" and result["ole", "causal_mask"]["result"] == "not in that copy"
     for twin in ("zed", "nia"):                                            # ada's copy, zipped or two folders down
-        assert [result[twin, n]["message"] for n in EXERCISES] == [result["ada", n]["message"] for n in EXERCISES]
+        assert [result[twin, n]["message"] for n in ("softmax", "causal_mask")] == \
+            [result["ada", n]["message"] for n in ("softmax", "causal_mask")]
     assert result["cy", ""]["result"] == "no project found" and result["cy", ""]["message"] == NO_PROJECT[18:]
     ada = json.loads((gradescope / "ada" / "results.json").read_text())
-    assert ada["score"] == 1.0 and [t["name"] for t in ada["tests"] if t["max_score"]] == ["softmax", "causal_mask"]
-    assert len([t for t in ada["tests"] if not t["max_score"]]) == len(EXERCISES) - 2    # shown, worth 0 of 0
-    assert ada["output"].startswith("not graded, not in that copy") and "value_mul, topological_sort" in ada["output"]
-    assert [t["output"] for t in ada["tests"] if t["name"].startswith("value_mul ")] == \
-        [result["ada", "value_mul"]["message"].join(["exercise value_mul: not in that copy: ", ""])]
+    assert ada["score"] == 1.0 and [(t["name"], t["max_score"]) for t in ada["tests"]] == \
+        [("softmax", 1.0), ("causal_mask", 1.0)] and "output" not in ada
+    ole = json.loads((gradescope / "ole" / "results.json").read_text())
+    assert ole["score"] == 1.0 and [t["name"] for t in ole["tests"] if not t["max_score"]] == \
+        ["causal_mask (not graded: not in that copy)"]
+    assert ole["output"] == "not graded, not in that copy (each test of 0 points below says why): causal_mask"
+    assert [t["output"] for t in ole["tests"] if t["name"].startswith("causal_mask ")] == \
+        [result["ole", "causal_mask"]["message"].join(["exercise causal_mask: not in that copy: ", ""])]
     assert ada["tests"][0] == {"name": "softmax", "score": 1.0, "max_score": 1.0, "status": "passed",
                                "output": result["ada", "softmax"]["message"].join(["exercise softmax: passed (", ")"])}
     assert json.loads((gradescope / "cy" / "results.json").read_text()) == {"score": 0.0, "tests": [],
                                                                             "output": NO_PROJECT}
     assert os.access(gradescope / "run_autograder", os.X_OK)
+    assert '"$python" -m exercises check softmax causal_mask --project' in (gradescope / "run_autograder").read_text()
+
+
+def test_grade_only_grades_the_exercises_named(submissions, tmp_path):
+    status, text = exercises("grade", str(submissions), "--only", "causal_mask", "--out", str(tmp_path / "g.csv"))
+    assert status == 0 and "not graded, not given to --only: 18 exercises (value_mul, " in text, text
+    rows = list(csv.DictReader((tmp_path / "g.csv").open()))
+    assert {r["exercise"] for r in rows} == {"causal_mask", ""} and len(rows) == 6 + 2
+    status, text = exercises("grade", str(submissions), "--only", "causal", "--out", str(tmp_path / "g.csv"))
+    assert status == 2 and "no exercise 'causal'" in text
 
 
 def test_one_submission_is_one_submission(submissions, tmp_path):
     (tmp_path / "class").mkdir()
     shutil.copytree(submissions / "ada", tmp_path / "class" / "ada")
     status, text = exercises("grade", str(tmp_path / "class"), "--out", str(tmp_path / "grades.csv"))
-    assert status == 0 and "graded 1 submission: 1 of 19 checks passed;" in text, text
+    assert status == 0 and "graded 1 submission: 1 of 2 checks passed;" in text, text
 
 
-def _run_autograder(gradescope, tmp_path, submission):
-    """Run the run_autograder script as Gradescope would, /autograder laid out in tmp_path:
-    (exit status, results.json)."""
+def _run_autograder(gradescope, tmp_path, submission, source=ROOT):
+    """Run the run_autograder script as Gradescope would, /autograder laid out in tmp_path
+    (the teacher's project at `source`): (exit status, results.json)."""
     autograder = tmp_path / "autograder"
     autograder.mkdir()
-    (autograder / "source").symlink_to(ROOT)
+    (autograder / "source").symlink_to(source)
     shutil.copytree(submission, autograder / "submission")
     bin_folder = tmp_path / "bin"
     bin_folder.mkdir()
@@ -110,6 +133,22 @@ def test_run_autograder_always_leaves_results_that_say_what_happened(submissions
             ["softmax", "causal_mask"]
     else:
         assert results["tests"] == [] and results["output"].startswith("The grader failed before grading")
+
+
+def test_the_autograder_zip_grades_a_submission_as_gradescope_would(submissions, tmp_path):
+    status, text = exercises("autograder", str(tmp_path / "autograder.zip"), "--only", "softmax", "causal_mask")
+    assert status == 0 and text.startswith(f"wrote {tmp_path / 'autograder.zip'}: this project ("), text
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
+        names = archive.namelist()
+        archive.extractall(unpacked)
+    assert names[:2] == ["setup.sh", "run_autograder"] and "exercises/checks/definitions/__init__.py" in names
+    assert not [n for n in names if n.split("/")[0] in ("tests", "runs", ".git") or "__pycache__" in n]
+    assert subprocess.run(["bash", "-n", str(unpacked / "setup.sh")]).returncode == 0
+    status, results = _run_autograder(unpacked, tmp_path, submissions / "ada", source=unpacked)
+    assert status == 0 and results["score"] == 1.0 and [t["name"] for t in results["tests"]] == ["softmax", "causal_mask"]
+    status, text = exercises("autograder", str(tmp_path / "autograder.tar"))
+    assert status == 2 and "expected the name of a .zip to write" in text
 
 
 def test_a_pipe_closed_early_ends_quietly():

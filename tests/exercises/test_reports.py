@@ -87,7 +87,7 @@ def test_a_50_mb_message_is_capped_in_the_csv_and_in_results_json(tmp_path, seed
 def test_a_submission_with_no_project_has_its_output_capped_and_the_class_gets_one_file_each(tmp_path):
     why = "expected a copy of the project " + "y" * (3 * CAP)
     results = _results("ada") + [Result("bob", "", NO_PROJECT, why)]
-    write_gradescope_class(results, tmp_path)
+    write_gradescope_class(results, tmp_path, ["softmax"])
     ada = json.loads((tmp_path / "ada" / "results.json").read_text())
     bob = json.loads((tmp_path / "bob" / "results.json").read_text())
     assert ada == gradescope(_results("ada"))
