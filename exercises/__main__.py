@@ -31,6 +31,7 @@ from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
 from exercises.sandbox import MEMORY_MB
 from exercises.submissions import find_project, find_projects
+from exercises.versions import versions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -158,9 +159,9 @@ def grade_class(parser, args):
         for result in unread:
             print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
-        names = names_of(parser, args.only) if args.only else handed_out_in(projects) or list(EXERCISES)
+        names = names_of(parser, args.only) if args.only else handed_out_in(projects, versions(ROOT)) or list(EXERCISES)
         if (left := [name for name in EXERCISES if name not in names]):
-            why = "not given to --only" if args.only else "in no submission: not handed out"
+            why = "not given to --only" if args.only else "in no submission at its version: not handed out, or changed since"
             print(f"not graded, {why}: {reports.plural(len(left), 'exercise')} ({', '.join(left)})")
         notes = []
         graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes) if projects else []

@@ -240,16 +240,19 @@ def tasks_for(teacher, student, folder, names):
     return tasks, known
 
 
-def handed_out_in(submissions):
-    """The exercises of the catalog that have a region in at least one of the submissions
-    ({student: folder}), in the lectures' order: what was handed out to the class. A copy
-    made with `make --only` holds the regions of those exercises only (the others are solved,
-    their markers gone), so an exercise in no copy was not handed out, and its rows would
-    all say `not in that copy`."""
+def handed_out_in(submissions, current):
+    """The exercises of the catalog that have a region at its current version (`current`:
+    {name: version}, the teacher's) in at least one of the submissions ({student: folder}), in
+    the lectures' order: what was handed out to the class. A copy made with `make --only`
+    holds the regions of those exercises only (the others are solved, their markers gone), so
+    an exercise in no copy was not handed out, and its rows would all say `not in that copy`.
+    A region a student adds for another exercise does not count: its version is a hash of the
+    exercise's check, which a copy does not hold, so a copy cannot make it up."""
     found = set()
     for folder in submissions.values():
         if not _too_large(folder):
-            found.update(regions_of(folder))
+            found.update(name for name, places in regions_of(folder).items()
+                         if any(version == current.get(name) for _, version, _ in places))
     return [name for name in EXERCISES if name in found]
 
 

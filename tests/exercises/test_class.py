@@ -17,7 +17,8 @@ from tests.exercises.helpers import ROOT, exercises, plant, solve
 
 @pytest.fixture(scope="module")
 def submissions(tmp_path_factory):
-    """Three students: one solved softmax, one planted a mistake, one tampered with the grader;
+    """Three students: one solved softmax, one planted a mistake, one tampered with the grader
+    (and added regions of exercises not handed out);
     ada's copy again as a .zip one folder down (zed) and as a folder two down (nia); an older
     copy that handed out softmax only (ole); a folder and a file holding no project (cy, dee.txt)."""
     root = tmp_path_factory.mktemp("class")
@@ -29,6 +30,9 @@ def submissions(tmp_path_factory):
     solve(folder / "ada", "softmax")
     plant(folder / "bob", "causal_mask", "    return np.tril(np.ones((length, length), dtype=bool), -1)\n")
     (folder / "eve" / "exercises" / "checks" / "__init__.py").write_text("def run(name):\n    return 'passed', ''\n")
+    with open(folder / "eve" / "autograd" / "scalar.py", "a") as f:   # regions of exercises not handed out
+        f.write("\n\ndef forged():\n    # BEGIN EXERCISE value_mul (version 0123456789abcdef)\n    pass\n"
+                "    # END EXERCISE\n    # BEGIN EXERCISE adam_step\n    pass\n    # END EXERCISE\n")
     shutil.make_archive(str(folder / "zed"), "zip", root_dir=folder, base_dir="ada")
     shutil.copytree(folder / "ada", folder / "nia" / "downloads" / "class-copy")
     shutil.copytree(folder / "ada", folder / "ole")
@@ -50,7 +54,8 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     status, text = exercises("grade", str(submissions), "--out", str(out), "--gradescope", str(gradescope), "--jobs", "2")
     assert status == 0 and text.strip().endswith(f"wrote {out}"), text
     left = [name for name in EXERCISES if name not in ("softmax", "causal_mask")]
-    assert f"not graded, in no submission: not handed out: 17 exercises ({', '.join(left)})" in text.splitlines()
+    assert f"not graded, in no submission at its version: not handed out, or changed since: 17 exercises " \
+           f"({', '.join(left)})" in text.splitlines()
     assert ("graded 8 submissions (2 with no project found): 4 of 11 checks passed (1 more not in that copy: "
             "0 points, the rows say why)") in text, text
     assert f"cy: {NO_PROJECT}" in text.splitlines() and "dee.txt: no project found: dee.txt is neither" in text
