@@ -31,7 +31,8 @@ NO_PROJECT = "no project found"           # a submission with nothing to grade: 
 MAX_REGION_CHARS = 200_000                # a region is a few lines; a larger one is refused, not sent
 MAX_SOURCE_BYTES = 2 ** 20                # a source file of the project is a few KB; a larger one is not parsed
 WITHHELD = "<a line of the teacher's code, withheld>"
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")   # terminal escapes and other controls, not \t or \n
+# terminal escapes and other controls (not \t or \n), and the marks that turn text around (bidi)
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 # The exercises whose solutions a check needs in its child besides its own (the smallest sets
 # with which every solution passes: the end-to-end training runs an Embedding, a LayerNorm, a
 # Linear, a matmul, cross-entropy and Adam; the cache a whole attention layer and a GPT);
@@ -50,6 +51,13 @@ NEEDS = {name: _OWN_NEEDS.get(name, ()) + (() if name in ("topological_sort", "v
          for name in EXERCISES}
 
 
+def printable(text):
+    """text with its control characters (escapes that would redraw a teacher's or student's
+    terminal) and the marks that reverse text shown as '?', and what is not Unicode (a file
+    name's undecodable bytes) as its escape, so that every report can write it and show it."""
+    return CONTROL.sub("?", text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
 @dataclass(frozen=True)
 class Result:
     """One exercise of one submission: status is passed, not yet, timed out or not in that copy;
@@ -60,11 +68,8 @@ class Result:
     message: str
 
     def __post_init__(self):
-        """A message may quote a submission's exception: its control characters (escapes that
-        would redraw a teacher's or student's terminal) are shown as '?', and what is not
-        Unicode (a file name's undecodable bytes) as its escape, so that every report can write it."""
-        text = self.message.encode("utf-8", "backslashreplace").decode("utf-8")
-        object.__setattr__(self, "message", CONTROL.sub("?", text))
+        """A message may quote a submission's exception: shown printable (printable)."""
+        object.__setattr__(self, "message", printable(self.message))
 
     def line(self):
         """The result as printed; a message's later lines indented, so that none can pass for

@@ -11,6 +11,7 @@ import os
 
 from exercises.gradescope import run_autograder
 from exercises.grading import NO_PROJECT, NOT_IN_COPY
+from exercises.submissions import SCRIPT
 
 CAP = 2000                          # characters of a CSV cell or a results.json text: a long message fits
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")   # what a spreadsheet may read as the start of a formula
@@ -69,9 +70,10 @@ def write_gradescope(results, path):
 
 
 def write_gradescope_class(results, folder, names):
-    """folder/STUDENT/results.json for each student, and folder/run_autograder, which grades
-    the exercises `names` (those graded here) of the submission Gradescope gives it."""
-    for student in dict.fromkeys(r.student for r in results):
+    """folder/STUDENT/results.json for each student (but one named run_autograder, refused),
+    and folder/run_autograder, which grades the exercises `names` (those graded here) of the
+    submission Gradescope gives it."""
+    for student in dict.fromkeys(r.student for r in results if r.student != SCRIPT):   # that one was refused
         write_gradescope([r for r in results if r.student == student], os.path.join(folder, student, "results.json"))
     script = os.path.join(folder, "run_autograder")
     with open(script, "w") as f:

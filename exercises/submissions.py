@@ -18,6 +18,7 @@ import shutil
 import stat
 import zipfile
 
+from exercises.grading import printable
 from exercises.regions import SKIPPED, SOURCES
 
 MAX_BYTES = 200 * 2 ** 20          # the whole project with its notebooks is a few MB
@@ -66,6 +67,8 @@ def _refusal(archive):
             return f"the member {member.filename!r} would be written outside the folder"
         if stat.S_ISLNK(member.external_attr >> 16):
             return f"the member {member.filename!r} is a symlink"
+        if len([part for part in name.split("/") if part]) > MAX_DEPTH + 1:
+            return f"the member {member.filename[:SHOWN]!r}... is more than {MAX_DEPTH} folders deep"
     return None
 
 
@@ -177,12 +180,17 @@ SYSTEM_FILES = {".DS_Store", ".git", ".gitignore", "Thumbs.db", "desktop.ini"}  
 def find_projects(folder, scratch):
     """{student: (project folder, None) or (None, why none was found)} for each entry of
     folder (a sub-folder or a file; a .zip's student is its name without .zip, unless a folder
-    has that name too: then each keeps its whole name), in name order."""
+    has that name too: then each keeps its whole name), in name order. A student's name is
+    shown printable (grading.printable), primed (ana') if another was shown alike."""
     found, entries = {}, [entry for entry in sorted(os.listdir(folder)) if entry not in SYSTEM_FILES]
-    students = [entry[:-4] if entry.lower().endswith(".zip") else entry for entry in entries]
+    students = [entry[:-4] if entry.lower().endswith(".zip") and entry[:-4].strip(".") else entry
+                for entry in entries]                # "...zip" is student "...zip", not ".."
     for entry, student in zip(entries, students):
         if students.count(student) > 1:             # both "ana" and "ana.zip": each graded under its own name
             student = entry
+        student = printable(student).replace("\n", "?").replace("\t", "?")   # would redraw the terminal
+        while student in found:                     # two names printed alike
+            student += "'"
         if student == SCRIPT:
             found[student] = (None, f"{entry}: the name of the script --gradescope writes beside the students' "
                                     "folders; rename the entry to grade it")

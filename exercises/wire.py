@@ -3,7 +3,8 @@
 A message is a length-prefixed frame (4 bytes, big-endian, then that many bytes of JSON).
 Its values are None, booleans, numbers (NaN and infinities included), strings, lists and
 dicts with string keys; a numpy array travels as {"__array__": [dtype, shape, base64 bytes]},
-its dtype one of the plain numeric ones. Nothing is unpickled or evaluated: what a child
+its dtype one of the plain numeric ones, at most MAX_DIMS dimensions. An answer holds at
+most MAX_CONTAINERS lists and dicts and MAX_ITEMS items. Nothing is unpickled or evaluated: what a child
 writes is parsed as data, bounded in size, and anything else is a `WireError`.
 
 Both sides use this file: the child (exercises/child.py) to answer, the judge
@@ -20,6 +21,9 @@ import numpy as np
 
 TASK = b"task"                    # what the grader sends the zygote with a task child's socket (the task goes to that socket)
 MAX_BYTES = 4 * 2 ** 20          # one answer: far more than any check's arrays (they are a few KB)
+MAX_CONTAINERS = 10_000          # lists and dicts in one answer (an array is one): a few dozen in any check's
+MAX_ITEMS = 100_000              # commas in one answer: every list's items but one (an array's data has none)
+MAX_DIMS = 8                     # an array's dimensions: a check's have at most 4
 DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64"}
 
@@ -48,7 +52,8 @@ def _plain(value):
 
 def _array(spec):
     dtype, shape, data = spec
-    if dtype not in DTYPES or not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+    if dtype not in DTYPES or not isinstance(shape, list) or len(shape) > MAX_DIMS or \
+            not all(isinstance(n, int) and 0 <= n < 2 ** 31 for n in shape):
         raise WireError(f"not an array: {str(spec)[:80]}")
     raw = base64.b64decode(data.encode("ascii"), validate=True)
     if len(raw) != int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize:
@@ -73,6 +78,10 @@ def encode(value):
 
 
 def decode(body):
+    """The value a frame's body holds. Bounded before it is parsed: the Python objects of 4 MB
+    of JSON can take gigabytes (`[{},{},...]`), and the judge may keep several answers."""
+    if body.count(b"[") + body.count(b"{") > MAX_CONTAINERS or body.count(b",") > MAX_ITEMS:
+        raise WireError(f"an answer of more than {MAX_CONTAINERS} lists and dicts or {MAX_ITEMS} items")
     try:
         return json.loads(body.decode("utf-8"), object_pairs_hook=_hook)
     except WireError:

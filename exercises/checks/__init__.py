@@ -14,7 +14,7 @@ import re
 from exercises.catalog import EXERCISES
 from exercises.checks import attention, cache, decoding, kernels, layers, scalar, tensors
 from exercises.checks.feedback import Wrong, mistake
-from exercises.child_text import plain
+from exercises.child_text import mark, plain
 
 CHECKS = {name[len("check_"):]: function for module in (scalar, tensors, kernels, layers, attention, decoding, cache)
           for name, function in vars(module).items() if name.startswith("check_")}
@@ -67,5 +67,7 @@ def run(name, task):
     except NameError as err:
         return "not yet", _renamed(name, err) or f"raised NameError: {err}{_where(err)}"
     except BaseException as err:                         # noqa: BLE001  the learner's code may raise anything
-        return "not yet", f"raised {type(err).__name__}: {err}{_where(err)}"
+        # raised here, by the judge's own code on the child's answer (int('...') of a string it
+        # sent), the text may quote that answer: it is the child's, as its own exceptions are
+        return "not yet", f"raised {type(err).__name__}: {mark(plain(str(err)), 4000)}{_where(err)}"
     return "passed", what

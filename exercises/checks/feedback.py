@@ -5,6 +5,15 @@ mistake gives on this very case, and that differs from the right answer."""
 
 import numpy as np
 
+from exercises.child_text import mark
+
+
+def said(value):
+    """A number or shape of the child's answer, quoted in a message: marked as the child's
+    (exercises/child_text.py), so that the teacher's grade shows it as "…" where the child
+    held solutions (an answer's shape can spell text as well as an exception can)."""
+    return mark(str(value), 200)
+
 
 class Wrong(Exception):
     """The learner's answer is wrong; the message says how."""
@@ -88,9 +97,9 @@ class Judge:
 def difference(got, expected, atol=1e-6, rtol=1e-5):
     """'expected shape ..., got ...' or 'k of n elements differ; the worst, at i: expected e, got g'."""
     if got.shape != expected.shape:
-        return f"expected shape {expected.shape}, got {got.shape}"
+        return f"expected shape {expected.shape}, got {said(got.shape)}"
     close = np.isclose(got, expected, atol=atol, rtol=rtol, equal_nan=True)
     errors = np.where(np.isnan(got) != np.isnan(expected), np.inf, np.abs(np.nan_to_num(got - expected)))
     worst = np.unravel_index(np.argmax(np.where(close, -1, errors)), got.shape)
     return (f"{int((~close).sum())} of {got.size} elements differ; the worst, at {tuple(map(int, worst))}: "
-            f"expected {expected[worst]:.6g}, got {got[worst]:.6g}")
+            f"expected {expected[worst]:.6g}, got {said(format(got[worst], '.6g'))}")

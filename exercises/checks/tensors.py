@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake, with_fresh
+from exercises.checks.feedback import Judge, Wrong, mistake, said, with_fresh
 from exercises.zygote import Raised
 
 REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
@@ -62,7 +62,7 @@ def _joined(found, a_shape, b_shape, case):
         if grad is None:
             raise Wrong(f"[dL/dA, dL/dB], {case}: no gradient reached {name}")
         if np.shape(grad) != tuple(shape):
-            raise Wrong(f"[dL/dA, dL/dB], {case}: dL/d{name} has shape {np.shape(grad)}, {name} {tuple(shape)}")
+            raise Wrong(f"[dL/dA, dL/dB], {case}: dL/d{name} has shape {said(np.shape(grad))}, {name} {tuple(shape)}")
     return np.concatenate([np.ravel(found["a"]), np.ravel(found["b"])])
 
 

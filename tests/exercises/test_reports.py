@@ -129,3 +129,10 @@ def test_a_message_written_as_another_passed_line_does_not_pass_in_the_classroom
     assert f"graded value_mul, causal_mask of {eve}" in out
     assert "FAILED exercises/classroom_test.py::test_exercise[causal_mask]" in out
     assert "AssertionError: exercise causal_mask: not yet: raised ValueError" in out
+
+
+def test_a_refused_student_named_as_the_script_gets_no_folder_and_the_script_is_written(tmp_path):
+    """A submission named run_autograder once made --gradescope end in IsADirectoryError."""
+    results = _results("ada") + [Result("run_autograder", "", NO_PROJECT, "rename the entry to grade it")]
+    write_gradescope_class(results, tmp_path, ["softmax"])
+    assert (tmp_path / "run_autograder").is_file() and (tmp_path / "ada" / "results.json").is_file()

@@ -235,14 +235,16 @@ def test_a_folder_and_a_zip_of_one_name_are_two_students_each_graded(tmp_path):
 
 
 def test_an_entry_whose_name_starts_with_a_dot_is_a_student_too(tmp_path):
-    """'.eve' and '..zip' were skipped without a line; only an OS's or git's own files are."""
+    """'.eve' and '..zip' were skipped without a line; only an OS's or git's own files are. A
+    .zip whose name without .zip is only dots keeps its whole name: '...zip' was student '..',
+    whose results.json went to the folder above --gradescope's."""
     folder, scratch = tmp_path / "submissions", tmp_path / "scratch"
     scratch.mkdir()
     _write(folder / ".eve", PROJECT)
     _zip(folder / "..zip", {f"copy/{p}": t for p, t in PROJECT.items()})
     _write(folder, {".DS_Store": "", "Thumbs.db": ""})
     found = find_projects(str(folder), str(scratch))
-    assert list(found) == [".", ".eve"] and all(why is None for _, why in found.values())
+    assert list(found) == ["..zip", ".eve"] and all(why is None for _, why in found.values())
 
 
 def test_an_entry_named_as_the_gradescope_script_is_refused_naming_why(tmp_path):
@@ -252,3 +254,32 @@ def test_an_entry_named_as_the_gradescope_script_is_refused_naming_why(tmp_path)
     _write(folder / "run_autograder", PROJECT)
     found = find_projects(str(folder), str(scratch))
     assert found["run_autograder"][0] is None and "rename the entry" in found["run_autograder"][1]
+
+
+def test_a_zip_nested_deeper_than_a_folder_may_be_is_refused_before_extracting(tmp_path):
+    """1,500 nested folder entries once crashed the grader (RecursionError) with no grades."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    deep = "/".join(["d"] * (submissions.MAX_DEPTH + 2))
+    archive = _zip(tmp_path / "eve.zip", {**PROJECT, f"{deep}/x.py": "x = 1\n"})
+    project, why = find_project(str(archive), str(scratch))
+    assert project is None and why.startswith("eve.zip refused: the member 'd/d/") and why.endswith(
+        f"is more than {submissions.MAX_DEPTH} folders deep") and os.listdir(scratch) == []
+    shallow = _zip(tmp_path / "ada.zip", {**PROJECT, "/".join(["d"] * submissions.MAX_DEPTH) + "/x.py": "x = 1\n"})
+    assert find_project(str(shallow), str(scratch))[1] is None
+
+
+def test_a_students_name_is_printable_whatever_the_entry_is_called(tmp_path):
+    """An entry named with terminal escapes, a newline, a mark that reverses text or bytes
+    that are not UTF-8 is a student whose name shows those as '?' or escapes; names shown
+    alike stay two students."""
+    folder, scratch = tmp_path / "submissions", tmp_path / "scratch"
+    scratch.mkdir()
+    folder.mkdir()
+    copy = _zip(tmp_path / "copy.zip", {f"copy/{p}": t for p, t in PROJECT.items()})
+    for name in ["\x1b[2J\x1b[32mbob: passed\n.zip", "eve\u202e.zip", "eve\u202d.zip", "...zip"]:
+        shutil.copy(copy, folder / name)
+    shutil.copy(copy, os.path.join(str(folder).encode(), b"\xfe\xff.zip"))
+    found = find_projects(str(folder), str(scratch))
+    assert sorted(found) == sorted(["?[2J?[32mbob: passed?", "...zip", "eve?", "eve?'", "\\udcfe\\udcff"])
+    assert all(why is None for _, why in found.values())
