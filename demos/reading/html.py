@@ -4,6 +4,7 @@ numbers, not-run lines dimmed, folds that open, the debugger command that stops 
 function, and, where attention is computed, each head's weights as a heatmap (a value
 on hover)."""
 
+import dataclasses
 import html
 import json
 import keyword
@@ -41,8 +42,8 @@ figure.hm figcaption { grid-area: 1 / 3; font: 12px system-ui, sans-serif; color
 .keys span, .queries span { text-align: center; white-space: pre; overflow: hidden; line-height: var(--cell); }
 canvas.heat { grid-area: 4 / 3; width: calc(var(--m) * var(--cell)); height: calc(var(--n) * var(--cell));
               image-rendering: pixelated; border: 1px solid #ccd; box-sizing: content-box; cursor: crosshair; }
-nav ol { columns: 2; } table.also { border-collapse: collapse; font-size: 13px; }
-table.also td { padding: 1px 8px 1px 0; vertical-align: top; } table.also td.code { padding: 0; }
+nav ol { columns: 2; } table.also { display: block; overflow-x: auto; border-collapse: collapse; font-size: 13px; }
+table.also td { padding: 1px 8px 1px 0; vertical-align: top; white-space: nowrap; } table.also td.code { padding: 0; }
 td.where { font: 12px ui-monospace, monospace; color: #556; } figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
 """
 SCRIPT = """
@@ -153,9 +154,10 @@ def function_html(function, step):
 
 
 def one_liners_html(functions):
-    """The one-liners as one table: name, the one line (numbered, with its shape), file:line."""
-    rows = "".join(f'<tr><td>{html.escape(f.name)}</td><td class="code">{line_html(f.one_line)}</td>'
-                   f'<td class="where">{html.escape(f.path)}:{f.first}</td></tr>' for f in functions)
+    """The one-liners as one table: name, file, the one line (its number, unindented, its shape)."""
+    rows = "".join(f'<tr><td>{html.escape(f.name)}</td><td class="where">{html.escape(f.path)}</td><td class="code">'
+                   f'{line_html(dataclasses.replace(f.one_line, text=f.one_line.text.strip()))}</td></tr>'
+                   for f in functions)
     return f'<p>{html.escape(ONE_LINERS_ABOUT)}</p><table class="also">{rows}</table>'
 
 

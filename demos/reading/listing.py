@@ -243,7 +243,7 @@ def figures(trace, shown):
 PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
                 "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
                 "loops": "The loops tier, in a small step", "checks": "Checking the inputs"}
-ONE_LINERS = "One-line functions the step also ran"
+ONE_LINERS = "One-line functions that also ran"
 
 
 def sections(shown):
