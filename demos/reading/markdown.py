@@ -64,11 +64,11 @@ def how_to_read(shown, measures):
     """The few sentences a reader needs before the code."""
     shapes = " A trailing `# (12, 64, 128)` is the shape of the array the line made." if measures["shapes"] else ""
     checks = " Functions that only check their inputs come last." if any(f.phase == "checks" for f in shown) else ""
-    singles = " One-line functions (a property, a getter) are listed together at the end, each with its line." \
-        if measures["one_liners"] else ""
-    return ("Each function the step ran appears once, whole, under its file and line, in the order the step first "
-            "ran it. A line ending in `# not run` did not run on this step; `# ... N lines not run on this step` "
-            "stands for several." + shapes + checks + singles)
+    whole = ("whole, or, if it is one line (a property, a getter), as that line in a list at the end"
+             if measures["one_liners"] else "whole")
+    return (f"Each function the step ran appears once, under its file and line, in the order the step first ran it: "
+            f"{whole}. A line ending in `# not run` did not run on this step; `# ... N lines not run on this step` "
+            "stands for several." + shapes + checks)
 
 
 def browser_extras(step):
