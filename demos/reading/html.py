@@ -36,7 +36,8 @@ details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font
 figure.hm { margin: 0; display: grid; grid-template-columns: 1.2em auto calc(var(--m) * var(--cell));
             grid-template-rows: auto 1.2em auto calc(var(--n) * var(--cell)); font: 9px/1 ui-monospace, monospace; }
 figure.hm figcaption { grid-area: 1 / 3; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
-.kt { grid-area: 2 / 3; color: #667; } .qt { grid-area: 4 / 1; writing-mode: vertical-lr; text-orientation: upright; color: #667; }
+.kt { grid-area: 2 / 3; color: #667; } .qt { grid-area: 4 / 1; writing-mode: vertical-lr; text-orientation: upright; color: #667; letter-spacing: -1px;
+      border-right: 1px solid #ccd; margin-right: 3px; }
 .keys { grid-area: 3 / 3; display: grid; grid-template-columns: repeat(var(--m), var(--cell)); }
 .queries { grid-area: 4 / 2; display: grid; grid-template-rows: repeat(var(--n), var(--cell)); padding-right: 2px; }
 .keys span, .queries span { text-align: center; white-space: pre; overflow: hidden; line-height: var(--cell); }
