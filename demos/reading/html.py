@@ -36,7 +36,8 @@ details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font
 figure.hm { margin: 0; display: grid; grid-template-columns: 1.2em auto calc(var(--m) * var(--cell));
             grid-template-rows: auto 1.2em auto calc(var(--n) * var(--cell)); font: 9px/1 ui-monospace, monospace; }
 figure.hm figcaption { grid-area: 1 / 3; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
-.kt { grid-area: 2 / 3; color: #667; } .qt { grid-area: 4 / 1; writing-mode: vertical-lr; text-orientation: upright; color: #667; letter-spacing: -1px;
+.kt { grid-area: 2 / 3; color: #667; }
+.qt { grid-area: 4 / 1; writing-mode: vertical-lr; text-orientation: upright; color: #667; letter-spacing: -1px;
       border-right: 1px solid #ccd; margin-right: 3px; }
 .keys { grid-area: 3 / 3; display: grid; grid-template-columns: repeat(var(--m), var(--cell)); }
 .queries { grid-area: 4 / 2; display: grid; grid-template-rows: repeat(var(--n), var(--cell)); padding-right: 2px; }
@@ -45,7 +46,8 @@ canvas.heat { grid-area: 4 / 3; width: calc(var(--m) * var(--cell)); height: cal
               image-rendering: pixelated; border: 1px solid #ccd; box-sizing: content-box; cursor: crosshair; }
 nav ol { columns: 2; } table.also { display: block; overflow-x: auto; border-collapse: collapse; font-size: 13px; }
 table.also td { padding: 1px 8px 1px 0; vertical-align: top; white-space: nowrap; } table.also td.code { padding: 0; }
-td.where { font: 12px ui-monospace, monospace; color: #556; } figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
+td.where { font: 12px ui-monospace, monospace; color: #556; }
+figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
 """
 SCRIPT = """
 for (const c of document.querySelectorAll("canvas.heat")) {
@@ -133,7 +135,7 @@ def heatmaps(values, labels, note="", axes=None):
     for n, (label, weights) in enumerate(zip(labels, values)):
         queries, keys = axes[n] if axes else (None, None)
         heads = np.asarray(getattr(weights, "data", weights))[0]          # (H, T_q, T_k) of batch element 0
-        rows.append(f'<div class="heads">' + "".join(heatmap(f"{label}, head {h}", head, queries, keys)
+        rows.append('<div class="heads">' + "".join(heatmap(f"{label}, head {h}", head, queries, keys)
                                                      for h, head in enumerate(heads)) + "</div>")
     whose = html.escape(note or "The weights this function computed on the step, for the batch's first sequence.")
     return (f'<p>{whose} One heatmap per head: row i is query position i, column j key position j, each named by its '

@@ -22,6 +22,7 @@ without the page (exercises/handout.py reads that).
 
 import ast
 import dataclasses
+import functools
 import os
 import re
 
@@ -71,7 +72,7 @@ class Function:
     exercises: list        # the exercises whose region, or a twin of it, lies in the function (exercises_in)
     one_line: Line = None  # a one-liner's return line (ONE_LINERS), shown alone at the page's end; None: shown whole
 
-    def shown(self):
+    def lines_shown(self):
         """The Lines the page shows: the one line of a one-liner, else every Line shown unfolded."""
         return [self.one_line] if self.one_line else self.lines()
 
@@ -180,14 +181,20 @@ def fold(lines):
     return rows
 
 
+@functools.lru_cache(maxsize=None)
+def class_starts(path):
+    """The first lines (a decorator's, or the class line) of the classes of `path` (relative):
+    where a class body's code starts, which the tracer enters like a function's."""
+    return {min([node.lineno] + [d.lineno for d in node.decorator_list])
+            for node in statements(os.path.join(PROJECT, path)).values() if isinstance(node, ast.ClassDef)}
+
+
 def functions(trace, phases):
     """The Functions a trace entered, each once, in reading order (phases: their order; a
     function CHECKS names is in phase "checks" where phases has it)."""
     found = []
     for order, (code, (path, phase)) in enumerate(trace.functions.items()):
-        starts = {min([n.lineno] + [d.lineno for d in n.decorator_list])
-                  for n in statements(os.path.join(PROJECT, path)).values() if isinstance(n, ast.ClassDef)}
-        if not code.co_name.startswith("<") and code.co_firstlineno not in starts:   # a function: no lambda, class body
+        if not code.co_name.startswith("<") and code.co_firstlineno not in class_starts(path):   # no lambda, class body
             node = definition(path, code.co_firstlineno)
             if "checks" in phases and CHECKS.fullmatch(code.co_name):
                 phase = "checks"
@@ -201,7 +208,7 @@ def functions(trace, phases):
         function = Function(path, name, first, phase, function_rows(path, first, trace.lines.get(path, set()),
                                                                     trace.shapes), exercises_in(path, first, last))
         single = one_liner(path, definition(path, first))
-        function.one_line = next((line for line in function.lines() if single and line.number == single.lineno), None)
+        function.one_line = next(line for line in function.lines() if line.number == single.lineno) if single else None
         made.append(function)
     return made
 
@@ -230,8 +237,9 @@ def exercises_shown(shown):
 def figures(trace, shown):
     """The page's measures: code lines shown (folds and text not counted), lines with a
     shape, and the share of the distinct lines the call ran that the page shows."""
-    lines = [line for function in shown for line in function.shown()]
-    on_page = {(function.path, line.number) for function in shown for line in function.shown() if line.status == "run"}
+    lines = [line for function in shown for line in function.lines_shown()]
+    on_page = {(function.path, line.number) for function in shown for line in function.lines_shown()
+               if line.status == "run"}
     ran = {(path, number) for path, numbers in trace.lines.items() for number in numbers}
     return {"functions": len(shown), "code_lines": sum(line.status in ("run", "not") for line in lines),
             "shapes": sum(line.shape is not None for line in lines),
