@@ -617,10 +617,11 @@ def collect_tunings(runs):
 
 def collect_reading(runs):
     measures = load(f"{runs}/reading/measures.json")
-    rows = [[f"[{name}](reading/{name}.md)", m["functions"], m["code_lines"], m["folded_lines"], m["shapes"],
-             f"{pct(m['coverage'])} of {m['lines_run']}"] for name, m in measures.items()]
-    return group([table("The reading edition", ["page", "functions", "code lines", "folded (not run)",
-                                                "lines with a shape", "of the distinct lines the step ran"], rows,
+    rows = [[f"[{name}](reading/{name}.md)", m["functions"], m["one_liners"], m["code_lines"], m["folded_lines"],
+             m["shapes"], f"{pct(m['coverage'])} of {m['lines_run']}"] for name, m in measures.items()]
+    return group([table("The reading edition", ["page", "functions", "of them one-line (listed at the end)",
+                                                "code lines", "folded (not run)", "lines with a shape",
+                                                "of the distinct lines the step ran"], rows,
                         note="Pages written to docs/reading/ from a traced step (demos/reading/).")])
 
 

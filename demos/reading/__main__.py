@@ -62,7 +62,8 @@ def main(argv=None):
     written = {}
     for name in args.page or PAGES:
         measures = written[name] = write(PAGES[name](), args.out)
-        print(f"{args.out}/{name}.md and .html: {measures['functions']} functions, {measures['code_lines']} code lines "
+        print(f"{args.out}/{name}.md and .html: {measures['functions']} functions ({measures['one_liners']} of one "
+              f"line, listed at the end), {measures['code_lines']} code lines "
               f"({measures['folded_lines']} more folded), {measures['shapes']} shapes, {measures['coverage']:.0%} of the "
               f"{measures['lines_run']} distinct lines run")
     if args.json:

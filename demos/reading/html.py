@@ -4,6 +4,7 @@ numbers, not-run lines dimmed, folds that open, the debugger command that stops 
 function, and, where attention is computed, each head's weights as a heatmap (a value
 on hover)."""
 
+import dataclasses
 import html
 import json
 import keyword
@@ -11,7 +12,8 @@ import re
 
 import numpy as np
 
-from demos.reading.listing import Fold, exercises_shown, fold_text, sections
+from demos.reading.listing import ONE_LINERS, Fold, exercises_shown, fold_text, sections
+from demos.reading.markdown import ONE_LINERS_ABOUT
 from demos.reading.steps import PHASE_DEBUG
 
 TOKENS = re.compile(r"(?P<comment>#.*$)|(?P<string>[rbfRBF]{0,2}(\"\"\"|'''|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'))"
@@ -30,10 +32,22 @@ h4 .where { font: 13px ui-monospace, monospace; color: #556; }
 details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font-style: italic; padding-left: 4.5em; }
 .cmd { font: 11px ui-monospace, monospace; color: #9aa0aa; margin: 0 0 .3em; }
 .cmd code { color: #8a909a; } code.seq { white-space: pre; background: #eef1f6; padding: 1px 4px; }
-.heads { display: grid; grid-template-columns: 5em repeat(var(--heads), 180px); gap: 6px; align-items: center;
-         margin: .6em 0 1em; }
-canvas.heat { width: 176px; height: 176px; image-rendering: pixelated; border: 1px solid #ccd; cursor: crosshair; }
-nav ol { columns: 2; } figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
+.heads { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: .4em 0 .8em; }
+figure.hm { margin: 0; display: grid; grid-template-columns: 1.2em auto calc(var(--m) * var(--cell));
+            grid-template-rows: auto 1.2em auto calc(var(--n) * var(--cell)); font: 9px/1 ui-monospace, monospace; }
+figure.hm figcaption { grid-area: 1 / 3; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
+.kt { grid-area: 2 / 3; color: #667; }
+.qt { grid-area: 4 / 1; writing-mode: vertical-lr; text-orientation: upright; color: #667; letter-spacing: -1px;
+      border-right: 1px solid #ccd; margin-right: 3px; }
+.keys { grid-area: 3 / 3; display: grid; grid-template-columns: repeat(var(--m), var(--cell)); }
+.queries { grid-area: 4 / 2; display: grid; grid-template-rows: repeat(var(--n), var(--cell)); padding-right: 2px; }
+.keys span, .queries span { text-align: center; white-space: pre; overflow: hidden; line-height: var(--cell); }
+canvas.heat { grid-area: 4 / 3; width: calc(var(--m) * var(--cell)); height: calc(var(--n) * var(--cell));
+              image-rendering: pixelated; border: 1px solid #ccd; box-sizing: content-box; cursor: crosshair; }
+nav ol { columns: 2; } table.also { display: block; overflow-x: auto; border-collapse: collapse; font-size: 13px; }
+table.also td { padding: 1px 8px 1px 0; vertical-align: top; white-space: nowrap; } table.also td.code { padding: 0; }
+td.where { font: 12px ui-monospace, monospace; color: #556; }
+figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }
 """
 SCRIPT = """
 for (const c of document.querySelectorAll("canvas.heat")) {
@@ -48,9 +62,9 @@ for (const c of document.querySelectorAll("canvas.heat")) {
   c.addEventListener("mousemove", e => {
     const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top) / r.height * n),
           j = Math.floor((e.clientX - r.left) / r.width * m);
-    const said = JSON.parse(c.dataset.tokens), at = k => said ? ` ${JSON.stringify(said[k])}` : "";
-    c.title = `${c.dataset.label}, query ${i}${at(i)}, key ${j}${at(j)}: ` +
-              (rows[i][j] > 0 ? (rows[i][j] / 1e4).toFixed(4) : "0 (a masked key, or under 0.00005)");
+    const q = JSON.parse(c.dataset.queries), k = JSON.parse(c.dataset.keys), w = rows[i][j] / 1e4;
+    c.title = `${c.dataset.label}: query ${i} '${q[i]}' → key ${j} '${k[j]}': ` +
+              (rows[i][j] > 0 ? w.toFixed(3) : "0 (a masked key, or under 0.00005)");
   });
 }
 """
@@ -92,32 +106,42 @@ def rows_html(function):
     return "".join(parts)
 
 
-def heatmaps(values, labels, note="", tokens=None):
+CELL = 240          # a heatmap's side in pixels, about: each position a cell of CELL // length pixels, 10 to 20
+
+
+def heatmap(label, head, queries, keys):
+    """One head's weights (T_q, T_k) as a canvas between its axes: the query positions down
+    the left, the key positions along the top, each named by its token (queries, keys: the
+    tokens shown, or None for the positions' numbers); the weights in 1/10000 (JSON in a data
+    attribute, drawn by SCRIPT; exactly 0 is a masked key), named on hover."""
+    n, m = head.shape
+    queries, keys = queries or [str(i) for i in range(n)], keys or [str(j) for j in range(m)]
+    quantized = json.dumps(np.round(head * 1e4).astype(int).tolist(), separators=(",", ":"))
+    ticks = lambda kind, tokens: (f'<div class="{kind}">' + "".join(f"<span>{html.escape(t)}</span>" for t in tokens)
+                                  + "</div>")
+    return (f'<figure class="hm" style="--n: {n}; --m: {m}; --cell: {min(20, max(10, CELL // max(n, m)))}px">'
+            f'<figcaption>{html.escape(label)}</figcaption><span class="kt">key →</span>'
+            f'<span class="qt">query ↓</span>{ticks("keys", keys)}{ticks("queries", queries)}'
+            f'<canvas class="heat" width="{m}" height="{n}" data-label="{html.escape(label)}" '
+            f'data-weights="{quantized}" data-queries="{html.escape(json.dumps(queries))}" '
+            f'data-keys="{html.escape(json.dumps(keys))}" title="{html.escape(label)}"></canvas></figure>')
+
+
+def heatmaps(values, labels, note="", axes=None):
     """One row per call of the attention (labels: what each call is, e.g. a layer) of one
-    canvas per head: batch element 0's weights in 1/10000 (JSON in a data attribute, drawn
-    by SCRIPT; a weight of exactly 0 is a masked key); note: what they show, if not this
-    step's; tokens: the sequence's characters, named on hover."""
+    heatmap per head, of batch element 0; note: what they show, if not this step's; axes:
+    each call's (query tokens, key tokens), or None for positions' numbers."""
     rows = []
-    said = json.dumps(tokens) if tokens else "null"
-    heads_count = len(np.asarray(getattr(values[0], "data", values[0]))[0])
-    for label, weights in zip(labels, values):
+    for n, (label, weights) in enumerate(zip(labels, values)):
+        queries, keys = axes[n] if axes else (None, None)
         heads = np.asarray(getattr(weights, "data", weights))[0]          # (H, T_q, T_k) of batch element 0
-        rows.append(f"<div>{html.escape(label)}</div>")
-        for h, head in enumerate(heads):
-            quantized = json.dumps(np.round(head * 1e4).astype(int).tolist(), separators=(",", ":"))
-            rows.append(f'<canvas class="heat" width="{head.shape[1]}" height="{head.shape[0]}" '
-                        f'data-label="{html.escape(label)}, head {h}" data-weights="{quantized}" '
-                        f'data-tokens="{html.escape(said)}" '
-                        f'title="{html.escape(label)}, head {h}"></canvas>')
-    header = "<div></div>" + "".join(f"<div>head {h}</div>" for h in range(heads_count))
+        rows.append('<div class="heads">' + "".join(heatmap(f"{label}, head {h}", head, queries, keys)
+                                                     for h, head in enumerate(heads)) + "</div>")
     whose = html.escape(note or "The weights this function computed on the step, for the batch's first sequence.")
-    if tokens:
-        whose += f' The sequence: <code class="seq">{html.escape("".join(tokens).replace(chr(10), "⏎"))}</code>.'
-    return (f'<p>{whose} One heatmap per '
-            'head (rows: queries, columns: keys; darker is heavier, on one scale for every row and head: the square '
-            'root of the weight, so that a query attending evenly is pale and one that picks a key is dark; grey: '
-            'a weight under 0.00005, a masked key\'s 0 among them). Hover for a value.</p>'
-            f'<div class="heads" style="--heads: {heads_count}">{header}{"".join(rows)}</div>')
+    return (f'<p>{whose} One heatmap per head: row i is query position i, column j key position j, each named by its '
+            'token; darker is heavier, on one scale for every row and head: the square root '
+            'of the weight, so that a query attending evenly is pale and one that picks a key is dark; grey: a weight '
+            'under 0.00005, a masked key\'s 0 among them. Hover for a value.</p>' + "".join(rows))
 
 
 def function_html(function, step):
@@ -128,8 +152,16 @@ def function_html(function, step):
     return (f'<h4><span class="where">{html.escape(function.path)}:{function.first}</span> {html.escape(function.name)}</h4>'
             f'<div class="cmd">stop here: <code>{html.escape(command)}</code></div>'
             f'<div class="code">{rows_html(function)}</div>'
-            + "".join(heatmaps(values, step.heatmap_labels, step.heatmap_note, step.heatmap_tokens)
+            + "".join(heatmaps(values, step.heatmap_labels, step.heatmap_note, step.heatmap_axes)
                       for values in watched if values))
+
+
+def one_liners_html(functions):
+    """The one-liners as one table: name, file, the one line (its number, unindented, its shape)."""
+    rows = "".join(f'<tr><td>{html.escape(f.name)}</td><td class="where">{html.escape(f.path)}</td><td class="code">'
+                   f'{line_html(dataclasses.replace(f.one_line, text=f.one_line.text.strip()))}</td></tr>'
+                   for f in functions)
+    return f'<p>{html.escape(ONE_LINERS_ABOUT)}</p><table class="also">{rows}</table>'
 
 
 def render(step, shown, top_html, bottom_html, graph_svg=None):
@@ -139,7 +171,9 @@ def render(step, shown, top_html, bottom_html, graph_svg=None):
     graph_html = f'<figure class="graph">{graph_svg}</figure>' if graph_svg else ""
     toc = "".join(f'<li><a href="#s{n}">{html.escape(title)}</a> ({len(functions)})</li>'
                   for n, (title, functions) in enumerate(grouped, 1))
-    body = "".join(f'<h2 id="s{n}">{n}. {html.escape(title)}</h2>' + "".join(function_html(f, step) for f in functions)
+    body = "".join(f'<h2 id="s{n}">{n}. {html.escape(title)}</h2>'
+                   + (one_liners_html(functions) if title == ONE_LINERS else
+                      "".join(function_html(f, step) for f in functions))
                    for n, (title, functions) in enumerate(grouped, 1))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(step.title)}: the reading '
             f'edition</title><style>{one_line(STYLE)}</style></head><body>\n<h1>{html.escape(step.title)}: the reading edition</h1>'

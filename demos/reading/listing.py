@@ -2,8 +2,13 @@
 each line marked as run or not run on the traced call, with the shapes it made.
 
 Reading order: by phase (the configuration, the forward pass, the backward pass, the
-optimizer), then by layer of the house (the training step, the data, the model, nn, autograd,
-the kernels), then in the order the call first entered each function.  A stretch of at least
+optimizer), then in the order the call first entered each function, as the step ran them:
+nanoGPT's model.py top to bottom (embedding, each block's norm, attention, MLP, the loss),
+each function followed by those it was the first to call, down to the kernels; the backward
+pass as the engine reaches each op.  No list of names says the order, so it cannot drift from
+the code.  A one-line function of the plumbing (one_liner: a property, a getter, a Tensor
+method handing its work to an op) is not shown whole: it teaches nothing in place, so the page
+lists them together at its end (ONE_LINERS), each with its one line.  A stretch of at least
 FOLD lines that never ran becomes one fold ("... N lines not run on this step"), so that
 the page holds what runs, not every branch a step never takes.  Functions that only check
 their inputs (CHECKS: require..., _check..., a config's __post_init__) are read last, in phase
@@ -17,6 +22,7 @@ without the page (exercises/handout.py reads that).
 
 import ast
 import dataclasses
+import functools
 import os
 import re
 
@@ -25,9 +31,6 @@ from exercises.regions import BEGIN, END
 from exercises.twins import BEGIN_TWIN, END_TWIN
 
 FOLD = 2                                  # fewest not-run code lines folded into one line (a two-line raise, say)
-LAYERS = (("the training step", ("transformer/training/", "nn/recipe.py")), ("the data", ("transformer/data/",)),
-          ("the model", ("transformer/",)),
-          ("nn", ("nn/",)), ("autograd", ("autograd/",)), ("the kernels", ("autograd/kernels/",)))
 CHECKS = re.compile(r"(?:_?check|require)\w*|__post_init__")    # a function's own name: it validates its inputs
 MARKERS = (BEGIN, END, BEGIN_TWIN, END_TWIN)
 
@@ -60,14 +63,18 @@ class Fold:
 
 @dataclasses.dataclass
 class Function:
-    """A function as the page shows it: where it is, the phase and layer it is read in, its rows."""
+    """A function as the page shows it: where it is, the phase it is read in, its rows."""
     path: str              # relative to the project
     name: str              # qualified: Class.method, or outer.<locals>.inner
     first: int             # its first line (a decorator's, or the def's)
     phase: str
-    layer: str
     rows: list             # Line and Fold, in order
     exercises: list        # the exercises whose region, or a twin of it, lies in the function (exercises_in)
+    one_line: Line = None  # a one-liner's return line (ONE_LINERS), shown alone at the page's end; None: shown whole
+
+    def lines_shown(self):
+        """The Lines the page shows: the one line of a one-liner, else every Line shown unfolded."""
+        return [self.one_line] if self.one_line else self.lines()
 
     def lines(self):
         """Every Line shown unfolded."""
@@ -85,12 +92,26 @@ class Function:
         return next(line.number for line in self.lines() if line.text.lstrip().startswith(("def ", "async def ")))
 
 
-def layer_of(path):
-    """The index in LAYERS of the layer of the house `path` is in (its longest prefix's)."""
-    posix = path.replace(os.sep, "/")
-    matches = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
-               if posix.startswith(prefix)]
-    return max(matches)[1]
+def docstring_lines(node):
+    """The lines of a function's docstring (an empty range if it has none)."""
+    head = node.body[0]
+    is_doc = isinstance(head, ast.Expr) and isinstance(head.value, ast.Constant) and isinstance(head.value.value, str)
+    return range(head.lineno, head.end_lineno + 1) if is_doc else range(0)
+
+
+TEACHING = ("autograd/ops/", "autograd/kernels/", "transformer/")     # where a one-line body is the math or the model
+
+
+def one_liner(path, node):
+    """The return statement of a one-liner, else None: a function whose body, the docstring
+    aside, is one `return` on one line (`return self.data.shape`, `return _grad_enabled`,
+    `return ops.Add.apply(self, self._lift(other))`), outside TEACHING: the plumbing between
+    the model and the ops, which teaches nothing in place.  An op's `return a + b` is its math
+    and a model's `return np.tril(...)` its mask: they stay whole where they run."""
+    body = [statement for statement in node.body if statement.lineno not in docstring_lines(node)]
+    if path.replace(os.sep, "/").startswith(TEACHING) or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    return body[0] if body[0].value is not None and body[0].lineno == body[0].end_lineno else None
 
 
 def definition(path, first):
@@ -131,9 +152,7 @@ def function_rows(path, first, trace_lines, trace_shapes):
     with open(os.path.join(PROJECT, path), encoding="utf-8") as f:
         source = f.read().split("\n")
     indent = len(source[first - 1]) - len(source[first - 1].lstrip())
-    head = node.body[0]
-    docstring = range(head.lineno, head.end_lineno + 1) if isinstance(head, ast.Expr) and \
-        isinstance(head.value, ast.Constant) and isinstance(head.value.value, str) else range(0)
+    docstring = docstring_lines(node)
     shapes = {}
     covering = statements(os.path.join(PROJECT, path))
     for (shaped_path, start), seen in trace_shapes.items():
@@ -162,12 +181,20 @@ def fold(lines):
     return rows
 
 
+@functools.lru_cache(maxsize=None)
+def class_starts(path):
+    """The first lines (a decorator's, or the class line) of the classes of `path` (relative):
+    where a class body's code starts, which the tracer enters like a function's."""
+    return {min([node.lineno] + [d.lineno for d in node.decorator_list])
+            for node in statements(os.path.join(PROJECT, path)).values() if isinstance(node, ast.ClassDef)}
+
+
 def functions(trace, phases):
     """The Functions a trace entered, each once, in reading order (phases: their order; a
     function CHECKS names is in phase "checks" where phases has it)."""
     found = []
     for order, (code, (path, phase)) in enumerate(trace.functions.items()):
-        if not code.co_name.startswith("<"):                     # not a comprehension, lambda or class body
+        if not code.co_name.startswith("<") and code.co_firstlineno not in class_starts(path):   # no lambda, class body
             node = definition(path, code.co_firstlineno)
             if "checks" in phases and CHECKS.fullmatch(code.co_name):
                 phase = "checks"
@@ -175,11 +202,15 @@ def functions(trace, phases):
     outer = [(path, first, last) for path, first, last, *_ in found]
     shown = [entry for entry in found if not any(path == entry[0] and first < entry[1] and entry[2] <= last
                                                   for path, first, last in outer)]   # a closure shows in its parent
-    shown.sort(key=lambda e: (phases.index(e[4]), layer_of(e[0]), e[5]))
-    return [Function(path, name, first, phase, LAYERS[layer_of(path)][0],
-                     function_rows(path, first, trace.lines.get(path, set()), trace.shapes),
-                     exercises_in(path, first, last))
-            for path, first, last, name, phase, _ in shown]
+    shown.sort(key=lambda e: (phases.index(e[4]), e[5]))
+    made = []
+    for path, first, last, name, phase, _ in shown:
+        function = Function(path, name, first, phase, function_rows(path, first, trace.lines.get(path, set()),
+                                                                    trace.shapes), exercises_in(path, first, last))
+        single = one_liner(path, definition(path, first))
+        function.one_line = next(line for line in function.lines() if line.number == single.lineno) if single else None
+        made.append(function)
+    return made
 
 
 def exercises_in(path, first, last):
@@ -206,29 +237,35 @@ def exercises_shown(shown):
 def figures(trace, shown):
     """The page's measures: code lines shown (folds and text not counted), lines with a
     shape, and the share of the distinct lines the call ran that the page shows."""
-    lines = [line for function in shown for line in function.lines()]
-    on_page = {(function.path, line.number) for function in shown for line in function.lines() if line.status == "run"}
+    lines = [line for function in shown for line in function.lines_shown()]
+    on_page = {(function.path, line.number) for function in shown for line in function.lines_shown()
+               if line.status == "run"}
     ran = {(path, number) for path, numbers in trace.lines.items() for number in numbers}
     return {"functions": len(shown), "code_lines": sum(line.status in ("run", "not") for line in lines),
             "shapes": sum(line.shape is not None for line in lines),
             "folded_lines": sum(row.code_lines for function in shown for row in function.rows if isinstance(row, Fold)),
+            "one_liners": sum(function.one_line is not None for function in shown),
             "lines_run": len(ran), "lines_run_shown": len(ran & on_page), "coverage": len(ran & on_page) / len(ran)}
 
 
 PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
                 "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
                 "loops": "The loops tier, in a small step", "checks": "Checking the inputs"}
+ONE_LINERS = "One-line functions that also ran"
 
 
 def sections(shown):
-    """[(title, [Function, ...]), ...]: the functions grouped by phase and layer, in order."""
+    """[(title, [Function, ...]), ...]: the functions shown whole grouped by phase, in order,
+    then the one-liners (ONE_LINERS) together, if any."""
     grouped = []
     for function in shown:
-        title = PHASE_TITLES[function.phase] + ("" if function.phase == "checks" else f": {function.layer}")
-        if not grouped or grouped[-1][0] != title:
-            grouped.append((title, []))
-        grouped[-1][1].append(function)
-    return grouped
+        if function.one_line is None:
+            title = PHASE_TITLES[function.phase]
+            if not grouped or grouped[-1][0] != title:
+                grouped.append((title, []))
+            grouped[-1][1].append(function)
+    singles = [function for function in shown if function.one_line is not None]
+    return grouped + ([(ONE_LINERS, singles)] if singles else [])
 
 
 def suffix(line):

@@ -4,7 +4,7 @@ of them folded into one comment line, shapes as trailing comments."""
 
 import re
 
-from demos.reading.listing import Fold, exercises_shown, fold_text, sections, suffix
+from demos.reading.listing import ONE_LINERS, Fold, exercises_shown, fold_text, sections, suffix
 
 SOURCE_ROOT = "../.."          # the project from docs/reading/ (or from runs/reading/), where the pages live
 
@@ -14,12 +14,26 @@ def slug(title):
     return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
 
 
+def where(function):
+    """A function's file:line, linked to the source."""
+    return f"[`{function.path}:{function.first}`]({SOURCE_ROOT}/{function.path}#L{function.first})"
+
+
 def function_block(function):
     """A function's heading and code block."""
-    link = f"{SOURCE_ROOT}/{function.path}#L{function.first}"
     rows = [fold_text(row) if isinstance(row, Fold) else row.text + suffix(row) for row in function.rows]
-    return "\n".join([f"#### [`{function.path}:{function.first}`]({link}) {function.name}", "", "```python",
+    return "\n".join([f"#### {where(function)} {function.name}", "", "```python",
                       *rows, "```", ""])
+
+
+ONE_LINERS_ABOUT = ("Each of these functions is one line, its docstring aside: a property, a getter, or a call "
+                    "handing the work on. Each ran on the step, listed here in the order it first ran, with its line.")
+
+
+def one_liner_item(function):
+    """A one-liner as one list item: where, its name, and its one line (with the shape it made)."""
+    line = function.one_line
+    return f"- {where(function)} `{function.name}`: `{line.text.strip()}{suffix(line)}`"
 
 
 GLOSSARY = "../GLOSSARY.md"     # the project's words (tier, engine room, ...), from docs/reading/
@@ -40,7 +54,8 @@ def render(step, shown, measures, html_name):
               for n, (title, functions) in enumerate(grouped, 1)]
     for n, (title, functions) in enumerate(grouped, 1):
         parts += ["", f"## {n}. {title}", ""]
-        parts += [function_block(function) for function in functions]
+        parts += [ONE_LINERS_ABOUT, ""] + [one_liner_item(function) for function in functions] if title == ONE_LINERS \
+            else [function_block(function) for function in functions]
     parts += ["", "## How this page was made", "", how_it_was_made(step, measures)]
     return "\n".join(parts).rstrip("\n") + "\n"
 
@@ -49,8 +64,11 @@ def how_to_read(shown, measures):
     """The few sentences a reader needs before the code."""
     shapes = " A trailing `# (12, 64, 128)` is the shape of the array the line made." if measures["shapes"] else ""
     checks = " Functions that only check their inputs come last." if any(f.phase == "checks" for f in shown) else ""
-    return ("Each function the step ran appears once, whole, under its file and line. A line ending in `# not run` "
-            "did not run on this step; `# ... N lines not run on this step` stands for several." + shapes + checks)
+    whole = ("whole, or, if it is one line (a property, a getter), as that line in a list at the end"
+             if measures["one_liners"] else "whole")
+    return (f"Each function the step ran appears once, under its file and line, in the order the step first ran it: "
+            f"{whole}. A line ending in `# not run` did not run on this step; `# ... N lines not run on this step` "
+            "stands for several." + shapes + checks)
 
 
 def browser_extras(step):

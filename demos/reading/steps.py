@@ -36,6 +36,7 @@ SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"   
 SCRATCH = "--out runs/scratch"    # every command a page prints writes there, never over a run of the learner's
 PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT} {SCRATCH}")}
 # a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
+HEATMAP_POSITIONS = 24     # the GPT's heatmaps: the first positions of 64, each wide enough to name its character
 TRAINED_STEPS = 300          # the heatmaps' models: this many seeded steps, enough for their heads to specialise
 Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
 TIERS_NOTE = ("Attention is composed (matmul, masked_fill, softmax, matmul: the ops to step through), not the one "
@@ -63,7 +64,7 @@ class Step:
     heatmap_labels: tuple = ()     # what each watched call of the attention is (a layer, a kind)
     heatmaps: dict = None          # {watched key: [weights, ...]} to draw (None: the trace's own, trace.watched)
     heatmap_note: str = ""         # what the heatmaps show, when not the traced step's own weights
-    heatmap_tokens: list = None    # the characters of the heatmaps' sequence, for their hover text
+    heatmap_axes: list = None      # each watched call's (query tokens, key tokens) to name the heatmaps' axes
     graph: object = None           # the scalar page's output Value, whose graph is drawn
 
 
@@ -105,12 +106,13 @@ def gpt_step():
              "batch 2).")
     note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "
             "the default kernels), not of the step traced here: at its second step the model is untrained and "
-            "attends almost evenly. They are for one sequence of the validation text: row i is the character at "
-            "position i asking, column j the character it attends to; hover to read both.")
+            f"attends almost evenly. They are for the first {HEATMAP_POSITIONS} positions of one sequence of the "
+            f"validation text (of {cfg.block_size}: under the causal mask no query attends past them, so their rows "
+            "are whole); ⏎ is a newline, ␣ a space.")
     return Step("gpt_step", "One GPT training step", intro, about, TRAINING_PHASES + ("checks", "loops"), trace,
                 f"demos.gpt --attention composed --max-iters 1 {SCRATCH}", "AUTOGRAD_KERNELS=numpy",
                 tuple(f"layer {n}" for n in range(config.num_layers)), heatmaps={ATTENTION: heatmaps},
-                heatmap_note=note, heatmap_tokens=tokens)
+                heatmap_note=note, heatmap_axes=[(tokens, tokens)] * config.num_layers)
 
 
 def text_data(block_size):
@@ -122,8 +124,9 @@ def text_data(block_size):
 
 
 def trained_attention(cfg, data):
-    """(the characters of a validation sequence, [each layer's attention weights on it]) of
-    gpt_config's GPT after TRAINED_STEPS seeded steps of nanoGPT's recipe on `data`."""
+    """(the characters of the first HEATMAP_POSITIONS positions of a validation sequence, as
+    shown (⏎ a newline, ␣ a space), [each layer's attention weights on them]) of gpt_config's
+    GPT after TRAINED_STEPS seeded steps of nanoGPT's recipe on `data`."""
     from autograd import manual_seed
     from transformer.families.decoder_only import DecoderOnly, gpt_config
     from transformer.training.lm import step_functions
@@ -135,7 +138,9 @@ def trained_attention(cfg, data):
     tokens = data.batch("val", 1, np.random.default_rng(cfg.seed))[0]
     weights = attention_after_training(model, lambda n: step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(n)),
                                        lambda: model(tokens))
-    return [ALPHABET[t] for t in tokens[0]], weights
+    first = tokens[:, :HEATMAP_POSITIONS]                             # causal: their queries see no later key
+    return ([{"\n": "⏎", " ": "␣"}.get(ALPHABET[t], ALPHABET[t]) for t in first[0]],
+            [np.asarray(getattr(w, "data", w))[..., :HEATMAP_POSITIONS, :HEATMAP_POSITIONS] for w in weights])
 
 
 def attention_after_training(model, train, forward):
@@ -224,6 +229,8 @@ def seq2seq_step():
     layers = range(config.num_encoder_layers)
     labels = ([f"encoder {n} self" for n in layers]
               + [f"decoder {n} {kind}" for n in range(config.num_decoder_layers) for kind in ("self", "cross")])
+    source, target = ([tasks.symbol_label(t) for t in row[0]] for row in (example.src, example.tgt_in))
+    axes = [(source, source)] * len(layers) + [(target, target), (target, source)] * config.num_decoder_layers
     intro = (f"One training step of the main demo's encoder-decoder Transformer (`python -m demos.train --task "
              f"reverse`: {config.num_encoder_layers} + {config.num_decoder_layers} layers, d_model {config.d_model}, "
              f"{config.num_heads} heads, batch {cfg.batch_size} of sequences of {cfg.min_len} to {cfg.max_len} "
@@ -236,7 +243,7 @@ def seq2seq_step():
             "column n source position n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
     return Step("seq2seq_step", "One encoder-decoder training step", intro, about, TRAINING_PHASES + ("checks",), trace,
                 f"demos.train --task reverse --steps 1 {SCRATCH}", "AUTOGRAD_KERNELS=numpy", tuple(labels),
-                heatmaps={ATTENTION: heatmaps}, heatmap_note=note)
+                heatmaps={ATTENTION: heatmaps}, heatmap_note=note, heatmap_axes=axes)
 
 
 def scalar_backward():

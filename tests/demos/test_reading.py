@@ -25,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 READING = os.path.join(ROOT, "docs", "reading")
 PAGES = ("gpt_step", "seq2seq_step", "scalar_backward")
 HEADING = re.compile(r"^#### \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) (?P<name>\S+)$")
+ONE_LINER = re.compile(r"^- \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) `(?P<name>[^`]+)`: `(?P<line>[^`]+)`$")
 FOLDED = re.compile(r"^\s*# \.\.\. (\d+) lines not run on this step$")
 SHAPE = r"\((?:\d+(?:, \d+)*,?)?\)"
 SHAPES = rf"{SHAPE}(?:, {SHAPE})*"
@@ -51,6 +52,12 @@ def definition(tree, name):
         nodes = [child for node in nodes for child in ast.iter_child_nodes(node)
                  if isinstance(child, (ast.FunctionDef, ast.ClassDef)) and child.name == part]
     return nodes[0] if nodes else None
+
+
+def one_liners(markdown):
+    """(path, first line, name, the line shown) of each one-liner the page lists at its end."""
+    return [(found["path"], int(found["first"]), found["name"], found["line"])
+            for found in map(ONE_LINER.match, markdown.split("\n")) if found]
 
 
 def code_lines(source_lines, tree):
@@ -105,6 +112,25 @@ def read_page(markdown):
         if number != node.end_lineno + 1:
             seen["problems"].append(f"{path}:{first} {name}: the page shows up to line {number - 1}, "
                                     f"the function ends at {node.end_lineno}")
+    for path, first, name, shown in one_liners(markdown):
+        seen["functions"] += 1
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            source = f.read()
+        node = definition(ast.parse(source), name)
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))] \
+            if node is not None else []
+        if node is None or min([node.lineno] + [d.lineno for d in node.decorator_list]) != first or \
+                len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].end_lineno != body[0].lineno:
+            seen["problems"].append(f"{path}:{first}: {name} is not a one-line function starting there")
+            continue
+        original = source.split("\n")[body[0].lineno - 1].strip()
+        suffix = SUFFIX.fullmatch(shown[len(original):]) if shown.startswith(original) else None
+        seen["code"] += 1
+        seen["verbatim"] += suffix is not None
+        seen["shapes"] += bool(suffix and suffix["shape"])
+        seen["not_run" if suffix and suffix["not"] else "run"].add((path, body[0].lineno))
+        if suffix is None:
+            seen["problems"].append(f"{path}:{body[0].lineno}: the page shows {shown!r}, the source {original!r}")
     return seen
 
 
@@ -163,11 +189,14 @@ def test_a_training_page_reads_from_the_model_down(committed, name):
     only check their inputs after them all; no exercise's marker comment in the code."""
     markdown = committed[name][0]
     sections = re.findall(r"^## \d+\. (.+)$", markdown, re.M)
-    order = ["The forward pass", "The step", "The backward pass", "The optimizer's update", "Checking the inputs"]
-    firsts = [next(i for i, title in enumerate(sections) if title.startswith(part)) for part in order]
-    assert firsts == sorted(firsts), sections
+    order = ["The configuration", "The forward pass", "The step", "The backward pass", "The optimizer's update",
+             "Checking the inputs"]
+    present = [title for title in sections if title in order]           # seq2seq's config: dataclasses and checks
+    assert present == [title for title in order if title in present] and set(order[1:]) <= set(present), sections
     checking = sections.index("Checking the inputs")
-    assert all(title == "Checking the inputs" or title.startswith("The loops tier") for title in sections[checking:])
+    assert set(sections[checking:]) <= {"Checking the inputs", "The loops tier, in a small step",
+                                         listing.ONE_LINERS}, sections
+    assert sections[-1] == listing.ONE_LINERS
     checks = markdown.split(f"## {checking + 1}. Checking the inputs")[1].split("\n## ")[0]
     for path, first, function, shown in blocks(markdown):
         own_name = function.rsplit(".", 1)[-1]
@@ -175,12 +204,80 @@ def test_a_training_page_reads_from_the_model_down(committed, name):
         assert not [line for line in shown if any(marker.match(line) for marker in MARKERS)], function
 
 
+def test_the_gpt_page_reads_in_the_order_the_step_runs(committed):
+    """nanoGPT's model.py top to bottom, as the step ran it: the embedding, a block's norm,
+    attention (projections, heads, scores, mask, softmax, merge), the MLP, the loss; then the
+    engine's walk and each op's backward as it first reaches it (the loss's first, the
+    embedding's gather last); then AdamW. No list of names in demos/reading says this order."""
+    names = [name for _, _, name, _ in blocks(committed["gpt_step"][0])]
+    forward = ["DecoderOnly.forward", "embedding", "LayerNormFn.forward", "MultiHeadAttention.forward",
+               "LinearFn.forward", "MultiHeadAttention._split_heads", "scaled_dot_product_attention",
+               "MatMul.forward", "MaskedFill.forward", "Softmax.forward", "MultiHeadAttention._merge_heads",
+               "FeedForward.forward", "GELUFn.forward", "cross_entropy", "LogSoftmax.forward",
+               "Tensor.backward", "run_backward", "graph_nodes", "Div.backward", "LogSoftmax.backward",
+               "LinearFn.backward", "LayerNormFn.backward", "GELUFn.backward", "MatMul.backward", "Softmax.backward",
+               "MaskedFill.backward", "index_add_rows", "clip_grad_norm_", "Optimizer.step", "adam_step"]
+    assert [names.index(name) for name in forward] == sorted(names.index(name) for name in forward), \
+        [name for name in names if name in forward]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_functions_are_read_in_the_order_the_call_first_entered_them(seed):
+    """Within a phase the page's order is the trace's order of first entry, whatever the file
+    or layer (a caller before its callees): attention's forward, then its projections' ops."""
+    from transformer.attention import MultiHeadAttention
+    from autograd import Tensor, manual_seed
+    rng = np.random.default_rng(seed)
+    manual_seed(seed)
+    attention = MultiHeadAttention(8, 2)
+    x = Tensor(rng.standard_normal((2, int(rng.integers(2, 6)), 8)).astype(np.float32), requires_grad=True)
+    trace = Trace(phases=(("autograd/tensor.py", "Tensor.backward", "backward"),))
+    out = trace.record("forward", attention, x, x, x)
+    trace.record("forward", lambda: out.sum().backward())
+    shown = listing.functions(trace, ("forward", "backward"))
+    entered = [code.co_qualname for code in trace.functions if not code.co_name.startswith("<")]
+    assert [f.name for f in shown] == sorted((f.name for f in shown), key=entered.index)
+    assert shown[0].name == "Module.__call__" and shown[1].name == "MultiHeadAttention.forward"
+    phases = [f.phase for f in shown]
+    assert phases == sorted(phases, key=("forward", "backward").index) and "backward" in phases
+
+
+def test_a_one_liner_is_listed_at_the_end_and_the_rest_shown_whole(committed):
+    """A property, a getter, a Tensor method handing its work to an op: one line each at the
+    page's end; an op's or a kernel's one line, its math, and the model's stay whole in place."""
+    markdown = committed["gpt_step"][0]
+    singles = {name: path for path, _, name, _ in one_liners(markdown)}
+    assert {"Tensor.shape", "Tensor.ndim", "is_grad_enabled", "Tensor.__matmul__"} <= set(singles)
+    assert not [path for path in singles.values() if path.startswith(listing.TEACHING)]
+    whole = {name for _, _, name, _ in blocks(markdown)}
+    assert {"Add.forward", "Add.backward", "causal_mask", "FeedForward.forward"} <= whole
+    assert not whole & set(singles)
+    for path, first, name, shown in blocks(markdown):
+        node = definition(ast.parse(read(os.path.join(ROOT, path))), name)
+        if not path.startswith(listing.TEACHING):
+            assert listing.one_liner(path, node) is None, name
+
+
+@pytest.mark.parametrize("source, single", [
+    ("@property\ndef shape(self):\n    return self.data.shape\n", "return self.data.shape"),
+    ('def f():\n    """Say."""\n    return _enabled\n', "return _enabled"),
+    ("def f(x):\n    y = x\n    return y\n", None),                          # two statements
+    ("def f(x):\n    return g(x,\n             1)\n", None),                  # a return on two lines
+    ("def f(x):\n    x.go()\n", None),                                        # no return
+    ("def f(x):\n    return\n", None)])                                       # a bare return
+def test_which_functions_are_one_liners(source, single):
+    node = ast.parse(source).body[0]
+    found = listing.one_liner("nn/x.py", node)
+    assert (found and source.split("\n")[found.lineno - 1].strip()) == single
+    assert listing.one_liner("autograd/ops/x.py", node) is None and listing.one_liner("transformer/x.py", node) is None
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_the_committed_pages_are_what_a_fresh_trace_writes(committed, fresh, name):
     assert fresh[name][0] == committed[name][0], f"docs/reading/{name}.md is stale: regenerate with {REGENERATE}"
     # the heatmaps' weights (float rounding differs by machine) and the text they are for (the GPT's: the standard
     # library's docstrings, which differ by Python version)
-    weights = re.compile(r' data-(?:weights|tokens)="[^"]*"|<code class="seq">[^<]*</code>')
+    weights = re.compile(r' data-(?:weights|queries|keys)="[^"]*"|<div class="(?:keys|queries)">.*?</div>')
     assert weights.sub("", fresh[name][1]) == weights.sub("", committed[name][1]), \
         f"docs/reading/{name}.html is stale: regenerate with {REGENERATE}"
 
@@ -290,7 +387,7 @@ def test_a_stretch_is_folded_from_two_lines_not_run(not_run, folded):
         assert folds[0].code_lines == not_run and rows[-2].status == "text"   # the comment after stays outside
 
 
-def test_the_html_renders_in_chromium(tmp_path):
+def test_the_html_renders_in_chromium(committed, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.skip("chromium is not installed (apt-get install -y chromium): the HTML is not rendered")
@@ -299,6 +396,20 @@ def test_the_html_renders_in_chromium(tmp_path):
     dom = subprocess.run(flags + ["--dump-dom", page], capture_output=True, text=True, timeout=300).stdout
     assert "scaled_dot_product_attention" in dom and dom.count('class="heat"') == 16
     assert dom.count('class="l ') >= 700 and "weights = scores.softmax(-1)" in re.sub(r"<[^>]+>", "", dom)
+    assert dom.count("query ↓") == dom.count("key →") == 16
+    hover = tmp_path / "hover.html"                  # the page, and a mouse over the first heatmap's row 5, column 2
+    hover.write_text(committed["gpt_step"][1].replace("</body>", (
+        '<script>const c = document.querySelector("canvas.heat"), r = c.getBoundingClientRect();'
+        'c.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + 2.5 * r.width / c.width, '
+        'clientY: r.top + 5.5 * r.height / c.height}));'
+        'document.body.insertAdjacentHTML("beforeend", `<pre id="hover">${c.title}</pre>`);</script></body>')),
+        encoding="utf-8")
+    hovered = subprocess.run(flags + ["--dump-dom", f"file://{hover}"], capture_output=True, text=True,
+                             timeout=300).stdout
+    said = re.search(r'<pre id="hover">layer 0, head 0: query 5 (.+) → key 2 (.+): (0\.\d{3})</pre>', hovered)
+    tokens = json.loads(html.unescape(re.search(r'data-queries="([^"]*)"', committed["gpt_step"][1])[1]))
+    assert said and (said[1], said[2]) == (f"'{tokens[5]}'", f"'{tokens[2]}'"), hovered[-500:]
+    assert float(said[3]) == pytest.approx(heatmap_rows(committed["gpt_step"][1], "layer 0")[0][5, 2], abs=6e-4)
     shot = tmp_path / "page.png"
     subprocess.run(flags + ["--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
                    timeout=300)
@@ -390,6 +501,31 @@ def test_the_heatmaps_show_a_trained_model_and_say_so(committed):
     length = heads[0].shape[1]
     reversing = [np.mean([head[t].argmax() == length - 1 - t for t in range(length)]) for head in heads]
     assert max(reversing) >= 0.8, [head.argmax(1) for head in heads]
+
+
+@pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
+def test_each_heatmap_names_its_axes(committed, name):
+    """Every heatmap is captioned with its call and head, says "query ↓" and "key →", and names
+    each row and column by its token: as many names as rows and columns, the same the hover
+    text reads; the GPT's are its sequence's characters, the seq2seq's cross-attention reads the
+    target down and the source across."""
+    page = committed[name][1]
+    figures = re.findall(r'<figure class="hm"[^>]*><figcaption>([^<]+)</figcaption>(.*?)</figure>', page)
+    assert len(figures) == (16 if name == "gpt_step" else 24)
+    for caption, inside in figures:
+        assert re.fullmatch(r"(layer \d|(encoder|decoder) \d (self|cross)), head \d", caption)
+        assert '<span class="kt">key →</span><span class="qt">query ↓</span>' in inside
+        keys, queries = (re.findall(r"<span>([^<]*)</span>", re.search(rf'<div class="{kind}">(.*?)</div>', inside)[1])
+                         for kind in ("keys", "queries"))
+        canvas = re.search(r'width="(\d+)" height="(\d+)" data-label="([^"]+)" data-weights="[^"]+" '
+                           r'data-queries="([^"]+)" data-keys="([^"]+)"', inside)
+        assert canvas[3] == caption and (len(keys), len(queries)) == (int(canvas[1]), int(canvas[2]))
+        assert [html.unescape(t) for t in queries] == json.loads(html.unescape(canvas[4]))
+        assert [html.unescape(t) for t in keys] == json.loads(html.unescape(canvas[5]))
+        if "cross" in caption:
+            assert queries[0] == "&lt;s&gt;" and "&lt;s&gt;" not in keys         # the target's BOS down, the source across
+        elif name == "gpt_step":
+            assert queries == keys and len(keys) == 24 and all(len(html.unescape(t)) == 1 for t in keys)
 
 
 @pytest.mark.parametrize("name", PAGES)
