@@ -8,9 +8,11 @@ code could read and spell into such a text in any encoding (the lines withheld f
 catch only the plain ones). So the child's texts are marked when they arrive (`mark`), the
 checks read them as usual (`plain`: naming a mistake from a numpy message still works), and
 `shown` replaces them by "…" where the child held solutions, pointing to the student's own
-check, which runs in their copy, with no solution but theirs, and shows them whole. What
-still comes from the child, numbers and the place of an exception (a file of the project and
-a line number), carries a few bits a message, not a solution.
+check, which runs in their copy, with no solution but theirs, and shows them whole. The
+judge marks the child's numbers it quotes too (an answer's shape, its worst value:
+checks/feedback.said), and what its own code raised reading an answer. What still follows
+from the child, counts, an index, the place of an exception (a file of the project and a
+line number), carries some tens of bits a message, not a solution.
 """
 
 import os
