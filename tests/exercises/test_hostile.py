@@ -391,12 +391,12 @@ def test_no_task_leaves_a_note_for_the_next_one(tmp_path, mode):
 
 def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_their_grades(tmp_path):
     """A NUL byte in a region, a region nested past the parser's limits, an undecodable file
-    name over the size limit, a beam search answering a row of 700,000 tokens beside 100,000
-    empty ones (padded to a table, terabytes), a .zip whose deflated data is damaged (zlib's
+    name over the size limit, a beam search answering a row of 90,000 tokens beside 9,000
+    empty ones (within the wire's bounds; padded to a table, 70 GB), a .zip whose deflated data is damaged (zlib's
     own error): each is its own line."""
     submissions, bodies = tmp_path / "s", {
         "nul": ("softmax", "    return x  # \x00\n"), "deep": ("softmax", "    return " + "-" * 100_000 + "1\n"),
-        "bomb": ("beam_search", _lines(*_takeover("[[1] * 700_000] + [[]] * 100_000")))}
+        "bomb": ("beam_search", _lines(*_takeover("[[1] * 90_000] + [[]] * 9_000")))}
     for student, (exercise, body) in {**bodies, "honest": ("softmax", None), "name": ("softmax", None)}.items():
         region_files(ROOT, submissions / student)
         if body is not None:
