@@ -107,7 +107,7 @@ def one_liner(path, node):
     aside, is one `return` on one line (`return self.data.shape`, `return _grad_enabled`,
     `return ops.Add.apply(self, self._lift(other))`), outside TEACHING: the plumbing between
     the model and the ops, which teaches nothing in place.  An op's `return a + b` is its math
-    and a model's `return np.tril(...)` its mask: they stay whole where they run."""
+    and a model's one-line mask is its mask: they stay whole where they run."""
     body = [statement for statement in node.body if statement.lineno not in docstring_lines(node)]
     if path.replace(os.sep, "/").startswith(TEACHING) or len(body) != 1 or not isinstance(body[0], ast.Return):
         return None
