@@ -74,7 +74,7 @@ def test_nan_in_a_parameter_is_reported_at_the_first_op_that_uses_it():
     model = _model()
     model[0].weight.data[1, 2] = np.nan
     with detect_anomaly():
-        with pytest.raises(AnomalyError, match=r"forward pass of LinearFn produced NaN .* inputs \[1\] already held"):
+        with pytest.raises(AnomalyError, match=r"forward pass of LinearFn in 0 produced NaN .* inputs \[1\] already held"):
             model(Tensor(np.ones((2, 3))))
 
 
