@@ -76,7 +76,7 @@ def check_forward(node, inputs, out):
         already = [i for i, t in enumerate(inputs) if _bad(t.data)]
         cause = f"; its inputs {already} already held NaN or infinity" if already else ""
         stack = getattr(node, "creation_stack", None)
-        raise AnomalyError(f"detect_anomaly: the forward pass of {node.name} produced {kind} "
+        raise AnomalyError(f"detect_anomaly: the forward pass of {node.name}{node.where} produced {kind} "
                            f"(inputs {shapes} -> output {out.shape}){cause}; created at {_where(stack)}", node, stack)
 
 

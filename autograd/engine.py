@@ -54,7 +54,7 @@ def _entered(node, for_backward):
     """node, once checked that a backward can still go through it."""
     if for_backward and node.freed:
         raise RuntimeError(
-            f"Trying to backward through the graph a second time: the {node.name} node "
+            f"Trying to backward through the graph a second time: the {node.name} node{node.where} "
             f"(output shape {node.out_shape}) already freed its saved arrays. "
             "Call backward(retain_graph=True) the first time if you need to backward twice.")
     return node
@@ -109,7 +109,7 @@ def fitted(node, i, t, g):
 def wrong_shape(node, i, t, g):
     """Raise the error for a gradient that cannot take its input's shape (a bug in the op),
     naming the op, the input and both shapes."""
-    raise ValueError(f"{node.name}.backward returned a gradient of shape {np.shape(g)} for its input {i}, "
+    raise ValueError(f"{node.name}.backward{node.where} returned a gradient of shape {np.shape(g)} for its input {i}, "
                      f"of shape {t.data.shape}: a gradient has its input's shape")
 
 

@@ -13,8 +13,10 @@ An op is one subclass with `forward` and `backward` side by side:
 
 `ctx` is the node itself: the `Function` instance made for this one application of the op.
 It keeps the inputs, their `requires_grad` flags (`ctx.needs_input_grad`), what forward
-saved, the op name and the output shape, so a learner who stops in `Mul.backward` sees
-exactly which node they are in.
+saved, the op name, the output shape and the module whose forward made it
+(`ctx.module_path`, see autograd/running_module.py), so a learner who stops in
+`Softmax.backward` sees exactly which node they are in: `<Softmax node in blocks.2.attn,
+output shape (12, 4, 64, 64)>`.
 
 `backward` may return a gradient in the broadcast output shape; the engine's
 `unbroadcast` (the one place where that happens) sums it back down to the input's shape.
@@ -29,6 +31,7 @@ import numpy as np
 
 from autograd import anomaly, engine
 from autograd.grad_mode import is_grad_enabled
+from autograd.running_module import path_of, running_module
 
 
 class Function:
@@ -45,6 +48,7 @@ class Function:
     freed = False                    # whether a backward freed them (retain_graph=False)
     retained = None                  # {output number: weakref to a tensor that keeps its .grad} (retain_grad)
     hooks = None                     # {output number: {id: hook}}, gradient hooks of the outputs (register_hook)
+    module_ref = None                # weak reference to the Module whose forward made this node (None: no module)
 
     def save_for_backward(ctx, *arrays):
         ctx.saved_tensors = arrays
@@ -53,8 +57,21 @@ class Function:
     def name(ctx):
         return type(ctx).__name__
 
+    @property
+    def module_path(ctx):
+        """Where in the model this node was made: the dotted name of the module whose
+        forward was running ('blocks.2.attn'; a model itself, or a module called on its own,
+        by its class name), None for an op called outside every module."""
+        return path_of(ctx.module_ref)
+
+    @property
+    def where(ctx):
+        """' in blocks.2.attn' (or '' outside every module), for messages about this node."""
+        path = ctx.module_path
+        return f" in {path}" if path else ""
+
     def __repr__(ctx):
-        return f"<{ctx.name} node, output shape {ctx.out_shape}>"
+        return f"<{ctx.name} node{ctx.where}, output shape {ctx.out_shape}>"
 
     @classmethod
     def apply(cls, *inputs, **params):
@@ -63,23 +80,23 @@ class Function:
         `inputs` are Tensors (differentiable arguments); `params` are plain Python/numpy
         values (a dim, a shape, a mask) passed to forward as keywords.
         """
-        from autograd.tensor import Tensor  # imported here: tensor.py imports the ops, which import this module
-
         ctx = cls()
-        if anomaly.is_anomaly_enabled():
-            ctx.creation_stack = anomaly.creation_stack()
         arrays = [t.data for t in inputs]
         try:
             out = ctx.forward(*arrays, **params)
         except (ValueError, IndexError, TypeError) as err:
             # keep the traceback (it ends at the failing line of the op's forward) and say
-            # which op and which shapes were involved
-            err.add_note(f"in {cls.__name__}.forward, input shapes: {', '.join(str(a.shape) for a in arrays)}")
+            # which op, in which module, and which shapes were involved
+            ctx.module_ref = running_module.get()
+            err.add_note(f"in {cls.__name__}.forward{ctx.where}, input shapes: {', '.join(str(a.shape) for a in arrays)}")
             raise
+        ctx.module_ref = running_module.get()        # the module whose forward is running (nn.Module.__call__)
         outs = out if isinstance(out, tuple) else (out,)
         if anomaly.is_anomaly_enabled():
+            ctx.creation_stack = anomaly.creation_stack()
             for array in outs:
                 anomaly.check_forward(ctx, inputs, array)
+        from autograd.tensor import Tensor  # imported here: tensor.py imports the ops, which import this module
         if not (is_grad_enabled() and any(t.requires_grad for t in inputs)):
             tensors = tuple([Tensor._make(array, None) for array in outs])
             return tensors if isinstance(out, tuple) else tensors[0]

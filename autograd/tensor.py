@@ -11,7 +11,10 @@ Unlike `torch.tensor`, `Tensor(array)` copies the array so that later in-place u
 to the tensor never change the caller's array.
 """
 
+from operator import attrgetter
+
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index   # C: no frame for a debugger's `s` to stop in
 
 from autograd import engine, ops
 
@@ -50,17 +53,10 @@ class Tensor:
 
     # ----- what a tensor is -----
 
-    @property
-    def shape(self):
-        return self.data.shape
-
-    @property
-    def dtype(self):
-        return self.data.dtype
-
-    @property
-    def ndim(self):
-        return self.data.ndim
+    # .data's own shape, dtype and ndim, read by C getters (a debugger's `s` has no frame to stop in)
+    shape = property(attrgetter("data.shape"), doc="The shape of .data, a tuple of ints.")
+    dtype = property(attrgetter("data.dtype"), doc="The numpy dtype of .data.")
+    ndim = property(attrgetter("data.ndim"), doc="The number of dims of .data.")
 
     @property
     def grad_fn(self):
@@ -282,13 +278,13 @@ class Tensor:
         return ops.Max.apply(self, dim=dim, keepdim=keepdim)
 
     def softmax(self, dim):
-        return ops.Softmax.apply(self, dim=ops.normalize_dim(dim, self.ndim, "softmax"))
+        return ops.Softmax.apply(self, dim=normalize_axis_index(dim, self.data.ndim, "softmax"))
 
     def log_softmax(self, dim):
-        return ops.LogSoftmax.apply(self, dim=ops.normalize_dim(dim, self.ndim, "log_softmax"))
+        return ops.LogSoftmax.apply(self, dim=normalize_axis_index(dim, self.data.ndim, "log_softmax"))
 
     def logsumexp(self, dim, keepdim=False):
-        return ops.LogSumExp.apply(self, dim=ops.normalize_dim(dim, self.ndim, "logsumexp"), keepdim=keepdim)
+        return ops.LogSumExp.apply(self, dim=normalize_axis_index(dim, self.data.ndim, "logsumexp"), keepdim=keepdim)
 
     # ----- shape -----
 

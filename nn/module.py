@@ -10,6 +10,7 @@ from collections import OrderedDict
 import numpy as np
 
 from autograd import Tensor
+from autograd.running_module import running_module
 from autograd.tensor import RemovableHandle
 
 
@@ -60,7 +61,11 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        output = self.forward(*args, **kwargs)
+        entered = running_module.set(weakref.ref(self))   # nodes made in forward say this module's path
+        try:
+            output = self.forward(*args, **kwargs)
+        finally:
+            running_module.reset(entered)                 # the caller's module again, even if forward raised
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, output)
             if result is not None:

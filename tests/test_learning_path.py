@@ -119,17 +119,22 @@ def test_demos_debug_steps_from_matmul_forward_only_into_project_code(tmp_path):
 
 
 def _method_line(path, class_name, method):
-    """The line of `def method` in class `class_name` (where pdb stops on entering it)."""
+    """The line of the first statement of `method` in class `class_name` (where demos.debug's
+    `s` stops on entering it: no "--Call--" stop on its `def`)."""
     with open(path) as f:
         tree = ast.parse(f.read())
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name)
-    return next(n.lineno for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method)
+    return _first_statement_line(next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method))
 
 
 def _first_line_of(path, function):
     """The line of the first statement (after the docstring) of the first function named `function`."""
     with open(path) as f:
         tree = ast.parse(f.read())
-    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function)
+    return _first_statement_line(next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function))
+
+
+def _first_statement_line(node):
+    """The line of the first statement (after the docstring) of the function `node`."""
     body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant) else node.body
     return body[0].lineno

@@ -57,7 +57,7 @@ def test_sqrt_of_negative_deep_in_a_model_names_the_layer_line():
     with detect_anomaly():
         with pytest.raises(AnomalyError) as info:
             F.mse_loss(model(Tensor(np.ones((2, 3)))), Tensor(np.zeros((2, 2))))
-    assert "forward pass of Sqrt produced NaN" in str(info.value)
+    assert "forward pass of Sqrt in 1 produced NaN" in str(info.value)      # the module: model's '1'
     assert "in forward: return (x - 10.0).sqrt()" in str(info.value)
 
 
@@ -74,7 +74,7 @@ def test_nan_in_a_parameter_is_reported_at_the_first_op_that_uses_it():
     model = _model()
     model[0].weight.data[1, 2] = np.nan
     with detect_anomaly():
-        with pytest.raises(AnomalyError, match=r"forward pass of LinearFn produced NaN .* inputs \[1\] already held"):
+        with pytest.raises(AnomalyError, match=r"forward pass of LinearFn in 0 produced NaN .* inputs \[1\] already held"):
             model(Tensor(np.ones((2, 3))))
 
 

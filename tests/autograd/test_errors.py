@@ -23,11 +23,21 @@ def test_reshape_to_a_different_size():
         leaf(2, 3).reshape(4, 2)
 
 
-@pytest.mark.parametrize("call", [lambda t: t.sum(dim=2), lambda t: t.softmax(-3),
-                                  lambda t: t.transpose(0, 5), lambda t: t.max(dim=(0, 4))])
+@pytest.mark.parametrize("call", [lambda t: t.sum(dim=2), lambda t: t.transpose(0, 5), lambda t: t.max(dim=(0, 4))])
 def test_invalid_dim(call):
     with pytest.raises(IndexError, match=r"dim -?\d+ is out of range for a tensor with 2 dims"):
         call(leaf(2, 3))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp"])
+@pytest.mark.parametrize("dim", [-3, 2, 7])
+def test_invalid_dim_of_a_row_wise_op_is_named_by_numpy(name, dim):
+    """The softmax family checks dim with numpy's normalize_axis_index (C: no frame for a
+    debugger's `s`), whose message names the op, the dim and the tensor's dims."""
+    with pytest.raises(IndexError, match=rf"{name}: axis {dim} is out of bounds for array of dimension 2"):
+        getattr(leaf(2, 3), name)(dim)
+    with pytest.raises(TypeError, match="integer"):
+        getattr(leaf(2, 3), name)(1.5)
 
 
 def test_masked_fill_needs_a_boolean_mask_of_a_broadcastable_shape():

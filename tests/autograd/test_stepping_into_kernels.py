@@ -15,8 +15,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MOST_PRESSES = 8
-MOST_PRESSES_BACKWARD = {"MatMul": 12, "Softmax": 8, "LogSoftmax": 8}   # MatMul: its exercise region's lines first
+MOST_PRESSES = {"MatMul": 7, "Softmax": 6, "LogSoftmax": 6}              # 8 each while pdb stopped on every `def`
+MOST_PRESSES_BACKWARD = {"MatMul": 10, "Softmax": 6, "LogSoftmax": 6}   # MatMul: its exercise region's lines first
 
 DRIVER = """
 import sys
@@ -87,7 +87,7 @@ def test_forward_reaches_its_loop_in_a_few_presses(op, call, loop):
     places = frames_stepped(op, "forward", call)
     assert places[0][1] == "forward"
     presses = presses_to(places, loop)
-    assert presses is not None and presses <= MOST_PRESSES, f"{op}.forward to {loop}: {places}"
+    assert presses is not None and presses <= MOST_PRESSES[op], f"{op}.forward to {loop}: {places}"
     say_what_they_are(places, loop)
 
 
