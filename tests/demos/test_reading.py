@@ -247,7 +247,7 @@ def test_a_one_liner_is_listed_at_the_end_and_the_rest_shown_whole(committed):
     page's end; an op's or a kernel's one line, its math, and the model's stay whole in place."""
     markdown = committed["gpt_step"][0]
     singles = {name: path for path, _, name, _ in one_liners(markdown)}
-    assert {"Tensor.shape", "Tensor.ndim", "is_grad_enabled", "Tensor.__matmul__"} <= set(singles)
+    assert {"is_grad_enabled", "Tensor.__matmul__"} <= set(singles)      # Tensor.shape runs in C: no frame
     assert not [path for path in singles.values() if path.startswith(listing.TEACHING)]
     whole = {name for _, _, name, _ in blocks(markdown)}
     assert {"Add.forward", "Add.backward", "causal_mask", "FeedForward.forward"} <= whole
