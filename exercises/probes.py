@@ -272,17 +272,32 @@ class StandInModel:
         return Tensor(self.tables[sources[:, None], positions[None, :], ys])      # (B, T, V)
 
 
+class PrefilledStandInModel(StandInModel):
+    """The stand-in model whose new caches already hold `cache_start` positions (a prefix the
+    model keeps, as a prompt's would be; the judge's number), so that decoding without the
+    cache, from position 0, gives other tokens than decoding with it: the judge's verdict
+    rests on the tokens. calls_without_cache only names that mistake once the tokens are
+    wrong, as the student's code can reset it."""
+
+    def __init__(self, tables, cache_start):
+        super().__init__(tables)
+        self.cache_start = cache_start
+
+    def new_cache(self):
+        return {"seen": self.cache_start}
+
+
 def _rows(tokens):
     return [[int(t) for t in row] for row in (tokens.tolist() if isinstance(tokens, np.ndarray) else tokens)]
 
 
-def greedy(tables, src, max_len, bos, eos, pad, use_cache):
+def greedy(tables, src, max_len, bos, eos, pad, use_cache, cache_start):
     """{"rows": the tokens greedy decoding gives, "calls_without_cache": decode calls given no cache},
     or, where a decode call got a tgt_mask that is not boolean (a cache passed fourth, where
     the real model takes tgt_mask), {"cache_as_tgt_mask": True}: the mistake as data, for the
-    judge to name in its own words."""
+    judge to name in its own words. cache_start: the positions a new cache holds (the judge's)."""
     from transformer.decoding import greedy_decode
-    model = StandInModel(tables)
+    model = PrefilledStandInModel(tables, cache_start)
     try:
         rows = _rows(greedy_decode(model, src, max_len, bos, eos, pad, use_cache=use_cache))
     except TypeError:

@@ -351,6 +351,37 @@ def test_a_kv_cache_that_answers_for_its_child_does_not_pass(tmp_path):
     assert "after a cache of" in lines[("forged_False", "kv_cache")], lines     # the cases no other code can answer
 
 
+# A greedy_decode region that decodes without the cache (the whole prefix at every step,
+# whatever use_cache says), then wipes what the child's stand-in model recorded of it: its
+# count of calls without a cache, and the positions its new caches start from.
+UNCACHED_GREEDY = """\
+        for _ in range(max_len):
+            logits = model.decode(ys, memory, src_mask)
+            next_token = logits.data[:, -1].argmax(-1)
+            next_token = np.where(done, pad, next_token)
+            ys = np.concatenate([ys, next_token[:, None]], axis=1)
+            done |= next_token == eos
+            if done.all():
+                break
+        WIPE
+    return ys[:, 1:]
+"""
+
+
+@pytest.mark.parametrize("wipe", ["model.calls_without_cache = 0",
+                                  "model.calls_without_cache = model.cache_start = 0"])
+def test_a_greedy_decode_without_the_cache_that_wipes_the_model_s_count_does_not_pass(tmp_path, wipe):
+    """With use_cache, the stand-in model's new cache already holds the judge's positions, so
+    decoding without it gives other tokens: the tokens, which the judge computes, fail it, and
+    name the mistake whatever the child's count says."""
+    from tests.exercises.helpers import grade_pairs
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "greedy_decode", UNCACHED_GREEDY.replace("WIPE", wipe))
+    line = grade_pairs({"s": tmp_path}, {"s": ["greedy_decode"]}, timeout=60)[("s", "greedy_decode")]
+    assert line.startswith("exercise greedy_decode: not yet: ") and "use_cache=True" in line, line
+    assert "[mistake: cache not used]" in line, line
+
+
 NOTE_PLACES = "['/dev/note', '/tmp/note', '/note', '/grading/tree/note', '/proc/note', 'note']"
 # and kernel objects reached by name: a POSIX message queue, a key in the user's keyring (KEY_SPEC_USER_KEYRING)
 
