@@ -382,6 +382,26 @@ def test_a_greedy_decode_without_the_cache_that_wipes_the_model_s_count_does_not
     assert "[mistake: cache not used]" in line, line
 
 
+# Regions that write into the arrays they were given (a kernel's caller still uses them), then
+# hide it from the child's own comparison of the arrays before and after the call.
+HIDE_CHANGES = "import sys; sys.modules['exercises.probes'].__dict__.update(_changed=lambda *a: False)"
+IN_PLACE_HIDDEN = {
+    "softmax": _lines("x -= _row_max(x)", "np.exp(x, out=x)", "s = x.sum(axis=-1, keepdims=True)", HIDE_CHANGES,
+                      "return np.divide(x, s, out=np.zeros_like(x), where=s != 0)"),
+    "adam_step": lambda body: body + _lines("g[...] = 0", HIDE_CHANGES)}
+
+
+@pytest.mark.parametrize("exercise", list(IN_PLACE_HIDDEN))
+def test_a_region_that_writes_into_its_inputs_and_hides_it_from_the_child_does_not_pass(tmp_path, exercise):
+    """The child sends back the arrays as the code left them; the judge compares them with the
+    ones it sent."""
+    from tests.exercises.helpers import grade_pairs
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, exercise, IN_PLACE_HIDDEN[exercise])
+    line = grade_pairs({"s": tmp_path}, {"s": [exercise]}, timeout=60)[("s", exercise)]
+    assert line.startswith(f"exercise {exercise}: not yet: ") and "[mistake: input changed in place]" in line, line
+
+
 NOTE_PLACES = "['/dev/note', '/tmp/note', '/note', '/grading/tree/note', '/proc/note', 'note']"
 # and kernel objects reached by name: a POSIX message queue, a key in the user's keyring (KEY_SPEC_USER_KEYRING)
 
