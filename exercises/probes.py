@@ -316,14 +316,34 @@ def _cache_data(cache):
     return {key: np.asarray(_data(cache[key])) for key in ("k", "v") if key in cache}
 
 
-def chunked_attention(x, weights, num_heads, chunks, masks, k_past, v_past):
-    """An attention layer with the judge's weights ([w_q, b_q, ..., w_out, b_out]) fed x chunk
-    by chunk with the key/value cache, starting from the judge's cache k_past, v_past
-    (B, H, P, d_head; P = 0: an empty one): the outputs, the cache after, the chunks fed and
-    the error that stopped them, if any."""
+class StandInRotation:
+    """A stand-in for RoPE's part in multi-head attention (rotate_queries_and_keys, as in
+    transformer/relative_position.py): each query and key multiplied by the judge's factor of
+    its position, the queries' counted from the offset the layer passes (the positions its
+    cache held before the call), the keys' from 0; so that a wrong offset shows in the
+    outputs, which the judge computes."""
+
+    def __init__(self, factors):
+        self.factors = factors                                        # (positions,)
+
+    def _at(self, first, length):
+        from autograd import Tensor
+        return Tensor(np.take(self.factors, first + np.arange(length), mode="wrap")[:, None])   # (T, 1)
+
+    def rotate_queries_and_keys(self, q, k, q_offset=0):
+        return q * self._at(q_offset, q.shape[2]), k * self._at(0, k.shape[2])
+
+
+def chunked_attention(x, weights, num_heads, chunks, masks, k_past, v_past, factors):
+    """An attention layer with the judge's weights ([w_q, b_q, ..., w_out, b_out]) and a score
+    turning with the positions by the judge's factors (StandInRotation) fed x chunk by chunk
+    with the key/value cache, starting from the judge's cache k_past, v_past (B, H, P, d_head;
+    P = 0: an empty one): the outputs, the cache after, the chunks fed and the error that
+    stopped them, if any."""
     from autograd import Tensor, no_grad
     from transformer.attention import MultiHeadAttention
     layer = MultiHeadAttention(x.shape[-1], num_heads).eval()
+    layer.score = StandInRotation(factors)
     projections = (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj)
     for projection, weight, bias in zip(projections, weights[0::2], weights[1::2]):
         projection.weight.data[...], projection.bias.data[...] = weight, bias

@@ -315,13 +315,14 @@ FORGED_CACHE = """\
                 def answer(call, args):
                     if call != "chunked_attention":
                         return np.zeros((2, 6, 11))
-                    x, weights, heads, chunks, masks, k_past, v_past = args
+                    x, weights, heads, chunks, masks, k_past, v_past, factors = args
                     if MADE_UP:
                         made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
                         return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
                     layer = MultiHeadAttention(x.shape[-1], heads).eval()
                     for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
                         p.weight.data[...], p.bias.data[...] = w, b
+                    layer.score = sys.modules["exercises.probes"].StandInRotation(factors)
                     with no_grad():
                         got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
                         keys = layer._split_heads(layer.k_proj(Tensor(x))).data
@@ -383,7 +384,8 @@ def test_a_greedy_decode_without_the_cache_that_wipes_the_model_s_count_does_not
 
 
 # Regions that write into the arrays they were given (a kernel's caller still uses them), then
-# hide it from the child's own comparison of the arrays before and after the call.
+# hide it from the comparison of the arrays before and after the call that the child once made
+# (probes._changed; now the judge compares the arrays the child sends back with its own).
 HIDE_CHANGES = "import sys; sys.modules['exercises.probes'].__dict__.update(_changed=lambda *a: False)"
 IN_PLACE_HIDDEN = {
     "softmax": _lines("x -= _row_max(x)", "np.exp(x, out=x)", "s = x.sum(axis=-1, keepdims=True)", HIDE_CHANGES,
@@ -400,6 +402,23 @@ def test_a_region_that_writes_into_its_inputs_and_hides_it_from_the_child_does_n
     plant(tmp_path, exercise, IN_PLACE_HIDDEN[exercise])
     line = grade_pairs({"s": tmp_path}, {"s": [exercise]}, timeout=60)[("s", exercise)]
     assert line.startswith(f"exercise {exercise}: not yet: ") and "[mistake: input changed in place]" in line, line
+
+
+# A kv_cache region that forgets the queries' position offset (past stays 0), which only a
+# position-aware layer shows, and makes the child's generation with the cache run without it,
+# so that its two runs agree.
+OFFSET_HIDDEN = ("import sys; probes = sys.modules['exercises.probes']; "
+                 "probes.PROBES['generate'] = lambda positional, use_cache, run=probes.generate: run(positional, False)")
+
+
+def test_a_kv_cache_without_the_position_offset_that_hides_it_from_the_generation_does_not_pass(tmp_path):
+    """The judge's chunked cases run a layer whose score turns with the positions (a stand-in
+    for RoPE): their outputs, which the judge computes, need the offset."""
+    from tests.exercises.helpers import grade_pairs
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "kv_cache", lambda body: body.replace('past = kv_cache["k"].shape[2]', OFFSET_HIDDEN))
+    line = grade_pairs({"s": tmp_path}, {"s": ["kv_cache"]}, timeout=60)[("s", "kv_cache")]
+    assert line.startswith("exercise kv_cache: not yet: ") and "[mistake: position offset wrong]" in line, line
 
 
 NOTE_PLACES = "['/dev/note', '/tmp/note', '/note', '/grading/tree/note', '/proc/note', 'note']"
