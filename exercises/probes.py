@@ -26,10 +26,6 @@ def _copies(arrays):
     return [np.array(a, copy=True) for a in arrays]
 
 
-def _changed(before, after):
-    return any(not np.array_equal(b, a, equal_nan=True) for b, a in zip(before, after))
-
-
 # ----- the scalar engine
 
 def _values(leaves, program):
@@ -108,22 +104,23 @@ KERNELS = ("softmax", "softmax_backward", "log_softmax", "layer_norm_backward")
 
 
 def kernel(name, *arrays):
-    """reference.NAME(*arrays) and whether it wrote into the arrays it was given."""
+    """reference.NAME(*arrays), and the arrays it was given as it left them (for the judge to
+    see whether it wrote into them)."""
     from autograd.kernels import reference
     if name not in KERNELS:
         raise ValueError(f"no kernel probe {name}")
     given = _copies(arrays)
     out = getattr(reference, name)(*given)
-    return {"out": list(out) if isinstance(out, tuple) else out, "changed": _changed(arrays, given)}
+    return {"out": list(out) if isinstance(out, tuple) else out, "given": given}
 
 
 def adam_step(p, grad, m, v, lr, beta1, beta2, eps, step):
     """One adam_step on the arrays given (as the optimizer keeps them): they after the step,
-    and whether the gradient was written into."""
+    the gradient too (for the judge to see whether it was written into)."""
     from autograd.kernels import reference
     g = np.array(grad, copy=True)
     reference.adam_step(p, g, m, v, lr, beta1, beta2, eps, 0.0, True, step)
-    return {"p": p, "m": m, "v": v, "grad_changed": _changed([grad], [g])}
+    return {"p": p, "m": m, "v": v, "grad": g}
 
 
 def rms_norm_dx(x, weight, upstream, eps):
@@ -138,13 +135,14 @@ def rms_norm_dx(x, weight, upstream, eps):
 
 def rms_norm_sum(x, z, upstream, eps):
     """dL/dx and dL/dz of rms_norm(x) + rms_norm(z), no weight: both backwards get the same
-    upstream array, so one that writes into it changes the other's gradient."""
+    upstream array, so one that writes into it changes the other's gradient; and that array
+    after the backward."""
     from autograd import Tensor
     from autograd.ops import RMSNormFn
     a, b = Tensor(x, requires_grad=True), Tensor(z, requires_grad=True)
     given = np.array(upstream, copy=True)
     (RMSNormFn.apply(a, eps=eps) + RMSNormFn.apply(b, eps=eps)).backward(given)
-    return {"x": a.grad, "z": b.grad, "upstream_changed": _changed([upstream], [given])}
+    return {"x": a.grad, "z": b.grad, "upstream": given}
 
 
 def tiny_training(initial, ids, targets, steps, lr):
@@ -272,17 +270,32 @@ class StandInModel:
         return Tensor(self.tables[sources[:, None], positions[None, :], ys])      # (B, T, V)
 
 
+class PrefilledStandInModel(StandInModel):
+    """The stand-in model whose new caches already hold `cache_start` positions (a prefix the
+    model keeps, as a prompt's would be; the judge's number), so that decoding without the
+    cache, from position 0, gives other tokens than decoding with it: the judge's verdict
+    rests on the tokens. calls_without_cache only names that mistake once the tokens are
+    wrong, as the student's code can reset it."""
+
+    def __init__(self, tables, cache_start):
+        super().__init__(tables)
+        self.cache_start = cache_start
+
+    def new_cache(self):
+        return {"seen": self.cache_start}
+
+
 def _rows(tokens):
     return [[int(t) for t in row] for row in (tokens.tolist() if isinstance(tokens, np.ndarray) else tokens)]
 
 
-def greedy(tables, src, max_len, bos, eos, pad, use_cache):
+def greedy(tables, src, max_len, bos, eos, pad, use_cache, cache_start):
     """{"rows": the tokens greedy decoding gives, "calls_without_cache": decode calls given no cache},
     or, where a decode call got a tgt_mask that is not boolean (a cache passed fourth, where
     the real model takes tgt_mask), {"cache_as_tgt_mask": True}: the mistake as data, for the
-    judge to name in its own words."""
+    judge to name in its own words. cache_start: the positions a new cache holds (the judge's)."""
     from transformer.decoding import greedy_decode
-    model = StandInModel(tables)
+    model = PrefilledStandInModel(tables, cache_start)
     try:
         rows = _rows(greedy_decode(model, src, max_len, bos, eos, pad, use_cache=use_cache))
     except TypeError:
@@ -303,14 +316,34 @@ def _cache_data(cache):
     return {key: np.asarray(_data(cache[key])) for key in ("k", "v") if key in cache}
 
 
-def chunked_attention(x, weights, num_heads, chunks, masks, k_past, v_past):
-    """An attention layer with the judge's weights ([w_q, b_q, ..., w_out, b_out]) fed x chunk
-    by chunk with the key/value cache, starting from the judge's cache k_past, v_past
-    (B, H, P, d_head; P = 0: an empty one): the outputs, the cache after, the chunks fed and
-    the error that stopped them, if any."""
+class StandInRotation:
+    """A stand-in for RoPE's part in multi-head attention (rotate_queries_and_keys, as in
+    transformer/relative_position.py): each query and key multiplied by the judge's factor of
+    its position, the queries' counted from the offset the layer passes (the positions its
+    cache held before the call), the keys' from 0; so that a wrong offset shows in the
+    outputs, which the judge computes."""
+
+    def __init__(self, factors):
+        self.factors = factors                                        # (positions,)
+
+    def _at(self, first, length):
+        from autograd import Tensor
+        return Tensor(np.take(self.factors, first + np.arange(length), mode="wrap")[:, None])   # (T, 1)
+
+    def rotate_queries_and_keys(self, q, k, q_offset=0):
+        return q * self._at(q_offset, q.shape[2]), k * self._at(0, k.shape[2])
+
+
+def chunked_attention(x, weights, num_heads, chunks, masks, k_past, v_past, factors):
+    """An attention layer with the judge's weights ([w_q, b_q, ..., w_out, b_out]) and a score
+    turning with the positions by the judge's factors (StandInRotation) fed x chunk by chunk
+    with the key/value cache, starting from the judge's cache k_past, v_past (B, H, P, d_head;
+    P = 0: an empty one): the outputs, the cache after, the chunks fed and the error that
+    stopped them, if any."""
     from autograd import Tensor, no_grad
     from transformer.attention import MultiHeadAttention
     layer = MultiHeadAttention(x.shape[-1], num_heads).eval()
+    layer.score = StandInRotation(factors)
     projections = (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj)
     for projection, weight, bias in zip(projections, weights[0::2], weights[1::2]):
         projection.weight.data[...], projection.bias.data[...] = weight, bias

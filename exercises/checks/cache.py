@@ -6,8 +6,10 @@ with rotary ones.
 
 Two cases start from a cache the judge makes up (random keys and values no input gives):
 their outputs come only from attending over that cache, so no other code in the child (the
-same layer run without a cache, on inputs it never sees) can give them. The generation
-compares two of the child's own runs: it names mistakes, and proves nothing alone."""
+same layer run without a cache, on inputs it never sees) can give them. The layer's score
+turns with the positions (the judge's factor of each position, a stand-in for RoPE), so that
+the queries' position offset shows in the outputs too. The generation compares two of the
+child's own runs: it names mistakes, and proves nothing alone."""
 
 import re
 
@@ -27,8 +29,9 @@ VALUES_TO_KEYS = mistake("values joined to the cached keys", "the new values joi
                          "cat([kv_cache['v'], v]), and the keys the cached keys")
 WRONG_DIM = mistake("joined along the wrong dim", "keys and values are (B, H, T, d_head): join the cached and the "
                     "new ones along the positions, dim=2")
-OFFSET_WRONG = mistake("position offset wrong", "past must be how many positions the cache held before this call: "
-                       "the new queries sit at positions past, past + 1, ... and rotary positions need that offset")
+OFFSET = ("position offset wrong", "past must be how many positions the cache held before this call: the new "
+          "queries sit at positions past, past + 1, ... and rotary positions need that offset")
+OFFSET_WRONG = mistake(*OFFSET)
 
 
 def _judge_cache(case, cache, full, chunks, complete):
@@ -59,23 +62,26 @@ CHUNKED = ((1, 3, 4, 1, (2, 1), 0), (2, 5, 8, 2, (3, 2), 0), (3, 6, 12, 3, (4, 2
 
 
 def _chunk_case(seed, batch, length, d_model, heads, past):
-    """The judge's inputs: x, the layer's weights and a cache of past positions whose keys and
-    values no input gives (random), so that only attending over the cache gives the outputs."""
+    """The judge's inputs: x, the layer's weights, a cache of past positions whose keys and
+    values no input gives (random), so that only attending over the cache gives the outputs,
+    and the factor of each position by which the layer's score turns (its stand-in for RoPE),
+    so that the queries' positions count, and with them the offset the layer gives them."""
     rng = np.random.default_rng(seed)
     draw = lambda *shape: rng.standard_normal(shape).astype(np.float32)
     weights = [array for _ in range(4) for array in (draw(d_model, d_model) / np.sqrt(d_model), draw(d_model))]
     cached = [draw(batch, heads, past, d_model // heads) for _ in range(2)]
-    return draw(batch, length, d_model), weights, cached
+    factors = (0.5 + 2 * rng.random(past + length)).astype(np.float32)          # (P + T,)
+    return draw(batch, length, d_model), weights, cached, factors
 
 
 def _attention_chunks(judge, task):
     for seed, (batch, length, d_model, heads, chunks, past) in enumerate(CHUNKED):
-        x, weights, (k_past, v_past) = _chunk_case(seed, batch, length, d_model, heads, past)
+        x, weights, (k_past, v_past), factors = _chunk_case(seed, batch, length, d_model, heads, past)
         case = (f"x {x.shape} to a {heads}-head attention in chunks of {chunks} with a causal mask"
                 + (f", after a cache of {past} positions" if past else ""))
         ends = past + np.cumsum(chunks)
         masks = [expect("causal_mask", end, 0)[end - size:end].astype(bool) for size, end in zip(chunks, ends)]
-        found = task.call("chunked_attention", x, weights, heads, list(chunks), masks, k_past, v_past)
+        found = task.call("chunked_attention", x, weights, heads, list(chunks), masks, k_past, v_past, factors)
         error, full = found["error"], expect("attention_layer_cache", x, weights, heads, k_past, v_past)
         _judge_cache(case, found["cache"], full, tuple(found["fed"]), error is None)
         if error is not None and re.search(r"concatenation axis.*along dimension 2\b", str(error.get("message"))):
@@ -83,8 +89,12 @@ def _attention_chunks(judge, task):
         if error is not None:
             raise Wrong(f"attention with the key/value cache, {case}: raised {mark(error.get('type'), 80)}: "
                         f"{mark(error.get('message'), 500)}")
-        judge.compare("attention with the key/value cache: the outputs of attending over every position so far",
-                      case, found["got"], expect("attention_layer", x, weights, heads, k_past, v_past), atol=1e-5)
+        from_zero = np.concatenate([np.arange(size) for size in chunks])            # past left at 0 in every call
+        judge.compare("attention with the key/value cache: the outputs of attending over every position so far, "
+                      "the new queries after the cached ones", case, found["got"],
+                      expect("attention_layer", x, weights, heads, k_past, v_past, factors, past + np.arange(length)),
+                      [(*OFFSET, expect("attention_layer", x, weights, heads, k_past, v_past, factors, from_zero))],
+                      atol=1e-5)
         for name, stored, expected in zip(("keys", "values"), (found["cache"]["k"], found["cache"]["v"]), full):
             judge.compare(f"the key/value cache after the chunks: every position's {name}, in order", case,
                           stored, expected, atol=1e-5)
@@ -100,4 +110,5 @@ def check_kv_cache(task):
             raise Wrong(f"generation with the cache against without, {case}: "
                         f"{OFFSET_WRONG}")
         judge.compare("generation with the cache: the same logits as without", case, cached, full, atol=1e-6)
-    return "chunked attention (5 cases, 2 after a cache the judge made up) and seeded generation with no, rotary and learned positions"
+    return ("chunked attention (5 cases, 2 after a cache the judge made up; a score turning with the positions) and "
+            "seeded generation with no, rotary and learned positions")

@@ -37,13 +37,17 @@ GREEDY = {"no_padding": ("no padding after EOS", "a row that has ended gets PAD 
           "first_position": ("first position's logits", "the next token comes from the last position, "
                              "logits[:, -1]: without the cache the model returns one row per token fed"),
           "break_before_append": ("the last EOS not written", "append this step's tokens first, then stop if every "
-                                  "row has ended: breaking before the append drops the last row's EOS")}
+                                  "row has ended: breaking before the append drops the last row's EOS"),
+          "cache_unused": ("cache not used", "with use_cache, make one cache (model.new_cache()) and feed it only "
+                           "the newest token at each step, passing cache=cache to model.decode")}
+# The positions a new cache of the stand-in model holds before decoding (a prefix the model keeps): decoding
+# without the cache, from position 0, gives other tokens, so that the tokens alone show the cache was not used.
+CACHE_START = 3
 
 
 CACHE_AS_TGT_MASK = mistake("cache passed as tgt_mask", "decode's fourth parameter is tgt_mask: decode(tgt_in, "
                             "memory, src_mask, tgt_mask=None, cache=None); pass the cache by name, cache=cache")
-CACHE_UNUSED = mistake("cache not used", "with use_cache, make one cache (model.new_cache()) and feed it only the "
-                       "newest token at each step, passing cache=cache to model.decode")
+CACHE_UNUSED = mistake(*GREEDY["cache_unused"])
 
 
 def check_greedy_decode(task):
@@ -54,18 +58,21 @@ def check_greedy_decode(task):
                                       *((seed, 1.0, (0, 1, 2), ()) for seed in FRESH)):
         tables, sources = tables_of(seed, eos_bias=bias, endless=endless), np.array(rows)
         src = np.stack([sources, sources], axis=1)                     # (B, 2)
-        for use_cache in (True, False):
-            found = task.call("greedy", tables, src, 8, BOS, EOS, PAD, use_cache)
+        for use_cache, start in ((True, CACHE_START), (False, 0)):
+            found = task.call("greedy", tables, src, 8, BOS, EOS, PAD, use_cache, start)
             if found.get("cache_as_tgt_mask"):
                 raise Wrong(f"greedy decoding, use_cache={use_cache} (seed {seed}): {CACHE_AS_TGT_MASK}")
-            got = found["rows"]
             case = f"{len(rows)} rows with sources {rows}{', source 1 never ending' if endless else ''}, max_len 8, " \
-                f"use_cache={use_cache} (seed {seed})"
-            if use_cache and found["calls_without_cache"]:      # every step with the cache, not only some
-                raise Wrong(f"greedy decoding, {case}: {CACHE_UNUSED}")
-            judge.compare("greedy decoding: the argmax token at each step, PAD after EOS, stop when all have ended",
-                          case, got, expect("greedy", tables, sources, 8, use_cache, "right"),
-                          [(*GREEDY[v], expect("greedy", tables, sources, 8, use_cache, v)) for v in GREEDY])
+                + (f"use_cache=True, a new cache holding {start} positions" if use_cache else "use_cache=False") \
+                + f" (seed {seed})"
+            try:
+                judge.compare("greedy decoding: the argmax token at each step, PAD after EOS, stop when all have "
+                              "ended", case, found["rows"], expect("greedy", tables, sources, 8, use_cache, "right", start),
+                              [(*GREEDY[v], expect("greedy", tables, sources, 8, use_cache, v, start)) for v in GREEDY])
+            except Wrong:        # the tokens are wrong: the child's count of calls without the cache names why
+                if use_cache and found.get("calls_without_cache"):
+                    raise Wrong(f"greedy decoding, {case}: {CACHE_UNUSED}") from None
+                raise
     return "five stand-in models, 2 to 4 distinct rows ending at different steps or never, with and without the cache"
 
 

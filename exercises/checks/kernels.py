@@ -24,6 +24,24 @@ NAN_HIDDEN = ("NaN hidden", "a row holding NaN or +inf must come out NaN, as in 
 WHOLE_SUM = ("summed over the whole array", "each row has its own sum: sum over the last axis only (keepdims=True)")
 
 
+def changed(sent, returned):
+    """Whether the arrays a child sent back, as the student's code left them, differ from the
+    ones the judge sent: compared here, as nothing in the child judges (a comparison there,
+    the student's code could replace)."""
+    try:
+        return len(returned) != len(sent) or any(not np.array_equal(np.asarray(back), np.asarray(given), equal_nan=True)
+                                                 for back, given in zip(returned, sent))
+    except (TypeError, ValueError):
+        return True
+
+
+def kernel_output(task, what, case, name, *arrays):
+    """The child's reference.NAME(*arrays): its output, once the arrays it was given came back
+    as the judge sent them (a kernel's caller still uses them)."""
+    found = task.call("kernel", name, *arrays)
+    return untouched(what, case, {"changed": changed(arrays, found["given"]), "out": found["out"]})
+
+
 def logits():
     """(case, logits) from the smallest up, on several seeds."""
     found = []
@@ -60,7 +78,7 @@ def check_softmax(task):
     judge = Judge()
     with np.errstate(all="ignore"):
         for case, x in logits() + [poisoned(), float32_logits()]:
-            got = untouched("softmax", case, task.call("kernel", "softmax", x))
+            got = kernel_output(task, "softmax", case, "softmax", x)
             judge.compare("softmax: exp(x - row max) / row sum, each row summing to 1", case, got, expect("softmax", x),
                           [(*NO_SHIFT, expect("softmax_unshifted", x)), (*MEAN_SHIFT, expect("softmax_mean_shift", x)),
                            (*GLOBAL_MAX, expect("softmax_global_max", x)),
@@ -80,7 +98,7 @@ def check_softmax_backward(task):
     for case, x in [every[3]] + every[:3] + every[4:6] + [float32_logits()] + every[8:]:
         y = expect("softmax", x).astype(x.dtype)
         dy = np.random.default_rng(x.size).standard_normal(x.shape).astype(x.dtype)
-        got = untouched("softmax_backward", case, task.call("kernel", "softmax_backward", y, dy))
+        got = kernel_output(task, "softmax_backward", case, "softmax_backward", y, dy)
         require_dtype("softmax_backward: y's dtype", case, got, x.dtype)
         judge.compare("softmax_backward: dx_i = y_i (dy_i - sum_j dy_j y_j)", f"y = softmax of {case}, random dy",
                       got, expect("softmax_backward", y, dy),
@@ -105,7 +123,7 @@ def check_log_softmax(task):
     judge = Judge()
     with np.errstate(all="ignore"):
         for case, x in logits() + [poisoned(), float32_logits()]:
-            got = untouched("log_softmax", case, task.call("kernel", "log_softmax", x))
+            got = kernel_output(task, "log_softmax", case, "log_softmax", x)
             require_dtype("log_softmax: the logits' dtype", case, got, x.dtype)
             judge.compare("log_softmax: (x - max) - log sum exp(x - max)", case, got, expect("log_softmax", x),
                           [("log of softmax", "log(softmax(x)) is -inf where softmax underflows to 0 (a row spread "
@@ -147,7 +165,7 @@ def check_layer_norm_backward(task):
         g = r.standard_normal(shape)
         xhat, rstd = layer_norm_forward(x, 1e-5)
         case = f"x {shape}, random weight and upstream gradient (seed {seed})"
-        dx, dw, db = untouched("LayerNorm's backward", case, task.call("kernel", "layer_norm_backward", g, xhat, rstd, w))
+        dx, dw, db = kernel_output(task, "LayerNorm's backward", case, "layer_norm_backward", g, xhat, rstd, w)
         judge.compare("LayerNorm's dx = rstd (g w - mean(g w) - xhat mean(g w xhat))", case, dx,
                       expect("layer_norm_dx", g, xhat, rstd, w),
                       [("mean terms missing", "x enters every output of its row through the mean and the variance",
@@ -187,7 +205,7 @@ def _judge_float32(task):
     xhat, rstd = layer_norm_forward(x, 1e-5)
     arrays = [a.astype(np.float32) for a in (g, xhat, rstd, w)]
     case = "x (3, 5), weight and upstream gradient in float32"
-    found = untouched("LayerNorm's backward", case, task.call("kernel", "layer_norm_backward", *arrays))
+    found = kernel_output(task, "LayerNorm's backward", case, "layer_norm_backward", *arrays)
     for name, got in zip(("dx", "dweight", "dbias"), found):
         require_dtype(f"LayerNorm's {name}: a float32 model's dtype", case, got, np.float32)
 
@@ -225,7 +243,7 @@ def judge_rms_norm_dx(judge, task):
                           np.zeros(0), np.concatenate([np.ravel(expect("rms_norm_dx", a, ones, g, 1e-6)) for a in (x, z)]),
                           atol=1e-8)
         except Wrong:
-            if got["upstream_changed"]:
+            if changed([g], [got["upstream"]]):
                 raise Wrong(f"RMSNorm's dx without a weight, x and z {shape}, seed {seed}: {IN_PLACE_UPSTREAM}") from None
             raise
 
@@ -256,7 +274,7 @@ def check_adam_step(task):
         p, m, v = p0.copy(), np.zeros(size), np.zeros(size)
         for step, g in enumerate(grads, 1):
             found = task.call("adam_step", p, g, m, v, lr, b1, b2, eps, step)
-            untouched("Adam: the gradient", f"step {step}", {"changed": found["grad_changed"], "out": None})
+            untouched("Adam: the gradient", f"step {step}", {"changed": changed([g], [found["grad"]]), "out": None})
             p, m, v = found["p"], found["m"], found["v"]
             got = np.stack([p, m, v])
             variant = {name: expect("adam", p0, grads[:step], lr, b1, b2, eps, name) for name in ADAM_VARIANTS}

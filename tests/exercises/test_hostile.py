@@ -315,13 +315,14 @@ FORGED_CACHE = """\
                 def answer(call, args):
                     if call != "chunked_attention":
                         return np.zeros((2, 6, 11))
-                    x, weights, heads, chunks, masks, k_past, v_past = args
+                    x, weights, heads, chunks, masks, k_past, v_past, factors = args
                     if MADE_UP:
                         made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
                         return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
                     layer = MultiHeadAttention(x.shape[-1], heads).eval()
                     for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
                         p.weight.data[...], p.bias.data[...] = w, b
+                    layer.score = sys.modules["exercises.probes"].StandInRotation(factors)
                     with no_grad():
                         got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
                         keys = layer._split_heads(layer.k_proj(Tensor(x))).data
@@ -349,6 +350,75 @@ def test_a_kv_cache_that_answers_for_its_child_does_not_pass(tmp_path):
     lines = grade_pairs(students, {name: ["kv_cache"] for name in students}, timeout=60)
     assert all(lines[(name, "kv_cache")].startswith("exercise kv_cache: not yet: ") for name in students), lines
     assert "after a cache of" in lines[("forged_False", "kv_cache")], lines     # the cases no other code can answer
+
+
+# A greedy_decode region that decodes without the cache (the whole prefix at every step,
+# whatever use_cache says), then wipes what the child's stand-in model recorded of it: its
+# count of calls without a cache, and the positions its new caches start from.
+UNCACHED_GREEDY = """\
+        for _ in range(max_len):
+            logits = model.decode(ys, memory, src_mask)
+            next_token = logits.data[:, -1].argmax(-1)
+            next_token = np.where(done, pad, next_token)
+            ys = np.concatenate([ys, next_token[:, None]], axis=1)
+            done |= next_token == eos
+            if done.all():
+                break
+        WIPE
+    return ys[:, 1:]
+"""
+
+
+@pytest.mark.parametrize("wipe", ["model.calls_without_cache = 0",
+                                  "model.calls_without_cache = model.cache_start = 0"])
+def test_a_greedy_decode_without_the_cache_that_wipes_the_model_s_count_does_not_pass(tmp_path, wipe):
+    """With use_cache, the stand-in model's new cache already holds the judge's positions, so
+    decoding without it gives other tokens: the tokens, which the judge computes, fail it, and
+    name the mistake whatever the child's count says."""
+    from tests.exercises.helpers import grade_pairs
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "greedy_decode", UNCACHED_GREEDY.replace("WIPE", wipe))
+    line = grade_pairs({"s": tmp_path}, {"s": ["greedy_decode"]}, timeout=60)[("s", "greedy_decode")]
+    assert line.startswith("exercise greedy_decode: not yet: ") and "use_cache=True" in line, line
+    assert "[mistake: cache not used]" in line, line
+
+
+# Regions that write into the arrays they were given (a kernel's caller still uses them), then
+# hide it from the comparison of the arrays before and after the call that the child once made
+# (probes._changed; now the judge compares the arrays the child sends back with its own).
+HIDE_CHANGES = "import sys; sys.modules['exercises.probes'].__dict__.update(_changed=lambda *a: False)"
+IN_PLACE_HIDDEN = {
+    "softmax": _lines("x -= _row_max(x)", "np.exp(x, out=x)", "s = x.sum(axis=-1, keepdims=True)", HIDE_CHANGES,
+                      "return np.divide(x, s, out=np.zeros_like(x), where=s != 0)"),
+    "adam_step": lambda body: body + _lines("g[...] = 0", HIDE_CHANGES)}
+
+
+@pytest.mark.parametrize("exercise", list(IN_PLACE_HIDDEN))
+def test_a_region_that_writes_into_its_inputs_and_hides_it_from_the_child_does_not_pass(tmp_path, exercise):
+    """The child sends back the arrays as the code left them; the judge compares them with the
+    ones it sent."""
+    from tests.exercises.helpers import grade_pairs
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, exercise, IN_PLACE_HIDDEN[exercise])
+    line = grade_pairs({"s": tmp_path}, {"s": [exercise]}, timeout=60)[("s", exercise)]
+    assert line.startswith(f"exercise {exercise}: not yet: ") and "[mistake: input changed in place]" in line, line
+
+
+# A kv_cache region that forgets the queries' position offset (past stays 0), which only a
+# position-aware layer shows, and makes the child's generation with the cache run without it,
+# so that its two runs agree.
+OFFSET_HIDDEN = ("import sys; probes = sys.modules['exercises.probes']; "
+                 "probes.PROBES['generate'] = lambda positional, use_cache, run=probes.generate: run(positional, False)")
+
+
+def test_a_kv_cache_without_the_position_offset_that_hides_it_from_the_generation_does_not_pass(tmp_path):
+    """The judge's chunked cases run a layer whose score turns with the positions (a stand-in
+    for RoPE): their outputs, which the judge computes, need the offset."""
+    from tests.exercises.helpers import grade_pairs
+    region_files(ROOT, tmp_path)
+    plant(tmp_path, "kv_cache", lambda body: body.replace('past = kv_cache["k"].shape[2]', OFFSET_HIDDEN))
+    line = grade_pairs({"s": tmp_path}, {"s": ["kv_cache"]}, timeout=60)[("s", "kv_cache")]
+    assert line.startswith("exercise kv_cache: not yet: ") and "[mistake: position offset wrong]" in line, line
 
 
 NOTE_PLACES = "['/dev/note', '/tmp/note', '/note', '/grading/tree/note', '/proc/note', 'note']"

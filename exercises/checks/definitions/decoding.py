@@ -3,7 +3,7 @@ each classic wrong decoder gives on it.
 
 The model's next-token logits are tables[source, position, last token]: they depend on the
 row's source, on the position of the last token fed (counted by the model's cache when there
-is one) and on that token. Beam search's tables are not normalised: each row of logits is
+is one, on from the positions a new cache of greedy's model holds) and on that token. Beam search's tables are not normalised: each row of logits is
 shifted by a constant of its own, so only log_softmax makes them log-probabilities.
 """
 
@@ -17,20 +17,21 @@ def _next_log_probs(tables, sources, positions, last):
 
 
 def _greedy_position(step, seen, ys, use_cache, variant):
-    """(the position the model's prediction comes from, its last token, the cache's count)."""
-    if variant == "prefix_into_cache" and use_cache:
-        seen += ys.shape[1]
-        return seen - 1, ys[:, -1], seen
-    if variant == "first_position" and not use_cache:
-        return 0, ys[:, 0], seen
-    return step, ys[:, -1], seen
+    """(the position the model's prediction comes from, its last token, the cache's count after)."""
+    if not use_cache:
+        return (0, ys[:, 0], seen) if variant == "first_position" else (step, ys[:, -1], seen)
+    fed = ys.shape[1] if variant == "prefix_into_cache" else 1         # tokens fed into the cache
+    return seen + fed - 1, ys[:, -1], seen + fed
 
 
-def greedy(tables, sources, max_len, use_cache, variant):
-    """(B, L) tokens greedy decoding gives (variant "right"), or a classic wrong decoder."""
+def greedy(tables, sources, max_len, use_cache, variant, cache_start=0):
+    """(B, L) tokens greedy decoding gives (variant "right"), or a classic wrong decoder; with
+    the cache, its positions count on from the cache_start positions a new cache holds
+    (variant "cache_unused": the cache not used, every step from position 0)."""
+    use_cache = use_cache and variant != "cache_unused"
     ys = np.full((len(sources), 1), BOS)
     done = np.zeros(len(sources), dtype=bool)
-    seen = 0                                                              # positions in the model's cache
+    seen = cache_start                                                    # positions in the model's cache
     for step in range(max_len - 1 if variant == "one_short" else max_len):
         position, last, seen = _greedy_position(step, seen, ys, use_cache, variant)
         token = _next_log_probs(tables, sources, np.full(len(sources), position), last).argmax(-1)

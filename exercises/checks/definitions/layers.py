@@ -119,13 +119,17 @@ def attention_layer_cache(x, weights, heads, k_past, v_past):
                      np.concatenate([v_past, _projected(x, w_v, b_v, heads)], axis=2)])     # (2, B, H, P + T, d_head)
 
 
-def attention_layer(x, weights, heads, k_past, v_past):
+def attention_layer(x, weights, heads, k_past, v_past, factors, q_positions):
     """The output (B, T, D) of a causal multi-head attention layer on x whose queries sit
     after P cached positions: softmax(q k^T / sqrt(d_head)) v over the cached and new keys,
-    query t seeing keys 0 .. P + t, heads merged and projected out."""
+    query t seeing keys 0 .. P + t, heads merged and projected out; each query and key first
+    multiplied by factors[its position] (the checks' stand-in for RoPE), the keys' positions
+    0 .. P + T - 1, the queries' q_positions (P .. P + T - 1, unless the layer miscounts)."""
     keys, values = attention_layer_cache(x, weights, heads, k_past, v_past)
     q = _projected(x, weights[0], weights[1], heads)                    # (B, H, T, d_head)
     past, length = k_past.shape[2], x.shape[1]
+    q = q * np.take(factors, q_positions, mode="wrap")[:, None]
+    keys = keys * np.take(factors, np.arange(past + length), mode="wrap")[:, None]
     sees = np.tril(np.ones((length, past + length), dtype=bool), k=past)  # (T, P + T)
     attended = attention_weights(q, keys, sees, 1 / np.sqrt(q.shape[-1]), -np.inf) @ values
     return linear(merge_heads(attended), weights[6], weights[7])         # (B, T, D)
