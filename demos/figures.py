@@ -509,6 +509,7 @@ def collect_attention(runs):
 
 
 TUNING_STEPS = {"S": 60, "M": 30, "L": 24, "gpt": 45}     # steps timed per benchmark (the group runs in minutes)
+TUNING_GENERATION = ["--new", "32", "--rounds", "3"]      # demos.bench.generate's, at SmolLM2-135M's shape
 
 
 def tunings():
@@ -534,7 +535,8 @@ def instruction_set(features):
 
 
 def tuning_commands(runs):
-    """demos.bench.kernels (quick) and demos.bench.train (S, M, L, GPT) for each tuning, one
+    """demos.bench.kernels (quick), demos.bench.train (S, M, L, GPT) and demos.bench.generate
+    (SmolLM2-135M's shape, one model folder built once for all) for each tuning, one
     thread timed in its CPU time (--clock cpu): few steps on a shared machine need it."""
     commands = []
     for tuning in tunings():
@@ -545,12 +547,15 @@ def tuning_commands(runs):
                       "--json", f"{out}/train-{size}.json"] for size in "SML"]
         commands.append(["demos.bench.train", "--model", "gpt", "--steps", str(TUNING_STEPS["gpt"]), *flag,
                          "--json", f"{out}/gpt.json"])
+        commands.append(["demos.bench.generate", *TUNING_GENERATION, *flag, "--dir", f"{runs}/bench/smollm2-shaped",
+                         "--json", f"{out}/generate.json"])
     return commands
 
 
 def tuning_rows(runs, tuning):
-    """One tuning's rows: the steps against PyTorch (ms), the matmuls against numpy
-    (GFLOP/s) and the row-wise kernels against PyTorch (us)."""
+    """One tuning's rows: the steps against PyTorch (ms), greedy generation against
+    transformers (tokens/s), the matmuls against numpy (GFLOP/s) and the row-wise kernels
+    against PyTorch (us); then the steps' machine record and the kernels' and generation's."""
     out = f"{runs}/bench/tunings/{tuning}"
     g = load(f"{out}/gpt.json")
     rows = [["GPT step, nanoGPT's CPU recipe size", "ms", f"{g['ours_median_ms']:.1f}", "PyTorch",
@@ -559,12 +564,16 @@ def tuning_rows(runs, tuning):
         r = load(f"{out}/train-{size}.json")
         rows.append([f"encoder-decoder step, size {size}", "ms", f"{r['ours_ms']:.1f}", "PyTorch",
                      f"{r['pytorch_ms']:.1f}", f"{bench_train.ratio_of_rounds(r):.2f}x"])
+    generation = load(f"{out}/generate.json")
+    tps = generation["median_tokens_per_second"]
+    rows.append(["greedy generation, SmolLM2-135M's shape", "tokens/s", f"{tps['ours']:.1f}", "transformers",
+                 f"{tps['transformers']:.1f}", f"{generation['ours_over_transformers']:.2f}x"])
     k = load(f"{out}/kernels.json")
     rows += [[f"matmul {_kernel_case(m['case'])}", "GFLOP/s", f"{m['numba_gflops']:.1f}", "numpy",
               f"{m['numpy_gflops']:.1f}", f"{m['ratio_vs_numpy']:.2f}x"] for m in k["matmul"] if "float32" in m["case"]]
     rows += [[f"{w['case'].rsplit(' ', 1)[0].replace(' ', '')}, float32", "us", f"{w['numba_us']:.0f}", "PyTorch",
               f"{w['torch_us']:.0f}", f"{w['ratio_vs_torch']:.2f}x"] for w in k["rowwise"]]
-    return rows, g["machine"], k["machine"]
+    return rows, g["machine"], k["machine"], generation
 
 
 def kernel_widths(machine):
@@ -582,31 +591,41 @@ def kernel_widths(machine):
 
 
 def collect_tunings(runs):
-    """A summary of the steps against PyTorch for each tuning, then one table per tuning
-    naming the CPU, its features and what the kernels were compiled for."""
+    """A summary of the steps against PyTorch and the generation against transformers for
+    each tuning, then one table per tuning naming the CPU, its features and what the kernels
+    were compiled for."""
     summary, tables = [], []
     for tuning in tunings():
-        rows, machine, kernels_machine = tuning_rows(runs, tuning)
+        rows, machine, kernels_machine, generation = tuning_rows(runs, tuning)
         compiled = f"{machine['compiled_for']}" + (" (this CPU's own)" if tuning == "host" else f" (--cpu {tuning})")
-        summary.append([compiled, instruction_set(machine["compiled_vector_features"]), *(r[-1] for r in rows[:4])])
+        summary.append([compiled, instruction_set(machine["compiled_vector_features"]), *(r[-1] for r in rows[:5])])
         note = (f"CPU: {machine['cpu_model']} (LLVM: {machine['host_cpu']}), vector features "
                 f"{' '.join(machine['host_vector_features'])}. Kernels compiled for {machine['compiled_for']} with "
                 f"{' '.join(machine['compiled_vector_features'])}; GEMM tile {machine['gemm_tile_float32']} (float32), "
                 f"L2 {machine['l2_bytes'] // 1024} KiB; vector multiply-adds in the GEMM drivers by register width: "
                 f"{kernels_machine['gemm_multiply_adds']}{kernel_widths(kernels_machine)}. Baselines: numpy's "
                 f"OpenBLAS {machine['openblas_kernel']} "
-                f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']}.")
+                f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']}. Generation compiled for "
+                f"{generation['machine']['compiled_for']}; the same greedy tokens as transformers': "
+                f"{'yes' if generation['same_tokens'] else 'NO'}.")
         flag = ("" if tuning == "host" else f" --cpu {tuning}") + " --clock cpu"
         tables.append(table(f"Compiled for {compiled} (CPU time)", ["what", "unit", "ours", "against", "theirs",
                                                                     "ours / theirs"],
                             rows, f"python -m demos.bench.train --size S (M, L) or --model gpt{flag}; "
+                                  f"python -m demos.bench.generate {' '.join(TUNING_GENERATION)}{flag}; "
                                   f"python -m demos.bench.kernels --quick --sizes{flag}", note + " " + MEDIAN_OF_RATIOS))
-    return group([table("Training steps against PyTorch, by the tuning the kernels were compiled for (ours / PyTorch's "
-                        "time, medians of interleaved rounds)", ["compiled for", "instructions", "GPT", "S", "M", "L"],
+    new, rounds = TUNING_GENERATION[1], TUNING_GENERATION[3]
+    return group([table("Training steps against PyTorch (ours / PyTorch's time) and greedy generation against "
+                        "transformers (ours / transformers' tokens per second), by the tuning the kernels were "
+                        "compiled for (medians of interleaved rounds)",
+                        ["compiled for", "instructions", "GPT", "S", "M", "L", "generation (tokens/s)"],
                         summary, "python -m demos.figures --only tunings",
                         f"Few steps each (--steps: GPT {TUNING_STEPS['gpt']}, that is 9 rounds of "
                         f"{TUNING_STEPS['gpt'] // 3}; S {TUNING_STEPS['S']}, M {TUNING_STEPS['M']} and "
-                        f"L {TUNING_STEPS['L']} in 3 rounds) so that the group runs in minutes, one thread, each timed in its "
+                        f"L {TUNING_STEPS['L']} in 3 rounds) and short generations (SmolLM2-135M's shape, random "
+                        f"weights, {new} new tokens after a 32-token prompt, {rounds} rounds: "
+                        f"{' '.join(TUNING_GENERATION)}; higher is better there, as it is tokens per second) "
+                        "so that the group runs in minutes, one thread, each timed in its "
                         "CPU time (--clock cpu: the time the process waited for a core left out), so these "
                         "figures are not the other sections' wall times and are noisier than them. "
                         "The baselines run on the host's own kernels, except under an AVX2 tuning, where numpy's "

@@ -1,11 +1,11 @@
-"""Benchmark as another CPU on this one: `--cpu NAME` for demos.bench.kernels and demos.bench.train.
+"""Benchmark as another CPU on this one: `--cpu NAME` for demos.bench.kernels, train and generate.
 
 LLVM compiles the kernels for a CPU's *tuning* (which vector width it prefers, how it
 schedules) and its *features* (which instructions it may use).  A developer on one vendor's
 CPU sees the other's tuning by compiling with NUMBA_CPU_NAME (the tuning) and
 NUMBA_CPU_FEATURES (the features), in a Numba cache of its own, so that neither build is
-loaded in place of the other.  `rerun_as(name)` runs the benchmark again, in a child
-process, with those set; the child records what it compiled for (`machine_record`).
+loaded in place of the other.  `ran_in_child(name, ...)` runs the benchmark again, in a
+child process, with those set; the child records what it compiled for (`machine_record`).
 
 The targets, each with the instruction set it is compiled for (the host must have it):
 
@@ -78,16 +78,21 @@ def target_environment(name):
     return env
 
 
-def rerun_as(name, module, argv):
-    """Run `python -m module argv` compiled for target `name` in a child process, unless
-    this process is that child; returns the child's exit code, or None in the child."""
-    if os.environ.get(CHILD) == name:
-        return None
+def ran_in_child(name, module, argv=None):
+    """`--cpu NAME`: run `python -m module argv` (argv None: this process's own arguments)
+    compiled for target `name` in a child process; True once it succeeded (a failure exits
+    with the child's status).  False, running nothing, when there is no target (name None)
+    or this process is that child: the caller then benchmarks here."""
+    if name is None or os.environ.get(CHILD) == name:
+        return False
     env = target_environment(name)
     print(f"benchmarking as {name} ({TARGETS[name][0]}): NUMBA_CPU_NAME={name}, cache {env['NUMBA_CACHE_DIR']}",
           flush=True)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return subprocess.run([sys.executable, "-m", module] + list(argv), env=env, cwd=root).returncode
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if code := subprocess.run([sys.executable, "-m", module] + argv, env=env, cwd=root).returncode:
+        raise SystemExit(code)
+    return True
 
 
 def cpu_model():

@@ -1,6 +1,7 @@
 """Greedy generation of a model the size of SmolLM2-135M, ours against transformers, on this CPU.
 
-    python -m demos.bench.generate [--threads 1] [--rounds 3] [--prompt 32] [--new 128] [--clock cpu] [--json out.json]
+    python -m demos.bench.generate [--threads 1] [--rounds 3] [--prompt 32] [--new 128] [--clock cpu] [--cpu NAME]
+                                   [--json out.json]
 
 Builds, with transformers and random weights (nothing is downloaded), a Llama of
 SmolLM2-135M's shape: 30 layers, width 576, 9 query heads sharing 3 key/value heads,
@@ -24,7 +25,9 @@ SmolLM2 ships, into a temporary folder (or --dir, kept); then
 Both sides produce the same tokens (checked).  --threads sets BLAS's, Numba's and PyTorch's
 threads before they start; run it once per count.  --clock cpu (with --threads 1) times
 this thread's CPU time, leaving out the time it waited for a core on a shared machine
-(demos/bench/_clock.py).
+(demos/bench/_clock.py).  --cpu NAME runs it all again in a child whose kernels are compiled
+for another CPU's tuning and features, the baselines held to that CPU's instructions as
+cpu.TARGETS says (demos/bench/cpu.py); the record's machine says what it compiled for.
 """
 
 import cProfile
@@ -39,6 +42,7 @@ from demos._flags import a_file_to_write, command_line, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, need_engine_room
 from demos.bench._threads import use_threads
+from demos.bench.cpu import TARGETS, machine_record, ran_in_child
 
 PROG = "demos.bench.generate"
 SMOLLM2_135M = dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
@@ -135,9 +139,12 @@ def main(argv=None):
     parser.add_argument("--dir", help="a folder to build the model into (kept), or reuse if it holds one")
     parser.add_argument("--clock", choices=sorted(_clock.CLOCKS), default="wall",
                         help="time in wall time or in this thread's CPU time (demos/bench/_clock.py; --threads 1)")
+    parser.add_argument("--cpu", choices=sorted(TARGETS), help="compile the kernels for this CPU's tuning and features")
     parser.add_argument("--json", type=a_file_to_write)
     args = parser.parse_args(argv)
     need_engine_room(PROG)
+    if ran_in_child(args.cpu, PROG, argv):
+        return None
     _clock.use(args.clock, args.threads)
     if args.threads > (os.cpu_count() or 1):
         sys.exit(f"{PROG}: --threads {args.threads} exceeds this machine's {os.cpu_count()} cores")
@@ -172,12 +179,13 @@ def main(argv=None):
             rounds[side].append(args.new / seconds(fn)[0])
     ratio = float(np.median([a / b for a, b in zip(rounds["ours"], rounds["transformers"])]))
     parts = where_time_goes(ours, prompt, args.new, args.layers)
-    result = {"threads": args.threads, "clock": args.clock, "layers": args.layers, "prompt": args.prompt,
+    result = {"machine": machine_record(), "threads": args.threads, "clock": args.clock, "layers": args.layers, "prompt": args.prompt,
               "new": args.new,
               "load": memory | {"peak_over_float32_weights": memory["peak_bytes"] / memory["weights_bytes"]},
               "tokens_per_second_rounds": rounds,
               "median_tokens_per_second": {side: float(np.median(r)) for side, r in rounds.items()},
               "ours_over_transformers": ratio, "same_tokens": same, "ours_ms_per_token": parts}
+    print(f"machine: {result['machine']}")
     print(f"model: SmolLM2-135M's shape, {args.layers} layers, {memory['weights_bytes'] / 2**20:.0f} MiB of float32 "
           f"weights (bf16 file); load peak {memory['peak_bytes'] / 2**20:.0f} MiB = "
           f"{result['load']['peak_over_float32_weights']:.2f}x the float32 weights")

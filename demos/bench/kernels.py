@@ -29,7 +29,7 @@ from demos._flags import a_file_to_write, command_line, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, need_engine_room, widths
 from demos.bench._threads import use_threads
-from demos.bench.cpu import TARGETS, machine_record, rerun_as
+from demos.bench.cpu import TARGETS, machine_record, ran_in_child
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the project
 
@@ -220,9 +220,7 @@ def bench_compile():
 def main(argv=None):
     args = parse_args(argv)
     need_engine_room("demos.bench.kernels")
-    if args.cpu and (code := rerun_as(args.cpu, "demos.bench.kernels", sys.argv[1:] if argv is None else argv)) is not None:
-        if code:
-            raise SystemExit(code)
+    if ran_in_child(args.cpu, "demos.bench.kernels", argv):
         return None
     _clock.use(args.clock, args.threads)
     torch = use_threads(args.threads)

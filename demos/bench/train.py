@@ -33,13 +33,12 @@ spends its time.
 """
 
 import os
-import sys
 
 from demos._flags import a_file_to_write, a_path, command_line, counted, integer_at_least
 from demos._results import write_json
 from demos.bench import _clock, cut_from_this_copy, need_engine_room
 from demos.bench._threads import use_threads
-from demos.bench.cpu import TARGETS, machine_record, rerun_as
+from demos.bench.cpu import TARGETS, machine_record, ran_in_child
 
 TORCH_GPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_gpt.py")
 
@@ -241,9 +240,7 @@ def main(argv=None):
     if args.model == "gpt" and (cut := cut_from_this_copy(TORCH_GPT)):
         raise SystemExit(f"bench_train --model gpt compares with a PyTorch GPT (demos/bench/torch_gpt.py), which needs "
                          f"the teacher's project: this student copy cuts it, as it answers exercises {', '.join(cut)}")
-    if args.cpu and (code := rerun_as(args.cpu, "demos.bench.train", sys.argv[1:] if argv is None else argv)) is not None:
-        if code:
-            raise SystemExit(code)
+    if ran_in_child(args.cpu, "demos.bench.train", argv):
         return None
     _clock.use(args.clock, args.threads)
     torch = use_threads(args.threads)

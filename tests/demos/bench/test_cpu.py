@@ -45,3 +45,17 @@ def test_an_avx512_tuning_is_refused_on_a_cpu_without_avx512_not_built_as_avx2_u
     monkeypatch.setattr(cpu, "host_features", lambda: X86_HOST - {"avx512f", "avx512bw", "avx512vl"})
     with pytest.raises(SystemExit, match=f"--cpu {name}: this CPU lacks avx512f"):
         cpu.feature_string(name)
+
+
+def test_without_a_target_or_in_the_targets_child_nothing_is_rerun(monkeypatch):
+    monkeypatch.setattr(cpu.subprocess, "run", lambda *a, **k: pytest.fail("a child was started"))
+    assert cpu.ran_in_child(None, "demos.bench.generate", []) is False
+    monkeypatch.setenv(cpu.CHILD, "haswell")
+    assert cpu.ran_in_child("haswell", "demos.bench.generate", []) is False
+
+
+def test_a_child_that_fails_stops_its_parent_with_the_childs_status(avx512_host):
+    """The child (a real one) refuses --new 0 with argparse's status 2, which the parent exits with."""
+    with pytest.raises(SystemExit) as stop:
+        cpu.ran_in_child("haswell", "demos.bench.generate", ["--new", "0"])
+    assert stop.value.code == 2
