@@ -64,7 +64,8 @@ TESTS_THAT_REVEAL = {
     "softmax": ("tests/transformer/test_gpt.py", BY_HAND),
     "log_softmax": ("tests/nn/test_layers.py",),                  # a numpy log-softmax in its cross-entropy
     "adam_step": ("tests/nn/test_optim.py",),                     # Adam by hand, bias correction and all
-    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py", BY_HAND),
+    "attention": ("tests/transformer/test_attention.py", "tests/transformer/test_gpt.py", BY_HAND,
+                  "tests/test_presses_to_an_op.py"),                 # stops on the weights' line, spelling it
     "heads": ("tests/transformer/test_gpt.py", BY_HAND),          # the numpy GPT splits and merges heads
     "sinusoidal": ("tests/transformer/test_model.py",),           # a numpy sinusoidal table
     "causal_mask": ("tests/transformer/test_gpt.py",),            # its numpy GPT builds the mask by hand
