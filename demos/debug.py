@@ -14,8 +14,11 @@ hooks and the standard library are stepped over, so `s` goes from `loss.backward
 through the engine to each op's backward instead of wandering through numpy's Python
 wrappers.  And a press always moves to a line that does something: `s` into a function
 lands on its first line (as VS Code's and PyCharm's step into do; pdb would first stop on
-its `def`, "--Call--"), and never stops on a bare `try:` nor inside a comprehension's own
-frame (Python 3.11 gives `[t.data for t in inputs]` one; 3.12 inlines it).  Every -b sets
+its `def`, "--Call--"), leaving a function goes on to the caller's next line (pdb would
+first stop again on its last line, "--Return--"; `r` still does), and it never stops on a
+bare `try:` nor inside a comprehension's own frame (Python 3.11 gives `[t.data for t in
+inputs]` one; 3.12 inlines it), nor in the bookkeeping every op runs through (STEPPED_OVER:
+making a Tensor, saving arrays for backward, reading the grad mode).  Every -b sets
 a breakpoint; the program runs until the first one.
 
 Under it, as under any debugger, the classroom opens (autograd/kernels/__init__.py): the
@@ -50,17 +53,37 @@ def in_project(frame):
 
 
 COMPREHENSIONS = {"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"}
+# The bookkeeping every op's way runs through, which holds no math and no model: a Tensor
+# made around an array, a number lifted to a Tensor, the arrays saved for backward, a dim made
+# positive, the grad and anomaly modes read. `s` steps over them (a breakpoint in one stops).
+STEPPED_OVER = {("autograd/tensor.py", "Tensor._make"), ("autograd/tensor.py", "Tensor._lift"),
+                ("autograd/function.py", "Function.save_for_backward"), ("autograd/function.py", "normalize_dim"),
+                ("autograd/function.py", "normalize_dims"), ("autograd/grad_mode.py", "is_grad_enabled"),
+                ("autograd/anomaly.py", "is_anomaly_enabled")}
 
 
 class ProjectPdb(pdb.Pdb):
     """A Pdb that stops only in this project's files, and only where a press shows something."""
 
     def stop_here(self, frame):
-        return in_project(frame) and not _shows_nothing(frame) and super().stop_here(frame)
+        return in_project(frame) and not _shows_nothing(frame) and not _stepped_over(frame) and \
+            super().stop_here(frame)
 
     def user_call(self, frame, argument_list):
         """No stop on entering a function ("--Call--" on its `def` line): the next stop is its
         first line.  (Breakpoints stop as before.)"""
+
+    def user_return(self, frame, return_value):
+        """No stop on leaving a function while stepping ("--Return--", a second press on its
+        last line): the next stop is the caller's next line.  `r` still stops there."""
+        if frame is self.returnframe:
+            super().user_return(frame, return_value)
+
+
+def _stepped_over(frame):
+    """Whether frame runs one of the functions `s` steps over (STEPPED_OVER)."""
+    path = os.path.relpath(frame.f_code.co_filename, PROJECT).replace(os.sep, "/")
+    return (path, frame.f_code.co_qualname) in STEPPED_OVER
 
 
 def _shows_nothing(frame):

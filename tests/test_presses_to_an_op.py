@@ -8,6 +8,7 @@ Function.apply, whose lines a learner reads (learning path, step 2).  Counted he
 prints them: one "> file(line)function()" per press.
 """
 
+import ast
 import os
 import re
 import subprocess
@@ -24,6 +25,11 @@ CASES = [   # breakpoint, the op's forward, most presses, the functions on the w
     ("transformer/attention.py:scaled_dot_product_attention:scores.softmax(-1)", ("autograd/ops/softmax.py", "forward"),
      5, ["softmax", "apply"]),
     ("nn/layers.py:Linear.forward", ("autograd/ops/linear.py", "forward"), 7, ["forward", "linear", "apply"]),
+    # a line of three ops (q * scale, k's transpose, their product): through each op's apply and forward in turn,
+    # none of the bookkeeping they call (STEPPED_OVER), no second stop on a function's last line
+    ("transformer/attention.py:scaled_dot_product_attention:scores = (score", ("autograd/ops/matmul.py", "forward"),
+     38, ["scaled_dot_scores", "__mul__", "apply", "forward", "apply", "transpose", "apply", "forward", "apply",
+          "__matmul__", "apply"]),
 ]
 
 
@@ -37,7 +43,8 @@ def stops(spec, presses, tmp_path):
     return places
 
 
-@pytest.mark.parametrize("spec,target,most,on_the_way", CASES, ids=["attention-to-Softmax", "Linear-to-LinearFn"])
+@pytest.mark.parametrize("spec,target,most,on_the_way", CASES, ids=["attention-to-Softmax", "Linear-to-LinearFn",
+                                                                     "three-ops-to-MatMul"])
 def test_s_reaches_the_ops_forward_in_a_few_presses(spec, target, most, on_the_way, tmp_path):
     places = stops(spec, most + 3, tmp_path)
     reached = [i for i, place in enumerate(places) if place == target]
@@ -46,3 +53,12 @@ def test_s_reaches_the_ops_forward_in_a_few_presses(spec, target, most, on_the_w
     assert [f for i, f in enumerate(between) if i == 0 or between[i - 1] != f] == on_the_way, between
     assert places[reached[0] - 1] == ("autograd/function.py", "apply")      # from apply's ctx.forward line
     assert all(function not in ("<listcomp>", "<genexpr>") for _, function in places[:reached[0]]), places
+
+
+def test_every_function_stepped_over_is_there_to_step_over():
+    """demos/debug.py's STEPPED_OVER names functions by file and qualified name: each must
+    still be defined there, or the list has gone stale and `s` wanders into it again."""
+    from demos.debug import STEPPED_OVER, _function_node
+    for path, qualname in sorted(STEPPED_OVER):
+        with open(os.path.join(ROOT, path)) as f:
+            assert _function_node(ast.parse(f.read()), qualname.split(".")) is not None, (path, qualname)
