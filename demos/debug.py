@@ -30,6 +30,7 @@ engine room.
 import argparse
 import ast
 import bdb
+import functools
 import importlib.util
 import linecache
 import os
@@ -45,7 +46,12 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def in_project(frame):
     """Whether frame runs a file of this project (not an installed package, even one
     installed in a virtual environment inside the project's folder)."""
-    filename = frame.f_code.co_filename
+    return _is_ours(frame.f_code.co_filename)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_ours(filename):
+    """in_project's answer for a file (asked at every call the program makes: kept)."""
     if filename.startswith("<"):                 # <frozen importlib._bootstrap>, <string>: not a file of ours
         return False
     path = os.path.abspath(filename)
@@ -60,6 +66,7 @@ STEPPED_OVER = {("autograd/tensor.py", "Tensor._make"), ("autograd/tensor.py", "
                 ("autograd/function.py", "Function.save_for_backward"), ("autograd/function.py", "normalize_dim"),
                 ("autograd/function.py", "normalize_dims"), ("autograd/grad_mode.py", "is_grad_enabled"),
                 ("autograd/anomaly.py", "is_anomaly_enabled")}
+STEPPED_NAMES = {name for _, name in STEPPED_OVER}
 
 
 class ProjectPdb(pdb.Pdb):
@@ -82,8 +89,13 @@ class ProjectPdb(pdb.Pdb):
 
 def _stepped_over(frame):
     """Whether frame runs one of the functions `s` steps over (STEPPED_OVER)."""
-    path = os.path.relpath(frame.f_code.co_filename, PROJECT).replace(os.sep, "/")
-    return (path, frame.f_code.co_qualname) in STEPPED_OVER
+    return frame.f_code.co_qualname in STEPPED_NAMES and _is_stepped_over(frame.f_code.co_filename,
+                                                                           frame.f_code.co_qualname)
+
+
+@functools.lru_cache(maxsize=None)
+def _is_stepped_over(filename, qualname):
+    return (os.path.relpath(filename, PROJECT).replace(os.sep, "/"), qualname) in STEPPED_OVER
 
 
 def _shows_nothing(frame):
