@@ -125,24 +125,25 @@ def grade_one(parser, args, names):
         notes = []
         results = grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory, notes=notes)
         print("\n".join(notes), end="\n" if notes else "")
-        return results
+        return results, notes
 
 
 def check(parser, args):
     names = names_of(parser, args.names)
+    notes = []
     if IS_STUDENT_COPY:
         if args.project and os.path.realpath(args.project) != os.path.realpath(ROOT):
             parser.exit(2, "python -m exercises: error: a student copy checks itself only; your teacher grades\n")
         results, notes = check_own_copy(ROOT, names, args.timeout, args.memory)
-        print("checked in this copy against the results recorded when it was made; your teacher's grade "
-              "runs the teacher's checks")
+        print(f"checked the copy at {ROOT} against the results recorded when it was made; your teacher's grade "
+              "runs the teacher's checks (docs/STUDENTS.md)")
         print("\n".join(notes), end="\n" if notes else "")
     else:
-        results = grade_one(parser, args, names)
+        results, notes = grade_one(parser, args, names)
     for result in results:
         print(reports.capped(result.line()))
     if args.gradescope:
-        reports.write_gradescope(results, args.gradescope)
+        reports.write_gradescope(results, args.gradescope, notes)
     if IS_STUDENT_COPY and outstanding(ROOT):
         print(f"outstanding in this copy: {', '.join(outstanding(ROOT))}")
     return 0 if all(r.status == "passed" for r in results) else 1
@@ -159,10 +160,15 @@ def grade_class(parser, args):
         for result in unread:
             print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
-        names = names_of(parser, args.only) if args.only else handed_out_in(projects, versions(ROOT)) or list(EXERCISES)
+        handed_out = handed_out_in(projects, versions(ROOT))
+        names = names_of(parser, args.only) if args.only else handed_out or list(EXERCISES)
         if (left := [name for name in EXERCISES if name not in names]):
-            why = "not given to --only" if args.only else "in no submission at its version: not handed out, or changed since"
+            why = "not given to --only" if args.only else \
+                "in fewer than half the submissions at its version: not handed out, or changed since"
             print(f"not graded, {why}: {reports.plural(len(left), 'exercise')} ({', '.join(left)})")
+        if args.only and (absent := [name for name in names if name not in handed_out]):
+            print(f"given to --only but in fewer than half the submissions at its version: {', '.join(absent)} "
+                  "(their rows will say why)")
         notes = []
         graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes) if projects else []
         print("\n".join(notes), end="\n" if notes else "")

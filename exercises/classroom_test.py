@@ -2,11 +2,12 @@
 
 Run from the teacher's project, with the student's repository named by EXERCISES_SUBMISSION:
 
-    EXERCISES_SUBMISSION=../student python -m pytest exercises/classroom_test.py [-k NAME]
+    EXERCISES_SUBMISSION=../student python -m pytest "exercises/classroom_test.py::test_exercise[NAME]"
 
 The teacher's grader (`python -m exercises check NAMES --project ...`, in a process of its
 own: the grader imports nothing of the submission) runs once, on the exercises whose tests
-were selected only: `-k softmax` grades softmax and nothing else. Each test passes when the
+were selected only: `::test_exercise[softmax]` grades softmax and nothing else (`-k softmax`
+would select every test whose name holds "softmax": softmax_backward's and log_softmax's too). Each test passes when the
 grader's results.json says its exercise passed, and fails with the grader's line otherwise;
 reading the results from JSON, not from printed lines, a message cannot pass for another
 exercise's line. Teacher-only: not in a student copy.

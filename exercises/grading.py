@@ -246,19 +246,20 @@ def tasks_for(teacher, student, folder, names):
 
 
 def handed_out_in(submissions, current):
-    """The exercises of the catalog that have a region at its current version (`current`:
-    {name: version}, the teacher's) in at least one of the submissions ({student: folder}), in
+    """The exercises of the catalog that at least half of the submissions ({student: folder})
+    hold a region of at its current version (`current`: {name: version}, the teacher's), in
     the lectures' order: what was handed out to the class. A copy made with `make --only`
     holds the regions of those exercises only (the others are solved, their markers gone), so
     an exercise in no copy was not handed out, and its rows would all say `not in that copy`.
-    A region a student adds for another exercise does not count: its version is a hash of the
-    exercise's check, which a copy does not hold, so a copy cannot make it up."""
-    found = set()
+    Half, not one: a student who wraps code their copy holds solved in markers, the version
+    taken from another copy, must not add an exercise (a pass for them, a row for everyone);
+    an older copy without an exercise most have is still graded, `not in that copy`."""
+    counts = {}
     for folder in submissions.values():
         if not _too_large(folder):
-            found.update(name for name, places in regions_of(folder).items()
-                         if any(version == current.get(name) for _, version, _ in places))
-    return [name for name in EXERCISES if name in found]
+            for name, places in regions_of(folder).items():
+                counts[name] = counts.get(name, 0) + any(version == current.get(name) for _, version, _ in places)
+    return [name for name in EXERCISES if 2 * counts.get(name, 0) >= len(submissions) and counts.get(name)]
 
 
 def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB, notes=None):

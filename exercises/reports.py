@@ -48,11 +48,12 @@ def _test(r):
             "status": "passed" if r.status == "passed" else "failed", "output": capped(r.line())}
 
 
-def gradescope(results):
+def gradescope(results, notes=()):
     """Gradescope's results.json for one student's results: one test per exercise, 1 point each
     when graded; one not in that copy (not handed out, or changed since) is a test of 0 points
     saying why, after those graded, and the submission's output names them in one line. No project found: no test, the
-    output says why. Every text capped (capped)."""
+    output says why. `notes` (the grader's own lines: an isolation by process only) head the
+    output. Every text capped (capped)."""
     if any(r.status == NO_PROJECT for r in results):
         return {"score": 0.0, "tests": [], "output": capped("\n".join(r.line() for r in results))}
     tests = [_test(r) for r in sorted(results, key=lambda r: r.status == NOT_IN_COPY)]      # stable: graded first
@@ -60,13 +61,15 @@ def gradescope(results):
     if (absent := [r.exercise for r in results if r.status == NOT_IN_COPY]):
         report["output"] = capped(f"not graded, not in that copy (each test of 0 points below says why): "
                                   f"{', '.join(absent)}")
+    if notes:
+        report["output"] = capped("\n".join([*notes, *([report["output"]] if "output" in report else [])]))
     return report
 
 
-def write_gradescope(results, path):
+def write_gradescope(results, path, notes=()):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(gradescope(results), f, indent=1)
+        json.dump(gradescope(results, notes), f, indent=1)
 
 
 def write_gradescope_class(results, folder, names):

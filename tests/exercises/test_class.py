@@ -12,6 +12,7 @@ import pytest
 
 from exercises.catalog import EXERCISES
 from exercises.regions import rewrite
+from exercises.versions import versions
 from tests.exercises.helpers import ROOT, exercises, plant, solve
 
 
@@ -30,8 +31,9 @@ def submissions(tmp_path_factory):
     solve(folder / "ada", "softmax")
     plant(folder / "bob", "causal_mask", "    return np.tril(np.ones((length, length), dtype=bool), -1)\n")
     (folder / "eve" / "exercises" / "checks" / "__init__.py").write_text("def run(name):\n    return 'passed', ''\n")
-    with open(folder / "eve" / "autograd" / "scalar.py", "a") as f:   # regions of exercises not handed out
-        f.write("\n\ndef forged():\n    # BEGIN EXERCISE value_mul (version 0123456789abcdef)\n    pass\n"
+    with open(folder / "eve" / "autograd" / "scalar.py", "a") as f:   # regions of exercises not handed out,
+        f.write("\n\ndef forged():\n    # BEGIN EXERCISE value_mul (version "   # one at the grader's own version
+                f"{versions(ROOT)['value_mul']})\n    pass\n"
                 "    # END EXERCISE\n    # BEGIN EXERCISE adam_step\n    pass\n    # END EXERCISE\n")
     shutil.make_archive(str(folder / "zed"), "zip", root_dir=folder, base_dir="ada")
     shutil.copytree(folder / "ada", folder / "nia" / "downloads" / "class-copy")
@@ -54,7 +56,8 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     status, text = exercises("grade", str(submissions), "--out", str(out), "--gradescope", str(gradescope), "--jobs", "2")
     assert status == 0 and text.strip().endswith(f"wrote {out}"), text
     left = [name for name in EXERCISES if name not in ("softmax", "causal_mask")]
-    assert f"not graded, in no submission at its version: not handed out, or changed since: 17 exercises " \
+    assert f"not graded, in fewer than half the submissions at its version: not handed out, or changed since: " \
+           f"17 exercises " \
            f"({', '.join(left)})" in text.splitlines()
     assert ("graded 8 submissions (2 with no project found): 4 of 11 checks passed (1 more not in that copy: "
             "0 points, the rows say why)") in text, text
@@ -93,6 +96,9 @@ def test_grade_only_grades_the_exercises_named(submissions, tmp_path):
     assert status == 0 and "not graded, not given to --only: 18 exercises (value_mul, " in text, text
     rows = list(csv.DictReader((tmp_path / "g.csv").open()))
     assert {r["exercise"] for r in rows} == {"causal_mask", ""} and len(rows) == 6 + 2
+    status, text = exercises("grade", str(submissions), "--only", "causal_mask", "value_mul", "--out",
+                             str(tmp_path / "g.csv"))
+    assert status == 0 and "given to --only but in fewer than half the submissions at its version: value_mul" in text
     status, text = exercises("grade", str(submissions), "--only", "causal", "--out", str(tmp_path / "g.csv"))
     assert status == 2 and "no exercise 'causal'" in text
 

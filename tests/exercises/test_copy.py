@@ -162,7 +162,7 @@ def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
     solve(copy, "causal_mask")
     status, out = exercises("check", "attention", "softmax_backward", "causal_mask", "heads", "value_mul", cwd=copy)
     lines = out.splitlines()
-    assert status == 1 and lines[0].startswith("checked in this copy against the results recorded"), out
+    assert status == 1 and lines[0].startswith(f"checked the copy at {copy} against the results recorded"), out
     assert lines[1] == ("exercise attention: not yet: needs exercise softmax, which this copy has not done yet: do it "
                         "first (the teacher's grade uses its solution)")
     assert lines[2].startswith("exercise softmax_backward: not yet: ") and "[mistake: no subtraction]" in lines[2]

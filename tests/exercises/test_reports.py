@@ -120,6 +120,14 @@ def test_the_classroom_entry_point_grades_only_the_exercises_selected(solved):
     assert f"graded softmax of {solved}" in out and "PASSED exercises/classroom_test.py::test_exercise[softmax]" in out
 
 
+def test_the_classroom_node_id_the_docs_give_selects_one_exercise(solved):
+    """`-k softmax` would select softmax_backward's and log_softmax's tests too."""
+    env = {**os.environ, "EXERCISES_SUBMISSION": str(solved), "PYTHONPATH": ROOT}
+    run = subprocess.run([sys.executable, "-m", "pytest", "exercises/classroom_test.py::test_exercise[softmax]",
+                          "-p", "no:cacheprovider", "-rA"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert run.returncode == 0 and "1 passed" in run.stdout and f"graded softmax of {solved}" in run.stdout, run.stdout
+
+
 def test_a_message_written_as_another_passed_line_does_not_pass_in_the_classroom(solved, tmp_path):
     eve = tmp_path / "eve"
     shutil.copytree(solved, eve)
@@ -136,3 +144,11 @@ def test_a_refused_student_named_as_the_script_gets_no_folder_and_the_script_is_
     results = _results("ada") + [Result("run_autograder", "", NO_PROJECT, "rename the entry to grade it")]
     write_gradescope_class(results, tmp_path, ["softmax"])
     assert (tmp_path / "run_autograder").is_file() and (tmp_path / "ada" / "results.json").is_file()
+
+
+def test_the_grader_s_own_lines_head_a_results_json_s_output():
+    """An isolation by process only, said on stdout, is said where Gradescope shows it too."""
+    note = "isolation by process only: a submission's code runs with your rights"
+    graded = [r for r in _results("ada") if r.status != NOT_IN_COPY]
+    assert gradescope(graded, [note])["output"] == note and "output" not in gradescope(graded)
+    assert gradescope(_results("ada"), [note])["output"].split("\n") == [note, gradescope(_results("ada"))["output"]]
