@@ -25,6 +25,7 @@ SETUP = """#!/usr/bin/env bash
 # a Python of at least 3.11 (Ubuntu 24.04 has one; 22.04 gets python3.11) and a virtual
 # environment, /autograder/venv, with this project and its dependencies installed.
 set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive          # no apt question (a time zone's) may hang the image's build
 python=""
 for candidate in python3.13 python3.12 python3.11 python3; do
     if command -v "$candidate" >/dev/null && "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
