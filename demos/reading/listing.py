@@ -9,13 +9,14 @@ pass as the engine reaches each op.  No list of names says the order, so it cann
 the code.  A one-line function of the plumbing (one_liner: a property, a getter, a Tensor
 method handing its work to an op) is not shown whole: it teaches nothing in place, so the page
 lists them together at its end (ONE_LINERS), each with its one line.  A stretch of at least
-FOLD lines that never ran becomes one fold ("... N lines not run on this step"), and so does a
-lone `raise` that never ran (is_error_path), so that the page holds what runs, not every
-branch a step never takes.  Functions that only check
+FOLD lines that never ran (one: every such stretch) becomes one fold ("... N lines not run on
+this step", "(a raise)" where it is an error path, is_error_path), so that the page holds what
+runs, not every branch a step never takes; the HTML opens a fold on a click.  Functions that only check
 their inputs (CHECKS: require..., _check..., a config's __post_init__) are read last, in phase
 "checks", where a page has one: the step reads from the model down, not from its validation.
 The model's parts come before the forward pass: the constructors (is_part: an __init__ of a
-class of transformer/ or nn/, nn.Module's own bookkeeping in nn/module.py aside) as a traced
+class of transformer/ or nn/, and its factories and initialisation, make_norm, _init_gpt2;
+nn.Module's own bookkeeping in nn/module.py aside) as a traced
 construction of the model ran them (phase "model"), so that the page shows the model's
 structure before its forward.  The plumbing every call goes through (is_plumbing: every
 function of PLUMBING_FILES, Module.__call__ and Function.apply among them, and the private
@@ -38,20 +39,24 @@ from demos.reading.trace import PROJECT, statements
 from exercises.regions import BEGIN, END
 from exercises.twins import BEGIN_TWIN, END_TWIN
 
-FOLD = 2                                  # fewest not-run code lines folded into one line (a two-line raise, say)
+FOLD = 1                                  # fewest not-run code lines folded into one line: every stretch of them
 CHECKS = re.compile(r"(?:_?check|require)\w*|__post_init__")    # a function's own name: it validates its inputs
 MARKERS = (BEGIN, END, BEGIN_TWIN, END_TWIN)
 PARTS = ("transformer/", "nn/")            # where the model's classes are; their __init__ are the model's parts
+PART_HELPERS = re.compile(r"make_\w+|_init\w*")    # a constructor's factory or initialisation: part of the build
 BOOKKEEPING = ("nn/module.py",)           # Module's and Parameter's own __init__, __setattr__: not the model's
 PLUMBING_FILES = ("nn/module.py", "autograd/function.py", "autograd/running_module.py", "autograd/grad_mode.py")
 PRIVATE_PLUMBING = ("autograd/tensor.py", "autograd/ops/")      # where a private helper (_make, _lift) is plumbing
 
 
 def is_part(path, name):
-    """Whether the function `name` (its own name, not qualified) of `path` is one of the model's
-    parts: a constructor of a class of transformer/ or nn/, outside nn.Module's bookkeeping."""
+    """Whether the function `name` (its own name, not qualified) of `path`, entered while the
+    model is built, is one of the model's parts: a constructor of a class of transformer/ or
+    nn/, outside nn.Module's bookkeeping, or a constructor's helper there (PART_HELPERS: a
+    factory, make_norm, or an initialisation, _init_gpt2)."""
     path = path.replace(os.sep, "/")
-    return name == "__init__" and path.startswith(PARTS) and path not in BOOKKEEPING
+    return (name == "__init__" or bool(PART_HELPERS.fullmatch(name))) and path.startswith(PARTS) \
+        and path not in BOOKKEEPING
 
 
 def is_plumbing(path, name):
@@ -203,17 +208,19 @@ def fold(lines):
         while stretch and stretch[-1].status in ("text", "doc"):    # comments and blanks after the stretch stay outside
             trailing.insert(0, stretch.pop())
         not_run = sum(row.status == "not" for row in stretch)
-        rows.extend([Fold(stretch)] if not_run >= FOLD or is_error_path(stretch) else stretch)
+        rows.extend([Fold(stretch)] if not_run >= FOLD else stretch)
         rows.extend(trailing + ([line] if line is not None else []))
         stretch = []
     return rows
 
 
 def is_error_path(stretch):
-    """Whether a stretch of not-run lines is a `raise` (of one line: longer ones fold anyway):
-    the error path a step never takes, folded even alone, so the page keeps to what runs."""
-    return any(line.status == "not" for line in stretch) and all(
-        line.text.lstrip().startswith("raise ") for line in stretch if line.status == "not")
+    """Whether a stretch of not-run lines is one or more `raise` statements (each of its
+    outermost lines begins one): the error path a step never takes, which its fold names."""
+    texts = [line.text for line in stretch if line.status == "not"]
+    outermost = min((len(text) - len(text.lstrip()) for text in texts), default=0)
+    return bool(texts) and all(text.lstrip().startswith("raise ") for text in texts    # a raise's continuation lines
+                               if len(text) - len(text.lstrip()) == outermost)        # are indented deeper
 
 
 @functools.lru_cache(maxsize=None)

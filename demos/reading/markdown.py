@@ -72,8 +72,8 @@ def how_to_read(shown, measures):
                 "helpers) has its own section after the forward pass, so that the forward pass reads as the model's "
                 "code and the ops' math." if any(f.phase == "plumbing" for f in shown) else "")
     return (f"Each function the step ran appears once, under its file and line, in the order the step first ran it: "
-            f"{whole}.{parts}{plumbing} A line ending in `# not run` did not run on this step; `# ... N lines not run "
-            "on this step` stands for several, or for one `raise` (an error path the step never took)."
+            f"{whole}.{parts}{plumbing} `# ... N lines not run on this step` stands for lines the step did not "
+            "run (\"(a raise)\": an error path it never took), and a line ending in `# not run` is one."
             + shapes + checks)
 
 

@@ -213,8 +213,9 @@ def section(markdown, title):
 @pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
 def test_the_model_s_parts_are_its_constructors_before_the_forward_pass(committed, name):
     """The first section after the configuration shows the constructors of the model's layers
-    (transformer/ and nn/, none of nn.Module's bookkeeping), the model's own first, with the
-    shapes of the parameters they make; the GPT's ties its output layer to its embedding."""
+    (transformer/ and nn/, none of nn.Module's bookkeeping) and their factories, the model's own
+    first, with the shapes of the parameters they make; the GPT's ties its output layer to its
+    embedding and makes its norms with make_norm."""
     markdown = committed[name][0]
     parts = section(markdown, "The model's parts")
     names = [function for _, _, function, _ in parts]
@@ -230,6 +231,7 @@ def test_the_model_s_parts_are_its_constructors_before_the_forward_pass(committe
         assert any(re.match(r"\s*self\.out_proj\.weight = self\.embed\.weight\b", line)
                    for line in code["DecoderOnly.__init__"])
         assert any("norm_first=True" in line for line in code["DecoderOnly.__init__"])
+        assert {"make_norm", "make_positional", "DecoderOnly._init_gpt2"} <= set(names), names
 
 
 @pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
@@ -253,7 +255,9 @@ def test_the_forward_pass_is_the_model_and_the_plumbing_comes_after_it(committed
     ("autograd/ops/shape.py", "_is_advanced", False, True), ("autograd/tensor.py", "reshape", False, False),
     ("autograd/tensor.py", "__init__", False, False), ("autograd/ops/shape.py", "forward", False, False),
     ("autograd/kernels/reference.py", "_row_max", False, False), ("transformer/attention.py", "_split_heads", False, False),
-    ("transformer/layers.py", "forward", False, False), ("nn/functional.py", "_reduce", False, False)])
+    ("transformer/layers.py", "forward", False, False), ("nn/functional.py", "_reduce", False, False),
+    ("transformer/layers.py", "make_norm", True, False), ("transformer/families/decoder_only.py", "_init_gpt2", True, False),
+    ("nn/module.py", "_initialise", False, True), ("transformer/config.py", "require_positive", False, False)])
 def test_which_functions_are_the_model_s_parts_and_which_the_plumbing(path, name, part, plumbing):
     assert (listing.is_part(path, name), listing.is_plumbing(path, name)) == (part, plumbing)
 
@@ -439,9 +443,9 @@ def line(number, status):
     return listing.Line(number, f"line {number}", status)
 
 
-@pytest.mark.parametrize("not_run, folded", [(1, False), (2, True), (3, True), (7, True)])
-def test_a_stretch_is_folded_from_two_lines_not_run(not_run, folded):
-    """Two: a raise of two lines, an error path a step never takes, is one fold line."""
+@pytest.mark.parametrize("not_run, folded", [(0, False), (1, True), (2, True), (3, True), (7, True)])
+def test_every_stretch_not_run_is_folded(not_run, folded):
+    """Even one line: the page keeps to what ran, and a click opens the fold in the HTML."""
     lines = [line(1, "run")] + [line(2 + i, "not") for i in range(not_run)] + [line(2 + not_run, "text"),
                                                                               line(3 + not_run, "run")]
     rows = listing.fold(lines)
@@ -453,6 +457,17 @@ def test_a_stretch_is_folded_from_two_lines_not_run(not_run, folded):
         assert folds[0].code_lines == not_run and rows[-2].status == "text"   # the comment after stays outside
 
 
+@pytest.mark.parametrize("texts, raising", [(["raise ValueError(x)"], True), (["raise ValueError(", "    x)"], True),
+                                            (["return fused(q, k, v)"], False), (["raise KeyError(k)", "raise E"], True),
+                                            (["raise E", "return x"], False)])
+def test_a_fold_says_when_it_is_an_error_path(texts, raising):
+    lines = [listing.Line(1, "if bad:", "run")] + [listing.Line(2 + i, "    " + t, "not") for i, t in enumerate(texts)]
+    fold, = [row for row in listing.fold(lines) if isinstance(row, listing.Fold)]
+    count = len(texts)
+    assert listing.fold_text(fold) == (f"    # ... {count} line{'s' * (count > 1)} not run on this step"
+                                       + (" (a raise)" if raising else ""))
+
+
 def test_the_html_renders_in_chromium(committed, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -462,19 +477,23 @@ def test_the_html_renders_in_chromium(committed, tmp_path):
     dom = subprocess.run(flags + ["--dump-dom", page], capture_output=True, text=True, timeout=300).stdout
     assert "scaled_dot_product_attention" in dom and dom.count('class="heat"') == 16
     assert dom.count('class="l ') >= 700 and "weights = scores.softmax(-1)" in re.sub(r"<[^>]+>", "", dom)
-    assert dom.count("query ↓") == dom.count("key →") == 16
+    assert dom.count(reading_html.QUERY_AXIS) == dom.count("key →") == 16
     hover = tmp_path / "hover.html"                  # the page, and a mouse over the first heatmap's row 5, column 2
     hover.write_text(committed["gpt_step"][1].replace("</body>", (
         '<script>const c = document.querySelector("canvas.heat"), r = c.getBoundingClientRect();'
         'c.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + 2.5 * r.width / c.width, '
         'clientY: r.top + 5.5 * r.height / c.height}));'
-        'document.body.insertAdjacentHTML("beforeend", `<pre id="hover">${c.title}</pre>`);</script></body>')),
+        'const a = document.querySelector(".qt"), q = a.getBoundingClientRect(), s = getComputedStyle(a);'
+        'document.body.insertAdjacentHTML("beforeend", `<pre id="hover">${c.title}</pre>'
+        '<pre id="axis">${q.width} ${q.height} ${s.writingMode} ${s.textOrientation}</pre>`);</script></body>')),
         encoding="utf-8")
     hovered = subprocess.run(flags + ["--dump-dom", f"file://{hover}"], capture_output=True, text=True,
                              timeout=300).stdout
     said = re.search(r'<pre id="hover">layer 0, head 0: query 5 (.+) → key 2 (.+): (0\.\d{3})</pre>', hovered)
     tokens = json.loads(html.unescape(re.search(r'data-queries="([^"]*)"', committed["gpt_step"][1])[1]))
     assert said and (said[1], said[2]) == (f"'{tokens[5]}'", f"'{tokens[2]}'"), hovered[-500:]
+    width, height, mode, orientation = re.search(r'<pre id="axis">(\S+) (\S+) (\S+) (\S+)</pre>', hovered).groups()
+    assert (mode, orientation) == ("vertical-rl", "sideways") and float(height) > 2 * float(width)   # turned, along the rows
     assert float(said[3]) == pytest.approx(heatmap_rows(committed["gpt_step"][1], "layer 0")[0][5, 2], abs=6e-4)
     shot = tmp_path / "page.png"
     subprocess.run(flags + ["--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
