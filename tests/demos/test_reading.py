@@ -492,7 +492,7 @@ def test_the_html_renders_in_chromium(committed, tmp_path):
     said = re.search(r'<pre id="hover">layer 0, head 0: query 5 (.+) → key 2 (.+): (0\.\d{3})</pre>', hovered)
     tokens = json.loads(html.unescape(re.search(r'data-queries="([^"]*)"', committed["gpt_step"][1])[1]))
     assert said and (said[1], said[2]) == (f"'{tokens[5]}'", f"'{tokens[2]}'"), hovered[-500:]
-    width, height, mode, orientation = re.search(r'<pre id="axis">(\S+) (\S+) (\S+) (\S+)</pre>', hovered).groups()
+    width, height, mode, orientation = re.search(r'<pre id="axis">([\d.]+) ([\d.]+) ([\w-]+) ([\w-]+)</pre>', hovered).groups()
     assert (mode, orientation) == ("vertical-rl", "sideways") and float(height) > 2 * float(width)   # turned, along the rows
     assert float(said[3]) == pytest.approx(heatmap_rows(committed["gpt_step"][1], "layer 0")[0][5, 2], abs=6e-4)
     shot = tmp_path / "page.png"
