@@ -299,7 +299,7 @@ def figures(trace, shown):
 
 
 PHASE_TITLES = {"config": "The configuration", "model": "The model's parts", "step": "The step",
-                "forward": "The forward pass", "plumbing": "Under every call: Module.__call__ and Function.apply",
+                "forward": "The forward pass", "plumbing": "Under every call: the plumbing of modules and ops",
                 "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
                 "loops": "The loops tier, in a small step", "checks": "Checking the inputs"}
 ONE_LINERS = "One-line functions that also ran"
