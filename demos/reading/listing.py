@@ -1,28 +1,32 @@
 """A trace turned into a page's contents: the functions that ran, whole, in reading order,
 each line marked as run or not run on the traced call, with the shapes it made.
 
-Reading order: by phase (the configuration, the forward pass, the backward pass, the
-optimizer), then in the order the call first entered each function, as the step ran them:
-nanoGPT's model.py top to bottom (embedding, each block's norm, attention, MLP, the loss),
-each function followed by those it was the first to call, down to the kernels; the backward
-pass as the engine reaches each op.  No list of names says the order, so it cannot drift from
-the code.  A one-line function of the plumbing (one_liner: a property, a getter, a Tensor
-method handing its work to an op) is not shown whole: it teaches nothing in place, so the page
-lists them together at its end (ONE_LINERS), each with its one line.  A stretch of at least
-FOLD lines that never ran (one: every such stretch) becomes one fold ("... N lines not run on
-this step", "(a raise)" where it is an error path, is_error_path), so that the page holds what
-runs, not every branch a step never takes; the HTML opens a fold on a click.  Functions that only check
+Reading order: by phase (the configuration, the model's parts, the forward pass, the plumbing
+under every call, the backward pass, the optimizer), then in the order the call first entered
+each function, as the step ran them: nanoGPT's model.py top to bottom (embedding, each block's
+norm, attention, MLP, the loss), each function followed by those it was the first to call,
+down to the kernels; the backward pass as the engine reaches each op.  No list of names says
+the order, so it cannot drift from the code.
+
+The model's parts come before the forward pass, as nanoGPT's __init__ shows its architecture:
+the constructors (is_part: an __init__ of a class of transformer/ or nn/, and the factories
+and initialisation they call there, make_norm, _init_gpt2; nn.Module's own bookkeeping in
+nn/module.py aside) as a traced construction of the model ran them (phase "model").  The
+plumbing every call goes through (is_plumbing: every function of PLUMBING_FILES,
+Module.__call__ and Function.apply among them, and the private helpers, `_name`, of the tensor
+and the ops) is read right after the forward pass, in phase "plumbing", where a page has one:
+the forward pass reads as the model's code and the ops' math in the order they run.  Both
+rules go by file and function name, never by a list of every function.
+
+A one-line function of the plumbing (one_liner: a property, a getter, a Tensor method handing
+its work to an op) is not shown whole: it teaches nothing in place, so the page lists them
+together at its end (ONE_LINERS), each with its one line.  A stretch of at least FOLD lines
+that never ran (one: every such stretch) becomes one fold ("... N lines not run on this step",
+"(a raise)" where it is an error path, is_error_path), so that the page holds what runs, not
+every branch a step never takes; the HTML opens a fold on a click.  Functions that only check
 their inputs (CHECKS: require..., _check..., a config's __post_init__) are read last, in phase
 "checks", where a page has one: the step reads from the model down, not from its validation.
-The model's parts come before the forward pass: the constructors (is_part: an __init__ of a
-class of transformer/ or nn/, and its factories and initialisation, make_norm, _init_gpt2;
-nn.Module's own bookkeeping in nn/module.py aside) as a traced
-construction of the model ran them (phase "model"), so that the page shows the model's
-structure before its forward.  The plumbing every call goes through (is_plumbing: every
-function of PLUMBING_FILES, Module.__call__ and Function.apply among them, and the private
-helpers, `_name`, of the tensor and the ops) is read after the forward pass, in phase
-"plumbing", where a page has one: the forward pass reads as the model's code and the ops'
-math in the order they run.  The exercises' marker comments (# BEGIN EXERCISE name, # END EXERCISE, and the twins') are
+The exercises' marker comments (# BEGIN EXERCISE name, # END EXERCISE, and the twins') are
 left out of the code: they mark where a learner writes, which a reader of the step does not
 need.  A page names the exercises whose code it shows (exercises_shown) in a comment of its
 own instead, as `BEGIN EXERCISE name`: a student copy that hands one of them out is made
