@@ -36,9 +36,9 @@ details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font
 figure.hm { margin: 0; display: grid; grid-template-columns: 1.2em auto calc(var(--m) * var(--cell));
             grid-template-rows: auto 1.2em auto calc(var(--n) * var(--cell)); font: 9px/1 ui-monospace, monospace; }
 figure.hm figcaption { grid-area: 1 / 3; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
-.kt { grid-area: 2 / 3; color: #667; }
-.qt { grid-area: 4 / 1; writing-mode: vertical-lr; text-orientation: upright; color: #667; letter-spacing: -1px;
-      border-right: 1px solid #ccd; margin-right: 3px; }
+.kt { grid-area: 2 / 3; color: #667; font: italic 11px system-ui, sans-serif; }
+.qt { grid-area: 4 / 1; writing-mode: vertical-rl; text-orientation: sideways; font: italic 11px system-ui, sans-serif;
+      color: #667; border-right: 1px solid #ccd; margin-right: 3px; text-align: center; }
 .keys { grid-area: 3 / 3; display: grid; grid-template-columns: repeat(var(--m), var(--cell)); }
 .queries { grid-area: 4 / 2; display: grid; grid-template-rows: repeat(var(--n), var(--cell)); padding-right: 2px; }
 .keys span, .queries span { text-align: center; white-space: pre; overflow: hidden; line-height: var(--cell); }
@@ -106,6 +106,7 @@ def rows_html(function):
     return "".join(parts)
 
 
+QUERY_AXIS = "query →"    # drawn turned a quarter clockwise (STYLE's .qt): one word, reading and pointing down
 CELL = 240          # a heatmap's side in pixels, about: each position a cell of CELL // length pixels, 10 to 20
 
 
@@ -121,7 +122,7 @@ def heatmap(label, head, queries, keys):
                                   + "</div>")
     return (f'<figure class="hm" style="--n: {n}; --m: {m}; --cell: {min(20, max(10, CELL // max(n, m)))}px">'
             f'<figcaption>{html.escape(label)}</figcaption><span class="kt">key →</span>'
-            f'<span class="qt">query ↓</span>{ticks("keys", keys)}{ticks("queries", queries)}'
+            f'<span class="qt">{QUERY_AXIS}</span>{ticks("keys", keys)}{ticks("queries", queries)}'
             f'<canvas class="heat" width="{m}" height="{n}" data-label="{html.escape(label)}" '
             f'data-weights="{quantized}" data-queries="{html.escape(json.dumps(queries))}" '
             f'data-keys="{html.escape(json.dumps(keys))}" title="{html.escape(label)}"></canvas></figure>')

@@ -1,16 +1,29 @@
 """A trace turned into a page's contents: the functions that ran, whole, in reading order,
 each line marked as run or not run on the traced call, with the shapes it made.
 
-Reading order: by phase (the configuration, the forward pass, the backward pass, the
-optimizer), then in the order the call first entered each function, as the step ran them:
-nanoGPT's model.py top to bottom (embedding, each block's norm, attention, MLP, the loss),
-each function followed by those it was the first to call, down to the kernels; the backward
-pass as the engine reaches each op.  No list of names says the order, so it cannot drift from
-the code.  A one-line function of the plumbing (one_liner: a property, a getter, a Tensor
-method handing its work to an op) is not shown whole: it teaches nothing in place, so the page
-lists them together at its end (ONE_LINERS), each with its one line.  A stretch of at least
-FOLD lines that never ran becomes one fold ("... N lines not run on this step"), so that
-the page holds what runs, not every branch a step never takes.  Functions that only check
+Reading order: by phase (the configuration, the model's parts, the forward pass, the plumbing
+under every call, the backward pass, the optimizer), then in the order the call first entered
+each function, as the step ran them: nanoGPT's model.py top to bottom (embedding, each block's
+norm, attention, MLP, the loss), each function followed by those it was the first to call,
+down to the kernels; the backward pass as the engine reaches each op.  No list of names says
+the order, so it cannot drift from the code.
+
+The model's parts come before the forward pass, as nanoGPT's __init__ shows its architecture:
+the constructors (is_part: an __init__ of a class of transformer/ or nn/, and the factories
+and initialisation they call there, make_norm, _init_gpt2; nn.Module's own bookkeeping in
+nn/module.py aside) as a traced construction of the model ran them (phase "model").  The
+plumbing every call goes through (is_plumbing: every function of PLUMBING_FILES,
+Module.__call__ and Function.apply among them, and the private helpers, `_name`, of the tensor
+and the ops) is read right after the forward pass, in phase "plumbing", where a page has one:
+the forward pass reads as the model's code and the ops' math in the order they run.  Both
+rules go by file and function name, never by a list of every function.
+
+A one-line function of the plumbing (one_liner: a property, a getter, a Tensor method handing
+its work to an op) is not shown whole: it teaches nothing in place, so the page lists them
+together at its end (ONE_LINERS), each with its one line.  A stretch of at least FOLD lines
+that never ran (one: every such stretch) becomes one fold ("... N lines not run on this step",
+"(a raise)" where it is an error path, is_error_path), so that the page holds what runs, not
+every branch a step never takes; the HTML opens a fold on a click.  Functions that only check
 their inputs (CHECKS: require..., _check..., a config's __post_init__) are read last, in phase
 "checks", where a page has one: the step reads from the model down, not from its validation.
 The exercises' marker comments (# BEGIN EXERCISE name, # END EXERCISE, and the twins') are
@@ -30,9 +43,33 @@ from demos.reading.trace import PROJECT, statements
 from exercises.regions import BEGIN, END
 from exercises.twins import BEGIN_TWIN, END_TWIN
 
-FOLD = 2                                  # fewest not-run code lines folded into one line (a two-line raise, say)
+FOLD = 1                                  # fewest not-run code lines folded into one line: every stretch of them
 CHECKS = re.compile(r"(?:_?check|require)\w*|__post_init__")    # a function's own name: it validates its inputs
 MARKERS = (BEGIN, END, BEGIN_TWIN, END_TWIN)
+PARTS = ("transformer/", "nn/")            # where the model's classes are; their __init__ are the model's parts
+PART_HELPERS = re.compile(r"make_\w+|_init\w*")    # a constructor's factory or initialisation: part of the build
+BOOKKEEPING = ("nn/module.py",)           # Module's and Parameter's own __init__, __setattr__: not the model's
+PLUMBING_FILES = ("nn/module.py", "autograd/function.py", "autograd/running_module.py", "autograd/grad_mode.py")
+PRIVATE_PLUMBING = ("autograd/tensor.py", "autograd/ops/")      # where a private helper (_make, _lift) is plumbing
+
+
+def is_part(path, name):
+    """Whether the function `name` (its own name, not qualified) of `path`, entered while the
+    model is built, is one of the model's parts: a constructor of a class of transformer/ or
+    nn/, outside nn.Module's bookkeeping, or a constructor's helper there (PART_HELPERS: a
+    factory, make_norm, or an initialisation, _init_gpt2)."""
+    path = path.replace(os.sep, "/")
+    return (name == "__init__" or bool(PART_HELPERS.fullmatch(name))) and path.startswith(PARTS) \
+        and path not in BOOKKEEPING
+
+
+def is_plumbing(path, name):
+    """Whether the function `name` of `path` is plumbing every call goes through: any function
+    of PLUMBING_FILES (Module.__call__, Function.apply, save_for_backward, ...), or a private
+    helper (_make, _lift, _index_key, _is_advanced; not a dunder) of the tensor or the ops."""
+    path = path.replace(os.sep, "/")
+    private = name.startswith("_") and not name.startswith("__")
+    return path in PLUMBING_FILES or (private and path.startswith(PRIVATE_PLUMBING))
 
 
 def is_marker(text):
@@ -181,6 +218,15 @@ def fold(lines):
     return rows
 
 
+def is_error_path(stretch):
+    """Whether a stretch of not-run lines is one or more `raise` statements (each of its
+    outermost lines begins one): the error path a step never takes, which its fold names."""
+    texts = [line.text for line in stretch if line.status == "not"]
+    outermost = min((len(text) - len(text.lstrip()) for text in texts), default=0)
+    return bool(texts) and all(text.lstrip().startswith("raise ") for text in texts    # a raise's continuation lines
+                               if len(text) - len(text.lstrip()) == outermost)        # are indented deeper
+
+
 @functools.lru_cache(maxsize=None)
 def class_starts(path):
     """The first lines (a decorator's, or the class line) of the classes of `path` (relative):
@@ -191,13 +237,16 @@ def class_starts(path):
 
 def functions(trace, phases):
     """The Functions a trace entered, each once, in reading order (phases: their order; a
-    function CHECKS names is in phase "checks" where phases has it)."""
+    function CHECKS names is in phase "checks" where phases has it, and one of the forward pass
+    is_plumbing names in phase "plumbing" where phases has it)."""
     found = []
     for order, (code, (path, phase)) in enumerate(trace.functions.items()):
         if not code.co_name.startswith("<") and code.co_firstlineno not in class_starts(path):   # no lambda, class body
             node = definition(path, code.co_firstlineno)
             if "checks" in phases and CHECKS.fullmatch(code.co_name):
                 phase = "checks"
+            elif phase == "forward" and "plumbing" in phases and is_plumbing(path, code.co_name):
+                phase = "plumbing"
             found.append((path, code.co_firstlineno, node.end_lineno, code.co_qualname, phase, order))
     outer = [(path, first, last) for path, first, last, *_ in found]
     shown = [entry for entry in found if not any(path == entry[0] and first < entry[1] and entry[2] <= last
@@ -236,19 +285,25 @@ def exercises_shown(shown):
 
 def figures(trace, shown):
     """The page's measures: code lines shown (folds and text not counted), lines with a
-    shape, and the share of the distinct lines the call ran that the page shows."""
+    shape, and the share of the distinct lines the call ran that the page shows (the model's
+    construction, phase "model", counted in the code lines, not among the lines the step ran)."""
     lines = [line for function in shown for line in function.lines_shown()]
     on_page = {(function.path, line.number) for function in shown for line in function.lines_shown()
                if line.status == "run"}
-    ran = {(path, number) for path, numbers in trace.lines.items() for number in numbers}
+    built = {(function.path, line.number) for function in shown if function.phase == "model"
+             for line in function.lines()}
+    ran = {(path, number) for path, numbers in trace.lines.items() for number in numbers} - built
     return {"functions": len(shown), "code_lines": sum(line.status in ("run", "not") for line in lines),
             "shapes": sum(line.shape is not None for line in lines),
             "folded_lines": sum(row.code_lines for function in shown for row in function.rows if isinstance(row, Fold)),
             "one_liners": sum(function.one_line is not None for function in shown),
+            "constructor_lines": sum(line.status in ("run", "not") for function in shown if function.phase == "model"
+                                     for line in function.lines_shown()),
             "lines_run": len(ran), "lines_run_shown": len(ran & on_page), "coverage": len(ran & on_page) / len(ran)}
 
 
-PHASE_TITLES = {"config": "The configuration", "step": "The step", "forward": "The forward pass",
+PHASE_TITLES = {"config": "The configuration", "model": "The model's parts", "step": "The step",
+                "forward": "The forward pass", "plumbing": "Under every call: the plumbing of modules and ops",
                 "backward": "The backward pass", "optimizer": "The optimizer's update", "build": "Building the graph",
                 "loops": "The loops tier, in a small step", "checks": "Checking the inputs"}
 ONE_LINERS = "One-line functions that also ran"
@@ -278,4 +333,6 @@ def fold_text(fold):
     it stands for (a marker comment left out among them too)."""
     first = next(line for line in fold.lines if line.status == "not")
     indent = first.text[:len(first.text) - len(first.text.lstrip())]
-    return f"{indent}# ... {fold.lines[-1].number - fold.lines[0].number + 1} lines not run on this step"
+    count = fold.lines[-1].number - fold.lines[0].number + 1
+    raising = " (a raise)" if is_error_path(fold.lines) else ""
+    return f"{indent}# ... {count} line{'s' if count > 1 else ''} not run on this step{raising}"

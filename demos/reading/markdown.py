@@ -66,9 +66,15 @@ def how_to_read(shown, measures):
     checks = " Functions that only check their inputs come last." if any(f.phase == "checks" for f in shown) else ""
     whole = ("whole, or, if it is one line (a property, a getter), as that line in a list at the end"
              if measures["one_liners"] else "whole")
+    parts = (" The model's parts come first: the constructors (`__init__`) of its layers as the model's construction "
+             "ran them, with the shapes of the parameters they make." if any(f.phase == "model" for f in shown) else "")
+    plumbing = (" The plumbing every call goes through (`Module.__call__`, `Function.apply`, the tensor's private "
+                "helpers) has its own section after the forward pass, so that the forward pass reads as the model's "
+                "code and the ops' math." if any(f.phase == "plumbing" for f in shown) else "")
     return (f"Each function the step ran appears once, under its file and line, in the order the step first ran it: "
-            f"{whole}. A line ending in `# not run` did not run on this step; `# ... N lines not run on this step` "
-            "stands for several." + shapes + checks)
+            f"{whole}.{parts}{plumbing} `# ... N lines not run on this step` stands for lines the step did not "
+            "run (\"(a raise)\": an error path it never took), and a line ending in `# not run` is one."
+            + shapes + checks)
 
 
 def browser_extras(step):

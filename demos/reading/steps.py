@@ -25,6 +25,7 @@ import tempfile
 import numpy as np
 
 from autograd import kernels
+from demos.reading.listing import definition, is_part
 from demos.reading.trace import PROJECT, Trace
 
 DEFAULT_TIER = kernels.tier()                # the kernels this process chose, before a page chooses numpy's
@@ -34,7 +35,9 @@ ATTENTION = ("transformer/attention.py", "scaled_dot_product_attention", "weight
 LOOPS = "autograd/kernels/loops.py"
 SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"     # demos/bench/lines.py's GPT
 SCRATCH = "--out runs/scratch"    # every command a page prints writes there, never over a run of the learner's
-PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed --max-iters 1 {SMALL_GPT} {SCRATCH}")}
+GPT_QUICK = "--max-iters 1 --eval-iters 1 --sample-tokens 1"     # demos.gpt ends seconds after its one step
+TRAIN_QUICK = "--steps 1 --beam-examples 1"                       # demos.train likewise
+PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed {GPT_QUICK} {SMALL_GPT} {SCRATCH}")}
 # a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
 HEATMAP_POSITIONS = 24     # the GPT's heatmaps: the first positions of 64, each wide enough to name its character
 TRAINED_STEPS = 300          # the heatmaps' models: this many seeded steps, enough for their heads to specialise
@@ -43,7 +46,7 @@ TIERS_NOTE = ("Attention is composed (matmul, masked_fill, softmax, matmul: the 
               "fused op `demos.gpt` runs by default. Each kernel is its numpy definition (`AUTOGRAD_KERNELS=numpy`, "
               "autograd/kernels/reference.py); the loops tier (autograd/kernels/loops.py), which a debugger steps "
               "into, computes the same in plain loops, too slowly at this size to trace")
-TRAINING_PHASES = ("config", "forward", "step", "backward", "optimizer")          # the order a page reads in
+TRAINING_PHASES = ("config", "model", "forward", "plumbing", "step", "backward", "optimizer")   # a page's order
 TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
                  ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"),
                  ("transformer/training/lm.py", "LMTrainConfig.lr_at", "optimizer"),
@@ -86,7 +89,7 @@ def gpt_step():
                   watch=(ATTENTION,))
     cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(len(ALPHABET), attention="composed")))
     manual_seed(cfg.seed)
-    model = DecoderOnly(config)
+    model = built(trace, DecoderOnly, config)
     step = step_functions(model, cfg)[0]
     rng = np.random.default_rng(cfg.seed)
     step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(0))
@@ -110,9 +113,25 @@ def gpt_step():
             f"validation text (of {cfg.block_size}: under the causal mask no query attends past them, so their rows "
             "are whole); ⏎ is a newline, ␣ a space.")
     return Step("gpt_step", "One GPT training step", intro, about, TRAINING_PHASES + ("checks", "loops"), trace,
-                f"demos.gpt --attention composed --max-iters 1 {SCRATCH}", "AUTOGRAD_KERNELS=numpy",
+                f"demos.gpt --attention composed {GPT_QUICK} {SCRATCH}", "AUTOGRAD_KERNELS=numpy",
                 tuple(f"layer {n}" for n in range(config.num_layers)), heatmaps={ATTENTION: heatmaps},
                 heatmap_note=note, heatmap_axes=[(tokens, tokens)] * config.num_layers)
+
+
+def built(trace, make, config):
+    """make(config), the model, its construction traced apart: the constructors it ran (is_part)
+    are added to `trace` in phase "model", with their lines and shapes, and nothing else of the
+    construction is (nn.Module's bookkeeping, which the step's own forward pass enters too)."""
+    construction = Trace()
+    model = construction.record("model", make, config)
+    for code, (path, _) in construction.functions.items():
+        if is_part(path, code.co_name):
+            first, last = code.co_firstlineno, definition(path, code.co_firstlineno).end_lineno
+            trace.functions[code] = (path, "model")
+            trace.lines.setdefault(path, set()).update(n for n in construction.lines.get(path, ()) if first <= n <= last)
+            trace.shapes.update({(where, start): seen for (where, start), seen in construction.shapes.items()
+                                 if where == path and first <= start <= last})
+    return model
 
 
 def text_data(block_size):
@@ -221,7 +240,7 @@ def seq2seq_step():
     heatmaps = attention_after_training(trained, lambda n: job.step(n + 1),
                                         lambda: trained(example.src, example.tgt_in))
     manual_seed(cfg.seed)
-    model = Transformer(config)
+    model = built(trace, Transformer, config)
     job = ToyTaskJob(model, data, cfg)
     job.step(0)
     trace.watched.clear()
@@ -242,7 +261,7 @@ def seq2seq_step():
             f"one sequence of {cfg.max_len} symbols to reverse. In cross-attention row t is output position t and "
             "column n source position n: a trained model looks at n = length - 1 - t, the anti-diagonal.")
     return Step("seq2seq_step", "One encoder-decoder training step", intro, about, TRAINING_PHASES + ("checks",), trace,
-                f"demos.train --task reverse --steps 1 {SCRATCH}", "AUTOGRAD_KERNELS=numpy", tuple(labels),
+                f"demos.train --task reverse {TRAIN_QUICK} {SCRATCH}", "AUTOGRAD_KERNELS=numpy", tuple(labels),
                 heatmaps={ATTENTION: heatmaps}, heatmap_note=note, heatmap_axes=axes)
 
 

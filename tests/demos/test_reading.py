@@ -18,7 +18,7 @@ import pytest
 from demos.debug import breakpoint_line
 from exercises.regions import BEGIN, END
 from exercises.twins import BEGIN_TWIN, END_TWIN
-from demos.reading import listing
+from demos.reading import html as reading_html, listing
 from demos.reading.trace import Trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,7 +26,7 @@ READING = os.path.join(ROOT, "docs", "reading")
 PAGES = ("gpt_step", "seq2seq_step", "scalar_backward")
 HEADING = re.compile(r"^#### \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) (?P<name>\S+)$")
 ONE_LINER = re.compile(r"^- \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) `(?P<name>[^`]+)`: `(?P<line>[^`]+)`$")
-FOLDED = re.compile(r"^\s*# \.\.\. (\d+) lines not run on this step$")
+FOLDED = re.compile(r"^\s*# \.\.\. (\d+) lines? not run on this step(?: \(a raise\))?$")
 SHAPE = r"\((?:\d+(?:, \d+)*,?)?\)"
 SHAPES = rf"{SHAPE}(?:, {SHAPE})*"
 SUFFIX = re.compile(rf"(?:  # (?P<shape>{SHAPES}(?: \| {SHAPES})*(?: \| \d+ more)?))?(?P<not>  # not run)?")
@@ -189,8 +189,8 @@ def test_a_training_page_reads_from_the_model_down(committed, name):
     only check their inputs after them all; no exercise's marker comment in the code."""
     markdown = committed[name][0]
     sections = re.findall(r"^## \d+\. (.+)$", markdown, re.M)
-    order = ["The configuration", "The forward pass", "The step", "The backward pass", "The optimizer's update",
-             "Checking the inputs"]
+    order = ["The configuration", "The model's parts", "The forward pass", listing.PHASE_TITLES["plumbing"],
+             "The step", "The backward pass", "The optimizer's update", "Checking the inputs"]
     present = [title for title in sections if title in order]           # seq2seq's config: dataclasses and checks
     assert present == [title for title in order if title in present] and set(order[1:]) <= set(present), sections
     checking = sections.index("Checking the inputs")
@@ -202,6 +202,64 @@ def test_a_training_page_reads_from_the_model_down(committed, name):
         own_name = function.rsplit(".", 1)[-1]
         assert bool(listing.CHECKS.fullmatch(own_name)) == (f"{path}:{first}`]" in checks), function
         assert not [line for line in shown if any(marker.match(line) for marker in MARKERS)], function
+
+
+def section(markdown, title):
+    """The functions (path, first line, name, [code lines]) of a page's section."""
+    text = re.split(rf"^## \d+\. {re.escape(title)}$", markdown, flags=re.M)[1].split("\n## ")[0]
+    return blocks(text)
+
+
+@pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
+def test_the_model_s_parts_are_its_constructors_before_the_forward_pass(committed, name):
+    """The first section after the configuration shows the constructors of the model's layers
+    (transformer/ and nn/, none of nn.Module's bookkeeping) and their factories, the model's own
+    first, with the shapes of the parameters they make; the GPT's ties its output layer to its
+    embedding and makes its norms with make_norm."""
+    markdown = committed[name][0]
+    parts = section(markdown, "The model's parts")
+    names = [function for _, _, function, _ in parts]
+    assert names[0] == ("DecoderOnly.__init__" if name == "gpt_step" else "Transformer.__init__"), names
+    assert all(listing.is_part(path, function.rsplit(".", 1)[-1]) for path, _, function, _ in parts), names
+    assert {"MultiHeadAttention.__init__", "FeedForward.__init__", "Linear.__init__", "LayerNorm.__init__",
+            "Embedding.__init__", "Residual.__init__"} <= set(names), names
+    assert not [n for n in names if n.startswith(("Module.", "Parameter.", "ModuleList."))], names
+    code = {function: lines for _, _, function, lines in parts}
+    assert re.search(r"self\.weight = Parameter\(init\.uniform\(.*  # \(\d+, \d+\)", "\n".join(code["Linear.__init__"]))
+    assert any(line.strip().startswith("self.sublayer1 = Residual(") for line in code["TransformerLayer.__init__"])
+    if name == "gpt_step":
+        assert any(re.match(r"\s*self\.out_proj\.weight = self\.embed\.weight\b", line)
+                   for line in code["DecoderOnly.__init__"])
+        assert any("norm_first=True" in line for line in code["DecoderOnly.__init__"])
+        assert {"make_norm", "make_positional", "DecoderOnly._init_gpt2"} <= set(names), names
+
+
+@pytest.mark.parametrize("name", ["gpt_step", "seq2seq_step"])
+def test_the_forward_pass_is_the_model_and_the_plumbing_comes_after_it(committed, name):
+    """The forward pass shows no plumbing (Module.__call__, Function.apply, the tensor's private
+    helpers): each is once, in its own section right after the forward pass."""
+    markdown = committed[name][0]
+    forward, plumbing = (section(markdown, title) for title in ("The forward pass", listing.PHASE_TITLES["plumbing"]))
+    assert not [f for path, _, f, _ in forward if listing.is_plumbing(path, f.rsplit(".", 1)[-1])]
+    names = [f for path, _, f, _ in plumbing]
+    assert all(listing.is_plumbing(path, f.rsplit(".", 1)[-1]) for path, _, f, _ in plumbing), names
+    assert {"Module.__call__", "Function.apply", "Tensor._make"} <= set(names) and len(set(names)) == len(names)
+    assert forward[0][2] == ("DecoderOnly.forward" if name == "gpt_step" else "Transformer.forward")
+
+
+@pytest.mark.parametrize("path, name, part, plumbing", [
+    ("transformer/attention.py", "__init__", True, False), ("nn/layers.py", "__init__", True, False),
+    ("nn/module.py", "__init__", False, True), ("nn/module.py", "__call__", False, True),
+    ("nn/module.py", "__setattr__", False, True), ("autograd/function.py", "apply", False, True),
+    ("autograd/function.py", "save_for_backward", False, True), ("autograd/tensor.py", "_make", False, True),
+    ("autograd/ops/shape.py", "_is_advanced", False, True), ("autograd/tensor.py", "reshape", False, False),
+    ("autograd/tensor.py", "__init__", False, False), ("autograd/ops/shape.py", "forward", False, False),
+    ("autograd/kernels/reference.py", "_row_max", False, False), ("transformer/attention.py", "_split_heads", False, False),
+    ("transformer/layers.py", "forward", False, False), ("nn/functional.py", "_reduce", False, False),
+    ("transformer/layers.py", "make_norm", True, False), ("transformer/families/decoder_only.py", "_init_gpt2", True, False),
+    ("nn/module.py", "_initialise", False, True), ("transformer/config.py", "require_positive", False, False)])
+def test_which_functions_are_the_model_s_parts_and_which_the_plumbing(path, name, part, plumbing):
+    assert (listing.is_part(path, name), listing.is_plumbing(path, name)) == (part, plumbing)
 
 
 def test_the_gpt_page_reads_in_the_order_the_step_runs(committed):
@@ -327,6 +385,18 @@ def test_every_printed_debugger_command_writes_into_runs_scratch_only(committed)
             (page, [c for c in commands if not c.rstrip().endswith("--out runs/scratch")][:3])
 
 
+@pytest.mark.parametrize("demo, quick", [("demos.gpt", ("--max-iters 1", "--eval-iters 1", "--sample-tokens 1")),
+                                         ("demos.train", ("--steps 1", "--beam-examples 1"))])
+def test_every_printed_debugger_command_ends_soon_after_its_stop(committed, demo, quick):
+    """A command that stops in a function trains one step and then evaluates and samples as little
+    as its demo allows, so that `c` past the breakpoint ends in seconds, not minutes."""
+    commands = [html.unescape(c) for texts in committed.values() for text in texts[:2]
+                for c in re.findall(rf"python -m demos\.debug -b \S+ {re.escape(demo)} [^<`\n]+", text)]
+    assert commands
+    slow = [c for c in commands if not all(f" {flag} " in f" {c} " for flag in quick)]
+    assert not slow, slow[:3]
+
+
 @pytest.mark.parametrize("spec, where, shape", [
     ("transformer/attention.py:scaled_dot_product_attention", r"attention\.py\(\d+\)scaled_dot_product_attention\(\)",
      "(12, 4, 64, 32)"),                                          # the shape the page shows for q
@@ -373,9 +443,9 @@ def line(number, status):
     return listing.Line(number, f"line {number}", status)
 
 
-@pytest.mark.parametrize("not_run, folded", [(1, False), (2, True), (3, True), (7, True)])
-def test_a_stretch_is_folded_from_two_lines_not_run(not_run, folded):
-    """Two: a raise of two lines, an error path a step never takes, is one fold line."""
+@pytest.mark.parametrize("not_run, folded", [(0, False), (1, True), (2, True), (3, True), (7, True)])
+def test_every_stretch_not_run_is_folded(not_run, folded):
+    """Even one line: the page keeps to what ran, and a click opens the fold in the HTML."""
     lines = [line(1, "run")] + [line(2 + i, "not") for i in range(not_run)] + [line(2 + not_run, "text"),
                                                                               line(3 + not_run, "run")]
     rows = listing.fold(lines)
@@ -387,6 +457,17 @@ def test_a_stretch_is_folded_from_two_lines_not_run(not_run, folded):
         assert folds[0].code_lines == not_run and rows[-2].status == "text"   # the comment after stays outside
 
 
+@pytest.mark.parametrize("texts, raising", [(["raise ValueError(x)"], True), (["raise ValueError(", "    x)"], True),
+                                            (["return fused(q, k, v)"], False), (["raise KeyError(k)", "raise E"], True),
+                                            (["raise E", "return x"], False)])
+def test_a_fold_says_when_it_is_an_error_path(texts, raising):
+    lines = [listing.Line(1, "if bad:", "run")] + [listing.Line(2 + i, "    " + t, "not") for i, t in enumerate(texts)]
+    fold, = [row for row in listing.fold(lines) if isinstance(row, listing.Fold)]
+    count = len(texts)
+    assert listing.fold_text(fold) == (f"    # ... {count} line{'s' * (count > 1)} not run on this step"
+                                       + (" (a raise)" if raising else ""))
+
+
 def test_the_html_renders_in_chromium(committed, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -396,19 +477,23 @@ def test_the_html_renders_in_chromium(committed, tmp_path):
     dom = subprocess.run(flags + ["--dump-dom", page], capture_output=True, text=True, timeout=300).stdout
     assert "scaled_dot_product_attention" in dom and dom.count('class="heat"') == 16
     assert dom.count('class="l ') >= 700 and "weights = scores.softmax(-1)" in re.sub(r"<[^>]+>", "", dom)
-    assert dom.count("query ↓") == dom.count("key →") == 16
+    assert dom.count(reading_html.QUERY_AXIS) == dom.count("key →") == 16
     hover = tmp_path / "hover.html"                  # the page, and a mouse over the first heatmap's row 5, column 2
     hover.write_text(committed["gpt_step"][1].replace("</body>", (
         '<script>const c = document.querySelector("canvas.heat"), r = c.getBoundingClientRect();'
         'c.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + 2.5 * r.width / c.width, '
         'clientY: r.top + 5.5 * r.height / c.height}));'
-        'document.body.insertAdjacentHTML("beforeend", `<pre id="hover">${c.title}</pre>`);</script></body>')),
+        'const a = document.querySelector(".qt"), q = a.getBoundingClientRect(), s = getComputedStyle(a);'
+        'document.body.insertAdjacentHTML("beforeend", `<pre id="hover">${c.title}</pre>'
+        '<pre id="axis">${q.width} ${q.height} ${s.writingMode} ${s.textOrientation}</pre>`);</script></body>')),
         encoding="utf-8")
     hovered = subprocess.run(flags + ["--dump-dom", f"file://{hover}"], capture_output=True, text=True,
                              timeout=300).stdout
     said = re.search(r'<pre id="hover">layer 0, head 0: query 5 (.+) → key 2 (.+): (0\.\d{3})</pre>', hovered)
     tokens = json.loads(html.unescape(re.search(r'data-queries="([^"]*)"', committed["gpt_step"][1])[1]))
     assert said and (said[1], said[2]) == (f"'{tokens[5]}'", f"'{tokens[2]}'"), hovered[-500:]
+    width, height, mode, orientation = re.search(r'<pre id="axis">([\d.]+) ([\d.]+) ([\w-]+) ([\w-]+)</pre>', hovered).groups()
+    assert (mode, orientation) == ("vertical-rl", "sideways") and float(height) > 2 * float(width)   # turned, along the rows
     assert float(said[3]) == pytest.approx(heatmap_rows(committed["gpt_step"][1], "layer 0")[0][5, 2], abs=6e-4)
     shot = tmp_path / "page.png"
     subprocess.run(flags + ["--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
@@ -514,7 +599,7 @@ def test_each_heatmap_names_its_axes(committed, name):
     assert len(figures) == (16 if name == "gpt_step" else 24)
     for caption, inside in figures:
         assert re.fullmatch(r"(layer \d|(encoder|decoder) \d (self|cross)), head \d", caption)
-        assert '<span class="kt">key →</span><span class="qt">query ↓</span>' in inside
+        assert f'<span class="kt">key →</span><span class="qt">{reading_html.QUERY_AXIS}</span>' in inside
         keys, queries = (re.findall(r"<span>([^<]*)</span>", re.search(rf'<div class="{kind}">(.*?)</div>', inside)[1])
                          for kind in ("keys", "queries"))
         canvas = re.search(r'width="(\d+)" height="(\d+)" data-label="([^"]+)" data-weights="[^"]+" '
@@ -526,6 +611,17 @@ def test_each_heatmap_names_its_axes(committed, name):
             assert queries[0] == "&lt;s&gt;" and "&lt;s&gt;" not in keys         # the target's BOS down, the source across
         elif name == "gpt_step":
             assert queries == keys and len(keys) == 24 and all(len(html.unescape(t)) == 1 for t in keys)
+
+
+def test_the_query_axis_is_one_word_turned_a_quarter_not_a_column_of_letters(committed):
+    """The query axis's label is drawn turned sideways (the letters of one word, lying along the
+    rows), not stacked upright beside the rows' token names, where it would read as tokens."""
+    rule = re.search(r"\.qt \{([^}]*)\}", committed["gpt_step"][1])[1]
+    declarations = dict(d.strip().split(": ", 1) for d in rule.split(";") if d.strip())
+    assert declarations["writing-mode"] in ("vertical-rl", "vertical-lr")
+    assert declarations.get("text-orientation") == "sideways" and "letter-spacing" not in declarations
+    assert declarations.get("font", "").startswith("italic")                # apart from the tokens' monospace
+    assert reading_html.QUERY_AXIS.split()[0] == "query"
 
 
 @pytest.mark.parametrize("name", PAGES)
