@@ -15,6 +15,13 @@ an attacker would (os.access); after each task it compares, and any difference r
 (a fresh zygote takes the slot). Files whose value changes by itself (the PID namespace's
 last PID, the scheduler's statistics) are left out: `writable_settings` reads each twice
 around a fork and keeps those that stay.
+
+Why not give each task fresh namespaces instead: the zygote holds no capability (it gave
+them all up before its first task, exercises/jail.py) and lives in a chroot, where the
+kernel refuses a new user namespace, so it cannot make any; keeping the power to would be
+more for a task to reach. And a fresh IPC namespace would not cover the PID namespace's
+pid_max, the zygote's autogroup or /tmp. Retiring covers all of them, at a zygote's start
+(a few seconds) only when a task changed something, never for an honest one.
 """
 
 import os
