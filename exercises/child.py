@@ -207,7 +207,7 @@ def _state(settings, pid_one):
 
 def _zygote(config, root):
     from exercises import wire
-    from exercises.lasting import writable_settings
+    from exercises.lasting import PIDS_PER_TASK, last_pid, writable_settings
     control = socket.socket(fileno=config["control_fd"])
     for module in PRELOADED:
         __import__(module)
@@ -223,12 +223,14 @@ def _zygote(config, root):
             return
         if marker != wire.TASK or len(fds) != 1:
             return
+        pids = last_pid() if pid_one else 0
         child = os.fork()
         if child == 0:
             _task(control, root, fds[0])
         os.close(fds[0])
         status = _clean_up(child, pid_one)
-        if _state(settings, pid_one) != before:     # a task set ours (prlimit, nice, a sysctl...): the next must not inherit it
+        used = last_pid() - pids if pid_one else 0
+        if _state(settings, pid_one) != before or not 0 <= used <= PIDS_PER_TASK:   # what the next would inherit
             wire.send(control.fileno(), {"ended": status, "retire": True})
             return
         wire.send(control.fileno(), {"ended": status})

@@ -16,6 +16,11 @@ an attacker would (os.access); after each task it compares, and any difference r
 last PID, the scheduler's statistics) are left out: `writable_settings` reads each twice
 around a fork and keeps those that stay.
 
+One of those moves with every process: the PID namespace's last PID. A task that started
+and ended k processes or threads tells the next task of its zygote k, in that task's own
+PID. An honest task uses one or a few (its child); one that used more than PIDS_PER_TASK
+retires the zygote too, so a task can say at most a few bits that way.
+
 Why not give each task fresh namespaces instead: the zygote holds no capability (it gave
 them all up before its first task, exercises/jail.py) and lives in a chroot, where the
 kernel refuses a new user namespace, so it cannot make any; keeping the power to would be
@@ -27,6 +32,13 @@ pid_max, the zygote's autogroup or /tmp. Retiring covers all of them, at a zygot
 import os
 
 PLACES = ("/proc/sys", "/proc/self", "/proc/self/attr")    # /proc/sys walked whole; the process's entry, two levels
+PIDS_PER_TASK = 32
+
+
+def last_pid():
+    """The last PID given out in this PID namespace (the zygote's, when it is PID 1)."""
+    with open("/proc/sys/kernel/ns_last_pid") as f:
+        return int(f.read())
 
 
 def _value(path):

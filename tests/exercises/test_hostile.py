@@ -471,6 +471,9 @@ LASTING = {
     "sets the zygote's coredump filter": (_writes("/proc/1/coredump_filter", "0x7f", "0000007f"),
                                           "'0000007f' in open('/proc/1/coredump_filter').read()"),
 }
+LASTING["starts and ends 200 threads (the next task's PID)"] = (
+    ("import os, threading", "for _ in range(200 * (not hasattr(os, 'burnt'))):",
+     "    t = threading.Thread(target=int); t.start(); t.join()", "os.burnt = True", *SOLUTION), "os.getpid() > 150")
 if _kernel_at_least(6, 14):                      # pid_max per PID namespace; before, the whole machine's: not written
     LASTING["sets the PID namespace's pid_max"] = (_writes("/proc/sys/kernel/pid_max", "100000"),
                                                    "open('/proc/sys/kernel/pid_max').read().strip() == '100000'")
