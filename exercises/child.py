@@ -18,8 +18,8 @@ of its own. For each task the zygote forks a task child, which
 
 When the task child has ended, the zygote kills every process left in its namespace (a
 fork, a daemon), empties /tmp and reports `{"ended": status}`, with `"retire": true` if the
-task changed what a later one would inherit (exercises/lasting.py). Everything the child sends is
-data in the format of exercises/wire.py; nothing of the judge is in this process.
+task changed what a later one would inherit (exercises/lasting.py). Everything the child
+sends is data in the format of exercises/wire.py; nothing of the judge is in this process.
 """
 
 import json

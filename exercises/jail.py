@@ -14,8 +14,8 @@ the child a root of its own and moves into it:
     /dev           null, zero, random and urandom, read-only (the devices still work)
 
 then gives up every capability (as root: becomes an unprivileged user of its own, see
-`unused_user`; in a user namespace: drops them all), forbids gaining new ones, and makes itself undumpable (no
-ptrace, no /proc/PID/mem). The teacher's project, the grader's files and the other
+`unused_user`; in a user namespace: drops them all), forbids gaining new ones, and makes
+itself undumpable (no ptrace, no /proc/PID/mem). The teacher's project, the grader's files and the other
 students' submissions are not in its root at all; the network has only a loopback that is
 down; the processes it starts die with it.
 """
@@ -127,7 +127,8 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     binds: folders or files to show read-only at their own paths; hidden: folders under those
     to show empty (the site-packages, the teacher's project if it lies there); packages: the
     folders to show again inside them (numpy's, numba's, llvmlite's); tree: the folder to show
-    as TREE; user: the user id to become (as root, with the same group id), or None (in a user namespace)."""
+    as TREE; user: the user id to become (as root, with the same group id), or None (in a
+    user namespace)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _tmpfs(new_root, 4)
     for path in binds:
