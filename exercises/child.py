@@ -17,8 +17,9 @@ of its own. For each task the zygote forks a task child, which
    `{"value": data}` or `{"raised": {"type", "message", "where", "name"}}`, until `{"end": 1}`.
 
 When the task child has ended, the zygote kills every process left in its namespace (a
-fork, a daemon), empties /tmp and reports `{"ended": status}`. Everything the child sends is
-data in the format of exercises/wire.py; nothing of the judge is in this process.
+fork, a daemon), empties /tmp and reports `{"ended": status}`, with `"retire": true` if the
+task changed what a later one would inherit (exercises/lasting.py). Everything the child
+sends is data in the format of exercises/wire.py; nothing of the judge is in this process.
 """
 
 import json
@@ -148,8 +149,13 @@ def _clean_up(child, pid_one):
 
 def _empty_tmp():
     """Remove everything in /tmp, first giving back the write permission a task may have
-    taken from its folders (a folder made read-only would otherwise survive)."""
+    taken from it and its folders (a folder made read-only would otherwise survive; in a
+    user namespace the task owns /tmp itself). What still survives retires the zygote."""
     import shutil
+    try:
+        os.chmod("/tmp", 0o1777)
+    except PermissionError:                               # as root, /tmp is root's: not the task's to change
+        pass
     for place, folders, files in os.walk("/tmp"):
         for name in folders:
             path = os.path.join(place, name)
@@ -190,14 +196,25 @@ def _warm_up_numba():
     numba.config.DISABLE_JIT = True
 
 
+def _state(settings, pid_one):
+    """What a later task would inherit (exercises/lasting.py), and /tmp's mode and what is left in it."""
+    from exercises.lasting import state
+    found = state(settings)
+    if pid_one:
+        found["tmp"] = os.stat("/tmp").st_mode, sorted(os.listdir("/tmp"))
+    return found
+
+
 def _zygote(config, root):
     from exercises import wire
+    from exercises.lasting import PIDS_PER_TASK, last_pid, writable_settings
     control = socket.socket(fileno=config["control_fd"])
     for module in PRELOADED:
         __import__(module)
     _warm_up_numba()
     pid_one = os.getpid() == 1
-    limits = _limits()
+    settings = writable_settings()
+    before = _state(settings, pid_one)
     wire.send(control.fileno(), {"zygote": config["isolation"]})
     while True:
         try:
@@ -206,36 +223,17 @@ def _zygote(config, root):
             return
         if marker != wire.TASK or len(fds) != 1:
             return
+        pids = last_pid() if pid_one else 0
         child = os.fork()
         if child == 0:
             _task(control, root, fds[0])
         os.close(fds[0])
         status = _clean_up(child, pid_one)
-        if _limits() != limits:                 # a task set ours (prlimit, nice... on PID 1): the next must not inherit them
+        used = last_pid() - pids if pid_one else 0
+        if _state(settings, pid_one) != before or not 0 <= used <= PIDS_PER_TASK:   # what the next would inherit
             wire.send(control.fileno(), {"ended": status, "retire": True})
             return
         wire.send(control.fileno(), {"ended": status})
-
-
-def _limits():
-    """What a task child could change of this process that its later children inherit: every
-    resource limit (prlimit), its niceness, CPUs, scheduling policy, I/O priority and OOM score."""
-    import ctypes
-    import resource
-
-    from exercises.seccomp import call_number
-    state = {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource) if name.startswith("RLIMIT_")}
-    state["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
-    state["cpus"] = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    state["policy"] = os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None
-    ioprio_get = call_number("ioprio_get")                # ioprio_get(IOPRIO_WHO_PROCESS, this process)
-    state["io_priority"] = None if ioprio_get is None else ctypes.CDLL(None).syscall(ioprio_get, 1, 0)
-    try:
-        with open("/proc/self/oom_score_adj") as f:
-            state["oom_score_adj"] = f.read().strip()
-    except OSError:
-        state["oom_score_adj"] = None
-    return state
 
 
 def main():
@@ -245,7 +243,7 @@ def main():
     if config["isolation"] != "process":
         from exercises import jail
         jail.enter(config["new_root"], config["binds"], config["hidden"], config["packages"], root,
-                   config["scratch_mb"], config["isolation"] == "root")
+                   config["scratch_mb"], config["user"])
         root = jail.TREE
         import exercises                                  # imported from the tree's path outside the new root
         exercises.__path__[:] = [os.path.join(root, "exercises")]

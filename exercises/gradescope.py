@@ -12,7 +12,7 @@ packages and exercises/) and the two scripts:
 `setup.sh` makes a Python of at least 3.11 (Ubuntu 24.04's own; on 22.04 the python3.11
 package) and a virtual environment with the project installed; `run_autograder` grades the
 exercises named (all, without --only) with `python -m exercises check`, whose isolation
-(exercises/jail.py) makes the child `nobody`, the teacher's files out of its sight.
+(exercises/jail.py) makes the child an unprivileged user, the teacher's files out of its sight.
 """
 
 import os

@@ -13,9 +13,9 @@ the child a root of its own and moves into it:
     /proc          its own PID namespace's: the grader and the other children are not there
     /dev           null, zero, random and urandom, read-only (the devices still work)
 
-then gives up every capability (as root: becomes the unprivileged user nobody; in a user
-namespace: drops them all), forbids gaining new ones, and makes itself undumpable (no
-ptrace, no /proc/PID/mem). The teacher's project, the grader's files and the other
+then gives up every capability (as root: becomes an unprivileged user of its own, see
+`unused_user`; in a user namespace: drops them all), forbids gaining new ones, and makes
+itself undumpable (no ptrace, no /proc/PID/mem). The teacher's project, the grader's files and the other
 students' submissions are not in its root at all; the network has only a loopback that is
 down; the processes it starts die with it.
 """
@@ -27,7 +27,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVA
     1, 2, 4, 8, 32, 4096, 16384, 1 << 18
 KEPT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096     # ... and the atime flags: locked in a user namespace
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
-NOBODY = 65534
+OWN_USERS = range(1879048192, 2147483647)   # ids no system gives out (systemd's UIDS-GIDS.md: unused), below 2**31
 TREE = "/grading/tree"
 DEVICES = ("null", "zero", "random", "urandom")
 
@@ -90,12 +90,45 @@ def _devices(target):
     _mount(None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def enter(new_root, binds, hidden, packages, tree, scratch_mb, as_root):
+def unused_user():
+    """A user id for one zygote and its tasks, as root: one in OWN_USERS that has no passwd
+    entry and no process on this machine, drawn at random (two grading runs, or two slots,
+    do not share one). Per user the kernel counts processes (RLIMIT_NPROC): had every child
+    the same user (nobody), a task holding its eight would stop a classmate's task in the
+    other slot from starting a thread."""
+    import grp
+    import pwd
+    import secrets
+    while True:
+        user = OWN_USERS.start + secrets.randbelow(len(OWN_USERS))
+        if _named(pwd.getpwuid, user) or _named(grp.getgrgid, user):
+            continue
+        if not any(_owner(f"/proc/{pid}") == user for pid in os.listdir("/proc") if pid.isdigit()):
+            return user
+
+
+def _named(lookup, number):
+    try:
+        lookup(number)
+        return True
+    except KeyError:
+        return False
+
+
+def _owner(path):
+    try:
+        return os.stat(path).st_uid
+    except OSError:
+        return None
+
+
+def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     """Build the child's root in new_root (an empty folder), move into it, give up every power.
     binds: folders or files to show read-only at their own paths; hidden: folders under those
     to show empty (the site-packages, the teacher's project if it lies there); packages: the
     folders to show again inside them (numpy's, numba's, llvmlite's); tree: the folder to show
-    as TREE."""
+    as TREE; user: the user id to become (as root, with the same group id), or None (in a
+    user namespace)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _tmpfs(new_root, 4)
     for path in binds:
@@ -120,10 +153,10 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, as_root):
     os.chroot(new_root)
     os.chdir("/tmp")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    if as_root:
+    if user is not None:
         os.setgroups([])
-        os.setresgid(NOBODY, NOBODY, NOBODY)
-        os.setresuid(NOBODY, NOBODY, NOBODY)
+        os.setresgid(user, user, user)
+        os.setresuid(user, user, user)
     else:
         _drop_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

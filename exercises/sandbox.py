@@ -8,8 +8,8 @@ The children are started afresh, never forked from here (exercises/child.py): on
 *zygote* per job slot, which imports the project from a tree holding no solution and forks a
 task child per exercise. Where Linux allows, the zygote runs in namespaces of its own
 (exercises/jail.py: its own PID, mount, network, IPC and UTS namespaces, a root that shows
-only the libraries, the tree read-only and a small private /tmp, no capability; as nobody
-when the grader is root), and between tasks it kills every process left in its namespace.
+only the libraries, the tree read-only and a small private /tmp, no capability; as a user of
+its own when the grader is root), and between tasks it kills every process left in its namespace.
 Elsewhere isolation is by process only, and `ISOLATION_NOTE` says so in one line.
 
 A task child that outlives the time limit, writes anything but a message, or more than the
@@ -38,7 +38,7 @@ ISOLATION_NOTE = {"process": "isolation by process only: this system does not le
 
 
 def isolation():
-    """How this machine can isolate a check's child: "root" (namespaces, then nobody), "userns"
+    """How this machine can isolate a check's child: "root" (namespaces, then a user of its own), "userns"
     (namespaces in a user namespace), or "process". EXERCISES_ISOLATION=process asks for the
     last; =userns, as root, for a user namespace all the same (to test it)."""
     asked = os.environ.get("EXERCISES_ISOLATION")

@@ -3,8 +3,8 @@
 Everything a task writes is emptied or killed before the next task of its slot: /tmp, its
 processes, System V IPC (exercises/child.py). Two kernel objects outlive processes and are
 reached by name, not through a file: POSIX message queues (they live as long as the IPC
-namespace, which is the zygote's, across tasks and students) and keys (the user keyring of
-`nobody` is the whole machine's, across grading runs). A region could leave a solution its
+namespace, which is the zygote's, across tasks and students) and keys (a user's keyring is
+the whole machine's, and outlives the grading run). A region could leave a solution its
 check's child held in either, for a later task to read. So the zygote, before any student
 code runs, installs a seccomp filter (inherited by every process it forks, impossible to
 remove) that answers those system calls with EPERM:

@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from exercises import wire
+from exercises.jail import unused_user
 from exercises.child_text import mark, marked, place, plain
 from exercises.tree import layout
 
@@ -76,7 +77,7 @@ class Zygote:
         ours, theirs = socket.socketpair()
         config = {"tree": tree, "isolation": mode, "control_fd": theirs.fileno(), "scratch": scratch,
                   "new_root": os.path.join(scratch, "root"), "scratch_mb": 16, "environment": ENVIRONMENT,
-                  **layout(hide)}
+                  "user": unused_user() if mode == "root" else None, **layout(hide)}
         os.makedirs(config["new_root"], exist_ok=True)
         command = [sys.executable, "-I", "-S", "-B", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
                    "from exercises.child import main; main()", tree, wire.json.dumps(config)]

@@ -135,12 +135,15 @@ def _fingerprint(root):
 
 
 def _children_left():
-    """The process ids of every check child (zygote or task) alive on this machine."""
+    """The process ids of every check child (zygote or task) alive on this machine, graded as
+    root: those of a user of their own (exercises/jail.py), not another grader's on this machine
+    (as nobody or as root: a helper's tests running at the same time)."""
+    from exercises.jail import OWN_USERS
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"from exercises.child import main" in f.read():
+                if b"from exercises.child import main" in f.read() and os.stat(f"/proc/{pid}").st_uid in OWN_USERS:
                     found.append(pid)
         except OSError:
             pass
@@ -228,7 +231,9 @@ def test_the_teacher_s_files_are_unchanged_and_nothing_outlives_the_run(class_gr
     import glob
     assert class_graded["unchanged"]
     assert class_graded["left"] == set()
-    assert glob.glob("/sys/fs/cgroup/exercises-*") + glob.glob("/sys/fs/cgroup/*/exercises-*") == []   # the slots' groups
+    from exercises.cgroup import NAME
+    groups = glob.glob("/sys/fs/cgroup/exercises-*") + glob.glob("/sys/fs/cgroup/*/exercises-*")   # the slots' groups
+    assert [g for g in groups if not os.path.exists(f"/proc/{NAME.fullmatch(os.path.basename(g))[1]}")] == []  # of a grader gone
 
 
 def test_no_child_reaches_the_network_and_the_grader_stays_bounded(class_graded):
@@ -490,3 +495,89 @@ def test_a_submission_that_crashed_the_grader_gets_one_line_and_its_classmates_t
     assert "expected a list of 4 token lists" in rows[("bomb", "beam_search")]["message"]
     assert "\\udcff\\udcfe.py is over 1024 KB" in rows[("name", "softmax")]["message"], rows[("name", "softmax")]
     assert "damaged.zip is not a .zip that can be read" in rows[("damaged", "")]["message"], rows.get(("damaged", ""))
+
+
+def _kernel_at_least(major, minor):
+    found = [int(part) for part in os.uname().release.split("-")[0].split(".")[:2]]
+    return found >= [major, minor]
+
+
+def _grade_softmax(tmp_path, bodies, mode, jobs, timeout=20):
+    """{student: result} of softmax graded alone (--only) for {student: region body}, as `mode`."""
+    if mode == "root" and os.geteuid() != 0:
+        pytest.skip("grading as root (Gradescope's layout) needs root")
+    if mode == "userns" and subprocess.run(["unshare", "--user", "--map-root-user", "true"],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("this system has no unprivileged user namespaces")
+    for student, body in bodies.items():
+        region_files(ROOT, tmp_path / "s" / student)
+        plant(tmp_path / "s" / student, "softmax", body)
+    run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(tmp_path / "s"), "--out", str(tmp_path / "g.csv"),
+                          "--only", "softmax", "--jobs", str(jobs), "--timeout", str(timeout)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": ROOT, "EXERCISES_ISOLATION": mode})
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    with open(tmp_path / "g.csv", newline="") as f:
+        return {r["student"]: r["result"] for r in csv.DictReader(f) if r["exercise"] == "softmax"}
+
+
+def _writes(path, value, shown=None):
+    """Lines that write value to path, then answer right only if the write took (reading back
+    `shown`, the value as the file shows it): a writer's pass shows the state was changed, and
+    its reader's pass that the next task did not see it."""
+    shown = shown or value
+    return ("try:", f"    if {shown!r} not in open({path!r}).read():         # once: an autogroup's nice is rate-limited",
+            f"        with open({path!r}, 'w') as f: f.write({value!r})", "except OSError: return np.zeros_like(x)",
+            f"if {shown!r} not in open({path!r}).read(): return np.zeros_like(x)", *SOLUTION)
+
+
+# What a task may change in user-namespace mode that outlives it (the zygote's, or its namespaces'):
+# {attack: (the writer's lines, what a later task would see)}
+LASTING = {
+    "names folders in /tmp, then makes /tmp read-only": (
+        ("import os", "os.makedirs('/tmp/note-dir', exist_ok=True)", "os.chmod('/tmp', 0o555)",
+         "if os.stat('/tmp').st_mode & 0o777 != 0o555: return np.zeros_like(x)", *SOLUTION),
+        "os.path.exists('/tmp/note-dir') or os.stat('/tmp').st_mode & 0o777 != 0o777"),
+    "sets an IPC limit of the namespace": (_writes("/proc/sys/kernel/shmmax", "123456789"),
+                                           "'123456789' in open('/proc/sys/kernel/shmmax').read()"),
+    "sets a message queue limit": (_writes("/proc/sys/fs/mqueue/msg_max", "77"),
+                                   "open('/proc/sys/fs/mqueue/msg_max').read().strip() == '77'"),
+    "sets the zygote's autogroup nice": (_writes("/proc/1/autogroup", "19"), "'nice 19' in open('/proc/1/autogroup').read()"),
+    "sets the zygote's coredump filter": (_writes("/proc/1/coredump_filter", "0x7f", "0000007f"),
+                                          "'0000007f' in open('/proc/1/coredump_filter').read()"),
+}
+LASTING["starts and ends 200 threads (the next task's PID)"] = (
+    ("import os, threading", "for _ in range(200 * (not hasattr(os, 'burnt'))):",
+     "    t = threading.Thread(target=int); t.start(); t.join()", "os.burnt = True", *SOLUTION), "os.getpid() > 150")
+if _kernel_at_least(6, 14):                      # pid_max per PID namespace; before, the whole machine's: not written
+    LASTING["sets the PID namespace's pid_max"] = (_writes("/proc/sys/kernel/pid_max", "100000"),
+                                                   "open('/proc/sys/kernel/pid_max').read().strip() == '100000'")
+
+
+def test_what_a_task_sets_that_outlives_it_retires_the_zygote(tmp_path):
+    """In a user namespace a task owns /tmp, some of its zygote's /proc entry and the settings
+    of the namespaces later tasks share (IPC limits, pid_max): each attack is a writer (passing
+    only if its write took) graded just before a reader (passing only if it sees nothing of
+    it), one job, so both are tasks of one zygote unless the writer's retired it."""
+    bodies = {}
+    for index, (attack, (writer, seen)) in enumerate(LASTING.items()):
+        bodies[f"{index}a_writes"] = _lines(*writer)
+        bodies[f"{index}b_reads"] = _lines("import os", "try:", f"    if {seen}: return np.zeros_like(x)",
+                                           "except OSError: pass", *SOLUTION)
+    rows = _grade_softmax(tmp_path, bodies, "userns", jobs=1)
+    assert rows == {student: "passed" for student in bodies}       # each write took, and no later task saw it
+
+
+def test_a_task_holding_its_processes_does_not_stop_a_classmate_s_in_the_other_slot(tmp_path):
+    """RLIMIT_NPROC counts a user's processes: each slot's children run as a user of their
+    own, so a task holding its four forks leaves the other slot's task room for a thread and
+    a fork. Both students hold, then probe (in the check's first call), so whichever starts
+    first, they overlap."""
+    body = _lines("import os, threading, time", "first, os.held = not hasattr(os, 'held'), True", "for _ in range(4 * first):",
+                  "    try:", "        if os.fork() == 0:", "            time.sleep(30)", "            os._exit(0)",
+                  "    except OSError: break", "time.sleep(12 * first)", "try:",
+                  "    t = threading.Thread(target=time.sleep, args=(0.01,)); t.start(); t.join()",
+                  "    p = os.fork()", "    if p == 0: os._exit(0)", "    os.waitpid(p, 0)",
+                  "except (RuntimeError, OSError): return np.zeros_like(x)", "time.sleep(6 * first)", *SOLUTION)
+    rows = _grade_softmax(tmp_path, {"a_holds": body, "b_holds": body}, "root", jobs=2, timeout=60)
+    assert rows == {"a_holds": "passed", "b_holds": "passed"}, rows
