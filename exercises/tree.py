@@ -9,7 +9,8 @@ import os
 import sys
 
 PACKAGES = ("numpy", "numba", "llvmlite")        # all a child may import besides the tree and the standard library
-RUNTIME = ("__init__.py", "child.py", "jail.py", "seccomp.py", "lasting.py", "wire.py", "probes.py", "hotpatch.py", "overrides.py")
+RUNTIME = ("__init__.py", "child.py", "jail.py", "seccomp.py", "lasting.py", "wire.py", "probes.py", "stand_ins.py",
+           "hotpatch.py", "overrides.py")
 
 
 def _within(path, folders):

@@ -13,7 +13,8 @@ layout) with every statement that is only a string (a docstring) left out. For t
 the body of each region (dedented; a region whose lines go back out of the block it started
 in is parsed inside blocks opened for it). For the check, its function, the module-level
 names of its module that it uses, and theirs in turn, and each definition of
-exercises/checks/definitions/ and each probe of exercises/probes.py it names, by a name or a
+exercises/checks/definitions/ and each probe of exercises/probes.py (or stand-in of
+exercises/stand_ins.py) it names, by a name or a
 string (`expect("softmax", x)`, `task.call("kernel", "softmax", x)`): a changed case list,
 tolerance, definition or probe is a changed contract. The judging machinery it shares with
 every other check (exercises/checks/feedback.py, expected.py) is not part of any one
@@ -150,7 +151,8 @@ def versions(root):
     from exercises import checks
     from exercises.regions import regions_of
     exercises = os.path.dirname(os.path.dirname(os.path.abspath(checks.__file__)))
-    definitions = definitions_in(os.path.join(exercises, "checks", "definitions"), os.path.join(exercises, "probes.py"))
+    definitions = definitions_in(os.path.join(exercises, "checks", "definitions"), os.path.join(exercises, "probes.py"),
+                                 os.path.join(exercises, "stand_ins.py"))
     found = {}
     for name, places in regions_of(root).items():
         digest = hashlib.sha256(name.encode())
