@@ -250,6 +250,9 @@ def main():
         sys.path_importer_cache.clear()
     else:
         os.chdir(config["scratch"])
+        if config["user"] is not None:                    # root, in no namespace (a container refused them): not root
+            from exercises import jail
+            jail.become(config["user"])
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)

@@ -56,6 +56,7 @@ python="$autograder/venv/bin/python"
 [ -x "$python" ] || python=python
 results="$autograder/results/results.json"
 mkdir -p "$autograder/results" && rm -f "$results"
+chmod -R go-rwx "$autograder/source"     # the checks' definitions: root's only, whatever isolation the container allows
 (cd "$autograder/source" && "$python" -m exercises check EXERCISES --project "$autograder/submission" --gradescope "$results")
 if [ ! -s "$results" ]; then
     failed="The grader failed before grading this submission (the autograder output says why): tell your teacher."

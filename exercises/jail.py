@@ -154,10 +154,19 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     os.chdir("/tmp")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     if user is not None:
-        os.setgroups([])
-        os.setresgid(user, user, user)
-        os.setresuid(user, user, user)
+        become(user)
     else:
         _drop_capabilities()
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "undumpable")
+
+
+def become(user):
+    """Root becomes the user id `user` (unused_user's), in no group, for good: no set-user-id
+    program can give a right back (no_new_privs), and no process of that user may read its
+    memory (undumpable)."""
+    os.setgroups([])
+    os.setresgid(user, user, user)
+    os.setresuid(user, user, user)
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "undumpable")

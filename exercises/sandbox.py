@@ -34,7 +34,9 @@ MEMORY_MB = 2048       # a check's child, numpy and the project imported, peaks 
 GROUP_PROCESSES = 32   # a slot's control group: unshare, the zygote, a task child and the processes it may start
 ISOLATION_NOTE = {"process": "isolation by process only: this system does not let the grader put checks in namespaces "
                              "of their own (Linux with unprivileged user namespaces, or root, does), so a submission's "
-                             "code runs with this user's rights and can read its files"}
+                             "code runs with this user's rights and can read its files",
+                  "as root": "and as root: this Python cannot run as another user (it lies in a folder only root may "
+                             "read), so a submission's code runs as root; install Python where every user may read it"}
 
 
 def isolation():
@@ -61,7 +63,11 @@ def first_zygote(tree, scratch, hide, notes, group):
         except RuntimeError:
             mode = "process"
     notes.append(ISOLATION_NOTE["process"])
-    return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
+    try:                   # as root, its child becomes a user of its own, if Python can run as one here
+        return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
+    except RuntimeError:
+        notes.append(ISOLATION_NOTE["as root"])
+        return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group, as_user=False)
 
 
 class Slots:
@@ -83,7 +89,7 @@ class Slots:
             while not self.pending.empty():
                 key, overrides, judge = self.pending.get_nowait()
                 zygote = zygote or Zygote(self.tree, os.path.join(self.scratch, str(slot)), self.first.mode, self.hide,
-                                          self.groups[slot])
+                                          self.groups[slot], self.first.as_user)
                 verdict, keep = _judged(zygote, overrides, judge, self.limits, time.monotonic() + self.timeout,
                                         self.timeout)
                 if not keep:

@@ -70,14 +70,16 @@ def rebuilt(raised, memory_mb):
 class Zygote:
     """One child process, started afresh, that forks a task child per exercise."""
 
-    def __init__(self, tree, scratch, mode, hide=(), group=None):
-        """group: the control group (exercises/cgroup.py) it and its tasks run in, if any."""
-        self.mode, self.scratch, self.group = mode, scratch, group
+    def __init__(self, tree, scratch, mode, hide=(), group=None, as_user=True):
+        """group: the control group (exercises/cgroup.py) it and its tasks run in, if any.
+        as_user: by process only, as root, whether it becomes a user of its own (unused_user)."""
+        self.mode, self.scratch, self.group, self.as_user = mode, scratch, group, as_user
         self.memory_mb, self.memory_kills = 0, 0
         ours, theirs = socket.socketpair()
         config = {"tree": tree, "isolation": mode, "control_fd": theirs.fileno(), "scratch": scratch,
                   "new_root": os.path.join(scratch, "root"), "scratch_mb": 16, "environment": ENVIRONMENT,
-                  "user": unused_user() if mode == "root" else None, **layout(hide)}
+                  "user": unused_user() if mode == "root" or (
+                      mode == "process" and as_user and os.geteuid() == 0 and sys.platform == "linux") else None, **layout(hide)}
         os.makedirs(config["new_root"], exist_ok=True)
         command = [sys.executable, "-I", "-S", "-B", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
                    "from exercises.child import main; main()", tree, wire.json.dumps(config)]

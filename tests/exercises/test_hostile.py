@@ -268,6 +268,38 @@ def test_in_a_user_namespace_the_same_attacks_fail_and_by_process_only_the_grade
     assert [rows[(f"m{i}", "softmax")] for i in range(len(attacks))] == ["not yet"] * len(attacks)
 
 
+def _readable_by_others(path):
+    """Whether a user who is not root, in no group of ours, may read path (every folder above
+    it searchable, the file itself readable: what a check's child needs of Python)."""
+    path = os.path.realpath(path)
+    folders = [os.path.dirname(path)]
+    while folders[-1] != "/":
+        folders.append(os.path.dirname(folders[-1]))
+    return all(os.stat(f).st_mode & 0o001 for f in folders) and bool(os.stat(path).st_mode & 0o004)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root only: a grader that is not root has no other user to become")
+def test_by_process_only_as_root_a_child_is_a_user_of_its_own_or_the_grade_says_it_is_root(tmp_path):
+    """In a container that refuses namespaces (Gradescope's may), the grader is root: its
+    child becomes a user of its own, which cannot read a file only root may; where this
+    Python lies in a folder only root may read, it stays root, and the grade says so."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("teacher only")
+    secret.chmod(0o600)
+    region_files(ROOT, tmp_path / "s" / "m")
+    plant(tmp_path / "s" / "m", "value_mul", f"            import os\n            raise ValueError(f'uid={{os.getuid()}} '"
+                                            f" + str(os.access({str(secret)!r}, os.R_OK)))\n")
+    run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(tmp_path / "s"), "--out", str(tmp_path / "g.csv"),
+                          "--only", "value_mul"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": ROOT, "EXERCISES_ISOLATION": "process"})
+    with open(tmp_path / "g.csv", newline="") as f:
+        message = next(csv.DictReader(f))["message"]
+    if _readable_by_others(sys.executable):
+        assert "uid=0" not in message and "False" in message and "and as root" not in run.stdout, (message, run.stdout)
+    else:
+        assert "uid=0 True" in message and "and as root: this Python cannot run as another user" in run.stdout
+
+
 def _table_of_recorded_answers():
     """A softmax region that answers from a table of the copy's recorded cases (their inputs
     are in the copy's checks, their results in its expected.npz), and gives zeros elsewhere."""
