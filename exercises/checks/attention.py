@@ -1,5 +1,6 @@
-"""The checks of attention: scaled dot-product attention with masks, splitting and merging
-heads, the sinusoidal table and the causal mask, on odd sizes and several seeds."""
+"""The checks of attention: scaled dot-product attention with masks (and the gradients its
+backward gives q, k and v), splitting and merging heads, the sinusoidal table and the causal
+mask, on odd sizes and several seeds."""
 
 import math
 
@@ -64,13 +65,7 @@ def check_attention(task):
         judge.compare("attention weights: softmax over the keys of q k^T / sqrt(d_k), masked keys -inf", case,
                       weights, expected, _attention_mistakes(q, k, mask))
         judge.compare("attention output: weights @ v", case, out, expected @ v)
-        if found["backward_raised"]:
-            raise rebuilt(found["backward_raised"], 0)
-        judge.compare("attention's gradients [dL/dq, dL/dk, dL/dv]: dV = W^T dO, dS = W * (dW - sum(dW * W)) with "
-                      "dW = dO V^T, dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k)", case + ", random upstream gradient",
-                      _joined_grads(found["grads"], q, k, v, case), expect("attention_grads", q, k, v, mask,
-                                                                           1 / math.sqrt(d_k), upstream),
-                      [(*CUT_OFF, expect("attention_grads", q, k, v, mask, 1 / math.sqrt(d_k), upstream, False))])
+        _judge_gradients(judge, found, q, k, v, mask, upstream, case + ", random upstream gradient")
     return "six sizes (d_k 3 to 16, d_v != d_k, with and without a heads dim), padding masks, a fully masked query, " \
         "and the gradients of q, k and v for a random upstream gradient"
 
@@ -80,17 +75,23 @@ CUT_OFF = ("no gradient to the queries and keys (weights computed outside the gr
            "scores.data or scores.detach() are a constant to backward, so only v gets a gradient")
 
 
-def _joined_grads(grads, q, k, v, case):
-    """dL/dq, dL/dk, dL/dv flattened and joined, each missing one (None: no gradient arrived)
-    as zeros; Wrong if one is not of its input's shape."""
-    joined = []
+def _judge_gradients(judge, found, q, k, v, mask, upstream, case):
+    """dL/dq, dL/dk, dL/dv after the probe's backward from the output with the judge's upstream
+    gradient, against the definition's; each the child sent as None (no gradient arrived) read
+    as zeros, what no gradient means, so that only the arrays compared decide."""
+    if found["backward_raised"]:
+        raise rebuilt(found["backward_raised"], 0)
+    joined, scale = [], 1 / math.sqrt(q.shape[-1])
     for name, given in zip("qkv", (q, k, v)):
-        grad = np.zeros_like(given) if grads[name] is None else grads[name]
+        grad = np.zeros_like(given) if found["grads"][name] is None else found["grads"][name]
         if np.shape(grad) != given.shape:
             raise Wrong(f"attention's gradients, {case}: dL/d{name} has shape {said(np.shape(grad))}, "
                         f"{name} {given.shape}")
         joined.append(np.ravel(grad))
-    return np.concatenate(joined)
+    judge.compare("attention's gradients [dL/dq, dL/dk, dL/dv]: dV = W^T dO, dS = W * (dW - sum(dW * W)) with "
+                  "dW = dO V^T, dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k)", case, np.concatenate(joined),
+                  expect("attention_grads", q, k, v, mask, scale, upstream),
+                  [(*CUT_OFF, expect("attention_grads", q, k, v, mask, scale, upstream, False))])
 
 
 def check_heads(task):
