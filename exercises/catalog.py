@@ -38,7 +38,8 @@ EXERCISES = {
                    "arrays")),
     "attention": ("scaled dot-product attention with a mask",
                   ("scores q k^T / sqrt(d_k); masked scores -inf; softmax over the keys; leave them in weights, "
-                   "which the code after the region uses")),
+                   "which the code after the region uses; with Tensor ops on scores, not on scores.data, so that "
+                   "the gradient reaches q and k (the check runs a backward)")),
     "heads": ("splitting d_model into heads, and merging them back",
               "(B, T, d_model) -> (B, T, H, d_head) -> (B, H, T, d_head), and the reverse"),
     "sinusoidal": ("the sinusoidal positional encoding",

@@ -44,7 +44,8 @@ TRAINING = ("matmul_backward", "log_softmax", "layer_norm_backward", "linear", "
 _OWN_NEEDS = {"value_mul": (), "topological_sort": ("value_mul",),
               **{name: tuple(n for n in TRAINING if n != name) for name in TRAINING},
               "matmul_backward": ("unbroadcast",) + TRAINING[1:],
-              "attention": ("softmax",), "greedy_decode": ("softmax",), "beam_search": ("softmax", "log_softmax"),
+              "attention": ("matmul_backward", "softmax", "softmax_backward"),      # its check runs a backward
+              "greedy_decode": ("softmax",), "beam_search": ("softmax", "log_softmax"),
               "log_softmax": ("softmax",) + TRAINING[:1] + TRAINING[2:],     # log(softmax(x)) is a classic mistake
               "kv_cache": ("softmax", "linear", "attention", "heads", "causal_mask", "embedding", "greedy_decode")}
 NEEDS = {name: _OWN_NEEDS.get(name, ()) + (() if name in ("topological_sort", "value_mul") else ("topological_sort",))

@@ -202,11 +202,23 @@ def embedding(weight, ids, upstream):
 
 # ----- attention
 
-def attention(q, k, v, mask):
+def attention(q, k, v, mask, upstream):
+    """scaled_dot_product_attention's output and weights, then the gradients of q, k and v
+    after a backward from the output with the judge's upstream gradient: {"q", "k", "v"},
+    each None where no gradient arrived (the judge reads None as zeros, what no gradient
+    means; all None if the output is in no graph), or what backward raised."""
     from autograd import Tensor
     from transformer.attention import scaled_dot_product_attention
-    out, weights = scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), mask)
-    return {"out": np.asarray(_data(out)), "weights": np.asarray(_data(weights))}
+    leaves = [Tensor(a, requires_grad=True) for a in (q, k, v)]
+    out, weights = scaled_dot_product_attention(*leaves, mask)
+    found = {"out": np.asarray(_data(out)), "weights": np.asarray(_data(weights)), "backward_raised": None}
+    if getattr(out, "requires_grad", False):
+        try:
+            out.backward(Tensor(upstream))
+        except Exception as err:                         # noqa: BLE001  the forward is judged first
+            found["backward_raised"] = describe(err)
+    found["grads"] = {name: leaf.grad for name, leaf in zip("qkv", leaves)}
+    return found
 
 
 def heads(value, d_model, num_heads, which):

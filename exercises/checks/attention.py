@@ -1,13 +1,15 @@
-"""The checks of attention: scaled dot-product attention with masks, splitting and merging
-heads, the sinusoidal table and the causal mask, on odd sizes and several seeds."""
+"""The checks of attention: scaled dot-product attention with masks (and the gradients its
+backward gives q, k and v), splitting and merging heads, the sinusoidal table and the causal
+mask, on odd sizes and several seeds."""
 
 import math
 
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import FRESH, Judge, Wrong, mistake, with_fresh
+from exercises.checks.feedback import FRESH, Judge, Wrong, mistake, said, with_fresh
 from exercises.child_text import plain
+from exercises.zygote import rebuilt
 
 # batch dims, T_q, T_k, d_k, d_v: 3-D (B, T, d) and 4-D (B, H, T, d), one with H == T_k == d_k
 ATTENTIONS = [((1,), 2, 3, 4, 3), ((2,), 3, 5, 16, 4), ((2, 3), 4, 3, 3, 2), ((1,), 4, 4, 5, 7), ((2,), 2, 3, 9, 2),
@@ -55,14 +57,41 @@ def check_attention(task):
         q, k, v = r.standard_normal(lead + (t_q, d_k)) * 2, r.standard_normal(lead + (t_k, d_k)) * 2, \
             r.standard_normal(lead + (t_k, d_v))
         mask = _masks(lead, t_q, t_k, r)
-        found = task.call("attention", q, k, v, mask)
+        upstream = r.standard_normal(lead + (t_q, d_v))
+        found = task.call("attention", q, k, v, mask, upstream)
         out, weights = found["out"], found["weights"]
         case = f"q {q.shape}, k {k.shape}, v {v.shape}, a padding mask, the last query fully masked"
         expected = expect("attention_weights", q, k, mask, 1 / math.sqrt(d_k), -np.inf)
         judge.compare("attention weights: softmax over the keys of q k^T / sqrt(d_k), masked keys -inf", case,
                       weights, expected, _attention_mistakes(q, k, mask))
         judge.compare("attention output: weights @ v", case, out, expected @ v)
-    return "six sizes (d_k 3 to 16, d_v != d_k, with and without a heads dim), padding masks, a fully masked query"
+        _judge_gradients(judge, found, q, k, v, mask, upstream, case + ", random upstream gradient")
+    return "six sizes (d_k 3 to 16, d_v != d_k, with and without a heads dim), padding masks, a fully masked query, " \
+        "and the gradients of q, k and v for a random upstream gradient"
+
+
+CUT_OFF = ("no gradient to the queries and keys (weights computed outside the graph, e.g. from .data)",
+           "the weights must come from Tensor ops on the scores (masked_fill, softmax): weights made from "
+           "scores.data or scores.detach() are a constant to backward, so only v gets a gradient")
+
+
+def _judge_gradients(judge, found, q, k, v, mask, upstream, case):
+    """dL/dq, dL/dk, dL/dv after the probe's backward from the output with the judge's upstream
+    gradient, against the definition's; each the child sent as None (no gradient arrived) read
+    as zeros, what no gradient means, so that only the arrays compared decide."""
+    if found["backward_raised"]:
+        raise rebuilt(found["backward_raised"], 0)
+    joined, scale = [], 1 / math.sqrt(q.shape[-1])
+    for name, given in zip("qkv", (q, k, v)):
+        grad = np.zeros_like(given) if found["grads"][name] is None else found["grads"][name]
+        if np.shape(grad) != given.shape:
+            raise Wrong(f"attention's gradients, {case}: dL/d{name} has shape {said(np.shape(grad))}, "
+                        f"{name} {given.shape}")
+        joined.append(np.ravel(grad))
+    judge.compare("attention's gradients [dL/dq, dL/dk, dL/dv]: dV = W^T dO, dS = W * (dW - sum(dW * W)) with "
+                  "dW = dO V^T, dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k)", case, np.concatenate(joined),
+                  expect("attention_grads", q, k, v, mask, scale, upstream),
+                  [(*CUT_OFF, expect("attention_grads", q, k, v, mask, scale, upstream, False))])
 
 
 def check_heads(task):

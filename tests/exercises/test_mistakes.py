@@ -299,6 +299,11 @@ PLANTED = [
                                         "return np.tril(np.ones((length, length), dtype=bool)).tolist()"), None),
     ("beam_search", "alpha ignored in the finished scores",
      sub("candidates[flat] / length_penalty(step, alpha)", "candidates[flat] / length_penalty(step, 1.0)"), None),
+    # ----- a teacher's trial: right weights and output, made outside the graph (the forward alone passed it)
+    ("attention", "no gradient to the queries and keys (weights computed outside the graph, e.g. from .data)",
+     sub("weights = scores.softmax(-1)", "weights = Tensor(scores.data).softmax(-1)"), 0),
+    ("attention", "no gradient to the queries and keys (weights computed outside the graph, e.g. from .data)",
+     sub("weights = scores.softmax(-1)", "weights = Tensor(scores.softmax(-1).data, requires_grad=True)"), 0),
 ]
 NAMES = {name for _, name, _, _ in PLANTED}
 

@@ -3,7 +3,7 @@ with, and what each classic wrong answer gives (teacher-only, as numeric.py)."""
 
 import numpy as np
 
-from exercises.checks.definitions.numeric import softmax
+from exercises.checks.definitions.numeric import softmax, softmax_backward
 
 
 def linear(x, w, b):
@@ -34,6 +34,18 @@ def attention_weights_fixed_axes(q, k, mask, scale):
 def attention_weights_over_queries(q, k, mask, scale):
     scores = np.where(mask, q @ np.swapaxes(k, -1, -2) * scale, -np.inf)
     return np.swapaxes(softmax(np.swapaxes(scores, -1, -2)), -1, -2)
+
+
+def attention_grads(q, k, v, mask, scale, upstream, through_weights=True):
+    """[dL/dq, dL/dk, dL/dv] of out = W v, W = softmax(masked(q k^T * scale)), for upstream
+    dO (each flattened, joined). dV = W^T dO; dW = dO V^T; the softmax's backward
+    dS = W * (dW - sum(dW * W, -1)); dQ = dS K * scale; dK = dS^T Q * scale. A masked score
+    has weight 0, so dS is 0 there and a fully masked query (all weights 0) gets no gradient.
+    through_weights False: the weights made outside the graph (from .data), so dQ = dK = 0."""
+    weights = attention_weights(q, k, mask, scale, -np.inf)                      # (..., T_q, T_k)
+    d_scores = softmax_backward(weights, upstream @ np.swapaxes(v, -1, -2)) * through_weights
+    d_q, d_k = d_scores @ k * scale, np.swapaxes(d_scores, -1, -2) @ q * scale   # q's, k's shapes
+    return np.concatenate([np.ravel(d_q), np.ravel(d_k), np.ravel(np.swapaxes(weights, -1, -2) @ upstream)])
 
 
 def split_heads(x, heads):
