@@ -12,6 +12,12 @@ remove) that answers those system calls with EPERM:
     mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_notify, mq_getsetattr,
     add_key, request_key, keyctl
 
+Three more carry data without writing a file's bytes, on files a task may only read or on
+its /tmp itself, which the clean-up keeps: record locks (`flock`, and `fcntl`'s lock and
+lease commands: where a lock starts on a read-only file the whole machine shares, another
+slot's child, or any process of the machine, can ask), extended attributes (set or removed)
+and a file's times (`utime`, `utimes`, `futimesat`, `utimensat`). No check needs them.
+
 and every call made as another architecture's (x86-64's 32-bit calls through `int 0x80`,
 its x32 ABI: the same calls under other numbers). A filter is a small program the kernel
 runs on each system call: load the call's architecture (not this machine's: refused), then
@@ -24,19 +30,28 @@ import platform
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 LOAD_WORD, JUMP_IF_EQUAL, JUMP_IF_AT_LEAST, RETURN = 0x20, 0x15, 0x35, 0x06     # BPF opcodes
 ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | 1                                     # RET_ALLOW, RET_ERRNO | EPERM
-ARCH_OFFSET, NUMBER_OFFSET = 4, 0                                              # in struct seccomp_data
+ARCH_OFFSET, NUMBER_OFFSET, SECOND_ARGUMENT_OFFSET = 4, 0, 24                  # in struct seccomp_data (low word)
 X32 = 0x40000000
-# machine: (AUDIT_ARCH_*, {name: number}) of the forbidden calls; ioprio_get for child.py's state
+# machine: (AUDIT_ARCH_*, {name: number}) of the forbidden calls (a machine without a call
+# leaves it out); ioprio_get for child.py's state, fcntl for its lock commands
 MACHINES = {
     "x86_64": (0xC000003E, {"mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
                             "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248, "request_key": 249,
-                            "keyctl": 250, "ioprio_get": 252}),
+                            "keyctl": 250, "ioprio_get": 252, "flock": 73, "fcntl": 72, "setxattr": 188,
+                            "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+                            "fremovexattr": 199, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280}),
     "aarch64": (0xC00000B7, {"mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
                              "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218,
-                             "keyctl": 219, "ioprio_get": 31}),
+                             "keyctl": 219, "ioprio_get": 31, "flock": 32, "fcntl": 25, "setxattr": 5,
+                             "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
+                             "fremovexattr": 16, "utimensat": 88}),
 }
 FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
-             "add_key", "request_key", "keyctl")
+             "add_key", "request_key", "keyctl", "flock", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+             "lremovexattr", "fremovexattr", "utime", "utimes", "futimesat", "utimensat")
+# fcntl's commands on record locks and leases: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
+# F_OFD_SETLKW, F_SETLEASE, F_GETLEASE (its other commands, on descriptors' flags, stay allowed)
+LOCK_COMMANDS = (5, 6, 7, 36, 37, 38, 1024, 1025)
 
 
 class Instruction(ctypes.Structure):
@@ -54,17 +69,23 @@ def call_number(name):
     return machine[1].get(name) if machine else None
 
 
-def _program(arch, numbers):
-    """[Instruction]: refuse the calls `numbers`, every call of another architecture and, on
-    x86-64, every x32 call; allow the rest."""
+def _program(arch, numbers, fcntl=None):
+    """[Instruction]: refuse the calls `numbers`, `fcntl`'s LOCK_COMMANDS (where fcntl is its
+    number), every call of another architecture and, on x86-64, every x32 call; allow the rest."""
     checks = [(JUMP_IF_AT_LEAST, X32)] if arch == MACHINES["x86_64"][0] else []
     checks += [(JUMP_IF_EQUAL, number) for number in numbers]
-    program = [(LOAD_WORD, 0, 0, ARCH_OFFSET), (JUMP_IF_EQUAL, 0, len(checks) + 2, arch),   # else to REFUSE
-               (LOAD_WORD, 0, 0, NUMBER_OFFSET)]
-    for index, (test, value) in enumerate(checks):
-        program.append((test, len(checks) - index, 0, value))      # to REFUSE, past the rest and ALLOW
-    program += [(RETURN, 0, 0, ALLOW), (RETURN, 0, 0, REFUSE)]
-    return [Instruction(*instruction) for instruction in program]
+    program = [(LOAD_WORD, None, None, ARCH_OFFSET), (JUMP_IF_EQUAL, None, "refuse", arch),
+               (LOAD_WORD, None, None, NUMBER_OFFSET)]
+    program += [(test, "refuse", None, value) for test, value in checks]
+    if fcntl is not None:                                   # fcntl: refused for its lock commands only
+        program += [(JUMP_IF_EQUAL, None, "allow", fcntl), (LOAD_WORD, None, None, SECOND_ARGUMENT_OFFSET)]
+        program += [(JUMP_IF_EQUAL, "refuse", None, command) for command in LOCK_COMMANDS]
+    program += [(RETURN, None, None, ALLOW), (RETURN, None, None, REFUSE)]
+    place = {"allow": len(program) - 2, "refuse": len(program) - 1}
+
+    def offset(index, label):                               # a jump counts the instructions it skips
+        return 0 if label is None else place[label] - index - 1
+    return [Instruction(code, offset(i, true), offset(i, false), k) for i, (code, true, false, k) in enumerate(program)]
 
 
 def forbid_lasting_channels():
@@ -74,7 +95,7 @@ def forbid_lasting_channels():
     if machine is None:
         return False
     arch, numbers = machine
-    instructions = _program(arch, [numbers[name] for name in FORBIDDEN])
+    instructions = _program(arch, [numbers[name] for name in FORBIDDEN if name in numbers], numbers.get("fcntl"))
     program = Program(len(instructions), (Instruction * len(instructions))(*instructions))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0) != 0 or \

@@ -46,3 +46,36 @@ def test_a_call_asked_as_a_32_bit_program_is_refused():
         pytest.skip("this kernel runs no 32-bit calls (no IA32 emulation): nothing to refuse")
     answer, pid = map(int, _run(INT80_GETPID, filtered=True).stdout.split())
     assert answer == -1                                   # -EPERM, not the process id
+
+
+LOCKS_XATTRS_TIMES = """
+import fcntl, os, struct, sys
+results = []
+with open(sys.argv[1], "rb") as f:                      # a file this process may only read
+    for attempt in (lambda: fcntl.lockf(f, fcntl.LOCK_SH | fcntl.LOCK_NB, 6, 123456),
+                    lambda: fcntl.fcntl(f, fcntl.F_GETLK, struct.pack("hhqqi", fcntl.F_RDLCK, 0, 0, 0, 0)),
+                    lambda: fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB),
+                    lambda: os.setxattr(sys.argv[2], "user.note", b"x"),
+                    lambda: os.utime(sys.argv[2], (3333333333, 3333333333))):
+        try:
+            attempt()
+            results.append("allowed")
+        except OSError as err:
+            results.append(err.errno)
+    results.append(fcntl.fcntl(f, fcntl.F_GETFD) >= 0)   # its other commands still work
+print(*results)
+"""
+
+
+def test_locks_extended_attributes_and_times_are_refused(tmp_path):
+    """A read lock's place on a file every slot reads carried six bytes of a solution a lock to
+    another slot's child, extended attributes and times on /tmp to a later task."""
+    readable, own = tmp_path / "shared.py", tmp_path / "own"
+    readable.write_text("x = 1\n")
+    own.mkdir()
+    free = subprocess.run([sys.executable, "-c", LOCKS_XATTRS_TIMES, str(readable), str(own)], capture_output=True,
+                          text=True, timeout=60)
+    assert free.stdout.split()[:3] == ["allowed"] * 3 and free.stdout.split()[-1] == "True", free.stdout + free.stderr
+    run = _run(LOCKS_XATTRS_TIMES.replace("sys.argv[1]", repr(str(readable))).replace("sys.argv[2]", repr(str(own))),
+               filtered=True)
+    assert run.stdout.split() == ["1", "1", "1", "1", "1", "True"], run.stdout + run.stderr
