@@ -164,10 +164,10 @@ def grade_class(parser, args):
         names = names_of(parser, args.only) if args.only else handed_out or list(EXERCISES)
         if (left := [name for name in EXERCISES if name not in names]):
             why = "not given to --only" if args.only else \
-                "in fewer than half the submissions at its version: not handed out, or changed since"
+                "in no more than half the submissions at its version: not handed out, or changed since"
             print(f"not graded, {why}: {reports.plural(len(left), 'exercise')} ({', '.join(left)})")
         if args.only and (absent := [name for name in names if name not in handed_out]):
-            print(f"given to --only but in fewer than half the submissions at its version: {', '.join(absent)} "
+            print(f"given to --only but in no more than half the submissions at its version: {', '.join(absent)} "
                   "(their rows will say why)")
         notes = []
         graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes) if projects else []

@@ -247,12 +247,12 @@ def tasks_for(teacher, student, folder, names):
 
 
 def handed_out_in(submissions, current):
-    """The exercises of the catalog that at least half of the submissions ({student: folder})
+    """The exercises of the catalog that more than half of the submissions ({student: folder})
     hold a region of at its current version (`current`: {name: version}, the teacher's), in
     the lectures' order: what was handed out to the class. A copy made with `make --only`
     holds the regions of those exercises only (the others are solved, their markers gone), so
     an exercise in no copy was not handed out, and its rows would all say `not in that copy`.
-    Half, not one: a student who wraps code their copy holds solved in markers, the version
+    More than half, not one: a student who wraps code their copy holds solved in markers, the version
     taken from another copy, must not add an exercise (a pass for them, a row for everyone);
     an older copy without an exercise most have is still graded, `not in that copy`."""
     counts = {}
@@ -260,7 +260,7 @@ def handed_out_in(submissions, current):
         if not _too_large(folder):
             for name, places in regions_of(folder).items():
                 counts[name] = counts.get(name, 0) + any(version == current.get(name) for _, version, _ in places)
-    return [name for name in EXERCISES if 2 * counts.get(name, 0) >= len(submissions) and counts.get(name)]
+    return [name for name in EXERCISES if 2 * counts.get(name, 0) > len(submissions)]
 
 
 def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB, notes=None):

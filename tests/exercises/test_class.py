@@ -56,7 +56,7 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     status, text = exercises("grade", str(submissions), "--out", str(out), "--gradescope", str(gradescope), "--jobs", "2")
     assert status == 0 and text.strip().endswith(f"wrote {out}"), text
     left = [name for name in EXERCISES if name not in ("softmax", "causal_mask")]
-    assert f"not graded, in fewer than half the submissions at its version: not handed out, or changed since: " \
+    assert f"not graded, in no more than half the submissions at its version: not handed out, or changed since: " \
            f"17 exercises " \
            f"({', '.join(left)})" in text.splitlines()
     assert ("graded 8 submissions (2 with no project found): 4 of 11 checks passed (1 more not in that copy: "
@@ -98,7 +98,7 @@ def test_grade_only_grades_the_exercises_named(submissions, tmp_path):
     assert {r["exercise"] for r in rows} == {"causal_mask", ""} and len(rows) == 6 + 2
     status, text = exercises("grade", str(submissions), "--only", "causal_mask", "value_mul", "--out",
                              str(tmp_path / "g.csv"))
-    assert status == 0 and "given to --only but in fewer than half the submissions at its version: value_mul" in text
+    assert status == 0 and "given to --only but in no more than half the submissions at its version: value_mul" in text
     status, text = exercises("grade", str(submissions), "--only", "causal", "--out", str(tmp_path / "g.csv"))
     assert status == 2 and "no exercise 'causal'" in text
 
@@ -182,3 +182,16 @@ def test_the_classroom_entry_point_is_one_test_per_exercise(submissions):
     assert "PASSED exercises/classroom_test.py::test_exercise[softmax]" in run.stdout
     assert "FAILED exercises/classroom_test.py::test_exercise[causal_mask]" in run.stdout
     assert f"{len(EXERCISES) - 1} failed, 1 passed" in run.stdout
+
+
+def test_an_exercise_one_of_two_students_wrapped_in_markers_is_not_handed_out(tmp_path):
+    """More than half, not half: in a pair, one student's region (its version copied) adds nothing."""
+    from exercises.grading import handed_out_in
+    region = "def f():\n    # BEGIN EXERCISE value_mul (version 0123456789abcdef)\n    pass\n    # END EXERCISE\n"
+    for student, text in (("ann", region), ("ben", "x = 1\n"), ("cal", region)):
+        (tmp_path / student / "autograd").mkdir(parents=True)
+        (tmp_path / student / "autograd" / "x.py").write_text(text)
+    current = {"value_mul": "0123456789abcdef"}
+    assert handed_out_in({s: tmp_path / s for s in ("ann", "ben")}, current) == []
+    assert handed_out_in({s: tmp_path / s for s in ("ann", "ben", "cal")}, current) == ["value_mul"]
+    assert handed_out_in({s: tmp_path / s for s in ("ann", "cal")}, {"value_mul": "another"}) == []
