@@ -29,7 +29,7 @@ from exercises.grading import NO_PROJECT, Result, grade, handed_out_in
 from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
 from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
-from exercises.sandbox import MEMORY_MB
+from exercises.sandbox import MEMORY_MB, RunsAsRoot
 from exercises.submissions import find_project, find_projects
 from exercises.versions import versions
 
@@ -191,6 +191,8 @@ def main(argv=None):
                   "grade": grade_class}[args.command](parser, args)
         sys.stdout.flush()                # inside the try: a pipe closed early fails here, not at exit
         return status
+    except RunsAsRoot as err:
+        parser.exit(2, f"python -m exercises: error: {err}\n")
     except BrokenPipeError:             # the reader stopped early (| head): no traceback, no more output
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

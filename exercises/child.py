@@ -209,9 +209,13 @@ def _zygote(config, root):
     from exercises import wire
     from exercises.lasting import PIDS_PER_TASK, last_pid, writable_settings
     control = socket.socket(fileno=config["control_fd"])
-    for module in PRELOADED:
-        __import__(module)
-    _warm_up_numba()
+    try:
+        for module in PRELOADED:
+            __import__(module)
+        _warm_up_numba()
+    except Exception as err:                              # no student code has run: say why to the grader
+        wire.send(control.fileno(), {"failed": f"{type(err).__name__}: {err}"[:300]})
+        return
     pid_one = os.getpid() == 1
     settings = writable_settings()
     before = _state(settings, pid_one)
@@ -260,7 +264,8 @@ def main():
     os.environ.update(config["environment"])
     from exercises.seccomp import forbid_lasting_channels
     forbid_lasting_channels()                             # no message queue, no key: nothing outlives a task
-    sys.path[:] = [root, *config["packages_path"], *config["stdlib"]]
+    places = [*config["packages_path"], *config["stdlib"]]
+    sys.path[:] = [root, *(places if config["isolation"] == "process" else map(jail.shown, places))]
     sys.dont_write_bytecode = True
     _zygote(config, root)
 

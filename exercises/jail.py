@@ -6,7 +6,8 @@ where it is root without any power outside). Before any student code runs, `ente
 the child a root of its own and moves into it:
 
     /              a small empty tmpfs, made read-only at the end
-    /usr, /lib...  the system's libraries and Python, read-only (bound at the same paths)
+    /usr, /lib...  the system's libraries and Python, read-only (bound at the same paths;
+                   those under /tmp, a venv there say, under /outside: see `shown`)
     site-packages  emptied (a tmpfs over each), then only numpy, numba and llvmlite bound back
     /grading/tree  the source the child imports: no solution of the exercise it checks, read-only
     /tmp           a private tmpfs of a few MB, the only place it can write
@@ -30,8 +31,18 @@ PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 OWN_USERS = range(1879048192, 2147483647)   # ids no system gives out (systemd's UIDS-GIDS.md: unused), below 2**31
 TREE = "/grading/tree"
 DEVICES = ("null", "zero", "random", "urandom")
+OWN_PLACES = ("/tmp", "/dev", "/proc", "/grading")    # what enter mounts itself
+OUTSIDE = "/outside"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+def shown(path):
+    """Where the child sees a bound path: at its own path, or under /outside where that path
+    lies in a place the child has its own of (a venv in /tmp would be hidden by the child's /tmp)."""
+    if any(path == place or path.startswith(place + "/") for place in OWN_PLACES):
+        return OUTSIDE + path
+    return path
 
 
 def _check(result, what):
@@ -124,7 +135,7 @@ def _owner(path):
 
 def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     """Build the child's root in new_root (an empty folder), move into it, give up every power.
-    binds: folders or files to show read-only at their own paths; hidden: folders under those
+    binds: folders or files to show read-only at their own paths (or where `shown` says); hidden: folders under those
     to show empty (the site-packages, the teacher's project if it lies there); packages: the
     folders to show again inside them (numpy's, numba's, llvmlite's); tree: the folder to show
     as TREE; user: the user id to become (as root, with the same group id), or None (in a
@@ -133,18 +144,19 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     _tmpfs(new_root, 4)
     for path in binds:
         if os.path.islink(path):
-            os.makedirs(os.path.dirname(new_root + path), exist_ok=True)
-            os.symlink(os.readlink(path), new_root + path)
+            os.makedirs(os.path.dirname(new_root + shown(path)), exist_ok=True)
+            target = os.readlink(path)
+            os.symlink(shown(target) if os.path.isabs(target) else target, new_root + shown(path))
         elif os.path.exists(path):
-            _bind(path, new_root + path)
+            _bind(path, new_root + shown(path))
     for path in hidden:
-        if os.path.isdir(new_root + path):
-            _tmpfs(new_root + path, 1)
+        if os.path.isdir(new_root + shown(path)):
+            _tmpfs(new_root + shown(path), 1)
     for path in packages:
-        _bind(path, new_root + path)
+        _bind(path, new_root + shown(path))
     for path in hidden:
-        if os.path.isdir(new_root + path):
-            _mount(None, new_root + path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        if os.path.isdir(new_root + shown(path)):
+            _mount(None, new_root + shown(path), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _bind(tree, new_root + TREE)
     _tmpfs(new_root + "/tmp", scratch_mb, "1777")
     _devices(new_root + "/dev")

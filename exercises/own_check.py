@@ -92,6 +92,6 @@ def check_own_copy(root, names, timeout, memory_mb):
         os.chmod(folder, 0o711)
         write_tree(os.path.join(folder, "tree"), made)
         verdicts.update(run_jobs(tasks, os.path.join(folder, "tree"), timeout, os.cpu_count() or 1, memory_mb,
-                                 hide=[root], notes=notes))
+                                 hide=[root], notes=notes, as_root=True))   # the student's own code
     notes += [OUTSIDE.format(path) for path in changed_outside(root, texts)]
     return [Result("", name, *verdicts[name]) for name in names], notes

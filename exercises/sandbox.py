@@ -53,19 +53,29 @@ def isolation():
     return mode if subprocess.run(command, capture_output=True, timeout=30).returncode == 0 else "process"
 
 
-def first_zygote(tree, scratch, hide, notes, group):
+class RunsAsRoot(RuntimeError):
+    """Grading would run submissions' code as root, unisolated: the grader refuses."""
+
+
+def first_zygote(tree, scratch, hide, notes, group, as_root):
     """The first zygote, in the strongest isolation this machine allows; a note where that is
-    by process only."""
-    mode = isolation()
+    by process only. as_root: whether a child may stay root, by process only, where Python
+    cannot run as another user (a student checking their own code may; a class's grade may not)."""
+    mode, failed = isolation(), ""
     if mode != "process":
         try:
             return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
-        except RuntimeError:
-            mode = "process"
-    notes.append(ISOLATION_NOTE["process"])
+        except RuntimeError as err:
+            mode, failed = "process", f" (in namespaces, {err})"
+    notes.append(ISOLATION_NOTE["process"] + failed)
     try:                   # as root, its child becomes a user of its own, if Python can run as one here
         return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
     except RuntimeError:
+        if not as_root:
+            raise RunsAsRoot("not graded: every submission's code would run as root, isolated by process only "
+                             f"(no namespaces here{failed}, and this Python lies in a folder only root may read, so "
+                             "a child cannot become another user). Install Python where every user may read it, "
+                             "or grade as a user who is not root") from None
         notes.append(ISOLATION_NOTE["as root"])
         return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group, as_user=False)
 
@@ -109,12 +119,12 @@ class Slots:
             self.done.put(("slot done", None))
 
 
-def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=None):
+def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=None, as_root=False):
     """Run each task (key, overrides {file: text}, judge) with the texts put into a task child of
     a zygote on `tree` (write_tree), judge(task) in this process (task.ready() first, then its
     calls), `jobs` at a time; yields
     (key, (status, message)) as each ends. A task gets `timeout` seconds in all. notes: a list
-    that gets one line if isolation is by process only."""
+    that gets one line if isolation is by process only. as_root: see first_zygote."""
     tasks = list(tasks)
     if not tasks:
         return
@@ -124,7 +134,7 @@ def run_jobs(tasks, tree, timeout, jobs, memory_mb=MEMORY_MB, hide=(), notes=Non
     slots, threads = None, []
     groups = [Group.make(memory_mb * 2 ** 20, GROUP_PROCESSES) for _ in range(max(1, jobs))]
     try:
-        first = first_zygote(tree, scratch, hide, [] if notes is None else notes, groups[0])
+        first = first_zygote(tree, scratch, hide, [] if notes is None else notes, groups[0], as_root)
         slots = Slots(tasks, tree, timeout, limits, hide, first, groups)
         threads = [threading.Thread(target=slots.work, args=(slot,), daemon=True) for slot in range(max(1, jobs))]
         for thread in threads:

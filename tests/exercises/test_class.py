@@ -11,6 +11,7 @@ import zipfile
 import pytest
 
 from exercises.catalog import EXERCISES
+from exercises.gradescope import SHIPPED
 from exercises.regions import rewrite
 from exercises.versions import versions
 from tests.exercises.helpers import ROOT, exercises, plant, solve
@@ -110,11 +111,20 @@ def test_one_submission_is_one_submission(submissions, tmp_path):
     assert status == 0 and "graded 1 submission: 1 of 2 checks passed;" in text, text
 
 
-def _run_autograder(gradescope, tmp_path, submission, source=ROOT):
+def _run_autograder(gradescope, tmp_path, submission, source=None):
     """Run the run_autograder script as Gradescope would, /autograder laid out in tmp_path
-    (the teacher's project at `source`): (exit status, results.json)."""
+    (the teacher's project at `source`, by default a copy of what the .zip ships: the script
+    makes it root's only, and must not do that to this checkout): (exit status, results.json)."""
     autograder = tmp_path / "autograder"
     autograder.mkdir()
+    if source is None:
+        source = tmp_path / "source"
+        source.mkdir()
+        for name in SHIPPED:
+            if os.path.isdir(os.path.join(ROOT, name)):
+                shutil.copytree(os.path.join(ROOT, name), source / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(os.path.join(ROOT, name), source / name)
     (autograder / "source").symlink_to(source)
     shutil.copytree(submission, autograder / "submission")
     bin_folder = tmp_path / "bin"
@@ -135,8 +145,9 @@ def test_run_autograder_always_leaves_results_that_say_what_happened(submissions
     if student == "broken":                                        # the grader itself fails: no source to run
         (gradescope / "run_autograder").write_text((gradescope / "run_autograder").read_text().replace(
             '"$autograder/source"', '"$autograder/nowhere"'))
+    mode = os.stat(ROOT).st_mode
     status, results = _run_autograder(gradescope, tmp_path, submission)
-    assert status == 0
+    assert status == 0 and os.stat(ROOT).st_mode == mode
     if student == "cy":
         assert results == {"score": 0.0, "tests": [], "output": NO_PROJECT}
     elif student == "nia":

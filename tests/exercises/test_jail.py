@@ -1,0 +1,44 @@
+"""The child's root (exercises/jail.py) wherever Python and its packages lie: a venv under
+/tmp (where `python3 -m venv .venv` in a clone there puts it, as CI does) must not be hidden
+by the child's own /tmp, or the grader falls back to isolation by process only."""
+import os
+import subprocess
+import sys
+import sysconfig
+
+import pytest
+
+from exercises import jail
+from exercises.sandbox import isolation
+from tests.exercises.helpers import ROOT
+
+
+@pytest.mark.parametrize("path, seen", [
+    ("/tmp/ci/.venv", "/outside/tmp/ci/.venv"), ("/tmp", "/outside/tmp"), ("/dev/shm/py", "/outside/dev/shm/py"),
+    ("/grading/x", "/outside/grading/x"), ("/usr/lib/python3.11", "/usr/lib/python3.11"),
+    ("/tmpfiles/py", "/tmpfiles/py"), ("/root/.pyenv/versions/3.11.7", "/root/.pyenv/versions/3.11.7")])
+def test_a_bound_path_in_a_place_the_child_has_its_own_of_is_shown_under_outside(path, seen):
+    assert jail.shown(path) == seen
+
+
+def _venv_under(folder):
+    """A venv in folder whose site-packages holds (as links) every package this Python has."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    here = sysconfig.get_paths()["purelib"]
+    there = subprocess.run([str(folder / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    for name in os.listdir(here):
+        os.symlink(os.path.join(here, name), os.path.join(there, name))
+    return folder / "bin" / "python"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or isolation() == "process",
+                    reason="this system gives the grader no namespaces: there is no child's root to build")
+def test_a_venv_under_tmp_is_seen_by_the_child_and_the_check_runs_in_namespaces(tmp_path):
+    assert str(tmp_path).startswith("/tmp/"), tmp_path
+    python = _venv_under(tmp_path / ".venv")
+    run = subprocess.run([str(python), "-m", "exercises", "check", "value_mul", "softmax"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, env={**os.environ, "PYTHONPATH": ROOT})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "isolation by process only" not in run.stdout, run.stdout
+    assert [line.split(":")[0] for line in run.stdout.splitlines()] == ["exercise value_mul", "exercise softmax"], run.stdout
