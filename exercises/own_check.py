@@ -94,4 +94,18 @@ def check_own_copy(root, names, timeout, memory_mb):
         verdicts.update(run_jobs(tasks, os.path.join(folder, "tree"), timeout, os.cpu_count() or 1, memory_mb,
                                  hide=[root], notes=notes, as_root=True))   # the student's own code
     notes += [OUTSIDE.format(path) for path in changed_outside(root, texts)]
-    return [Result("", name, *verdicts[name]) for name in names], notes
+    return [Result("", name, *_naming_needed(name, verdicts)) for name in names], notes
+
+
+def _naming_needed(name, verdicts):
+    """name's (status, message), naming the exercises its check runs (grading.NEEDS) that were
+    checked beside it and did not pass: here they are the learner's own code, where the
+    teacher's grade runs their solutions, so a wrong softmax may be why attention fails."""
+    from exercises.checks import NOT_STARTED
+    from exercises.grading import NEEDS
+    status, message = verdicts[name]
+    failing = [needed for needed in NEEDS.get(name, ()) if verdicts.get(needed, ("passed",))[0] != "passed"]
+    if status == "passed" or not failing or message.startswith("needs exercise") or (status, message) == NOT_STARTED:
+        return status, message
+    return status, (f"{message} (its check runs your {', '.join(failing)}, which do{'es' * (len(failing) == 1)} "
+                    "not pass yet: the teacher's grade runs the solution there; check that first)")

@@ -166,6 +166,7 @@ def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
     assert lines[1] == ("exercise attention: not yet: needs exercise softmax, which this copy has not done yet: do it "
                         "first (the teacher's grade uses its solution)")
     assert lines[2].startswith("exercise softmax_backward: not yet: ") and "[mistake: no subtraction]" in lines[2]
+    assert "its check runs your" not in lines[2]
     assert lines[3].startswith("exercise causal_mask: passed (")
     assert lines[4] == "exercise heads: not yet: not started: the region still raises NotImplementedError"
     assert lines[5] == "exercise value_mul: not yet: not started: the region still raises NotImplementedError"
@@ -173,6 +174,24 @@ def test_the_copy_checks_itself_in_any_order(fresh, tmp_path):
     assert "causal_mask" not in lines[6] and "attention" not in lines[6]
     status, out = exercises("check", "attention", "causal_mask", "--project", str(copy))
     assert out.splitlines()[0].startswith("exercise attention: passed (")   # the teacher's grade: softmax solved
+
+
+def test_a_check_that_fails_names_the_learner_s_exercise_it_runs_that_fails_too(fresh, tmp_path):
+    """In a copy, attention's check runs the learner's softmax_backward (the teacher's grade,
+    its solution): a wrong one is named beside attention's failure, a right one is not."""
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(fresh), str(copy)], check=True)
+    for name in ("softmax", "attention", "matmul_backward", "topological_sort", "value_mul", "unbroadcast"):
+        solve(copy, name)
+    plant(copy, "softmax_backward", "    return y * dy\n")
+    status, out = exercises("check", "attention", "softmax_backward", cwd=copy)
+    lines = out.splitlines()
+    assert status == 1 and lines[1].startswith("exercise attention: not yet: "), out
+    assert lines[1].endswith("(its check runs your softmax_backward, which does not pass yet: the teacher's grade runs "
+                             "the solution there; check that first)"), out
+    solve(copy, "softmax_backward")
+    status, out = exercises("check", "attention", "softmax_backward", cwd=copy)
+    assert status == 0 and "its check runs your" not in out, out
 
 
 def test_the_copy_test_suite_skips_what_needs_an_exercise_naming_it(fresh):
