@@ -1,5 +1,5 @@
 """python -m exercises list | make DIR [--only NAME...] | check NAME... [--project DIR] | grade SUBMISSIONS
-                      | autograder ZIP [--only NAME...]
+                      | autograder ZIP [--only NAME... | --like COPY]
 
     list    one exercise a line, in the order of the lectures: name, file, what to write
     make    a student copy of the project in DIR: every exercise (or those of --only) cut out
@@ -9,8 +9,9 @@
     grade   grade every submission in SUBMISSIONS (one per student: a folder holding the project,
             or holding it one or two folders down, or a .zip of it), in parallel:
             --out grades.csv, --gradescope DIR (a results.json per student); --only NAME...
-            (default: the exercises handed out, those in at least one submission)
+            (default: the exercises handed out, those in more than half the submissions)
     autograder  the .zip to upload to Gradescope: this project, setup.sh and run_autograder
+            grading --only NAME... or those handed out in a copy (--like COPY)
 
 Grading runs the teacher's code only: the submission's regions are spliced into a pristine
 copy of this project and each check runs in a child process with a time and memory limit.
@@ -59,13 +60,16 @@ def parser_of_commands():
     check.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json here")
     autograder = commands.add_parser("autograder", help="write the .zip to upload to Gradescope as its autograder")
     autograder.add_argument("zip", metavar="ZIP", help="the .zip to write (e.g. autograder.zip)")
-    autograder.add_argument("--only", nargs="+", metavar="NAME", help="grade these exercises (default: all)")
+    chosen = autograder.add_mutually_exclusive_group()
+    chosen.add_argument("--only", nargs="+", metavar="NAME", help="grade these exercises (default: all)")
+    chosen.add_argument("--like", metavar="COPY", help="grade the exercises handed out in COPY, a copy make wrote")
     klass = commands.add_parser("grade", help="grade a class: every folder of SUBMISSIONS is one student's copy")
     klass.add_argument("submissions")
     klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message")
     klass.add_argument("--gradescope", metavar="DIR", help="also write DIR/STUDENT/results.json and DIR/run_autograder")
     klass.add_argument("--only", nargs="+", metavar="NAME",
-                       help="grade these exercises (default: those handed out, i.e. in at least one submission)")
+                       help="grade these exercises (default: those handed out, i.e. in more than half the "
+                            "submissions at the grader's version)")
     klass.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks run at once (default: cores)")
     for command in (check, klass):
         command.add_argument("--timeout", type=float, default=20.0, help="seconds a check may run (default 20)")
@@ -92,8 +96,10 @@ def make(parser, args):
         changed = student_copy(ROOT, args.folder, only)
     except FileExistsError as err:
         parser.exit(2, f"python -m exercises: error: {err}\n")
+    named = "all" if len(only) == len(EXERCISES) else " ".join(only)
     print(f"wrote a student copy to {args.folder}: {len(only)} of {len(EXERCISES)} exercises cut out of "
-          f"{reports.plural(len(changed), 'file')}; grade it with: python -m exercises check all --project {args.folder}")
+          f"{reports.plural(len(changed), 'file')}; grade it with: python -m exercises check {named} --project "
+          f"{args.folder}")
     return 0
 
 
@@ -102,11 +108,20 @@ def autograder(parser, args):
         parser.exit(2, f"python -m exercises: error: an autograder {NEEDS_TEACHER}\n")
     if not args.zip.endswith(".zip") or os.path.isdir(args.zip):
         parser.exit(2, f"python -m exercises: error: {args.zip!r}: expected the name of a .zip to write\n")
-    names = names_of(parser, args.only) if args.only else list(EXERCISES)
+    names = names_of(parser, args.only) if args.only else handed_out_by(parser, args.like) if args.like else list(EXERCISES)
     count = write_autograder(ROOT, args.zip, names)
     print(f"wrote {args.zip}: this project ({count} files) with setup.sh and run_autograder, grading "
           f"{reports.plural(len(names), 'exercise')}; upload it as the assignment's autograder (docs/TEACHING.md)")
     return 0
+
+
+def handed_out_by(parser, copy):
+    """The exercises handed out in the student copy `copy` that make wrote (its exercises/handout.json)."""
+    try:
+        return handed_out_names(copy)
+    except (OSError, ValueError, KeyError, TypeError):
+        parser.exit(2, f"python -m exercises: error: --like {copy!r}: not a student copy made by make "
+                       "(no readable exercises/handout.json)\n")
 
 
 def grade_one(parser, args, names):

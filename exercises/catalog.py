@@ -1,4 +1,5 @@
-"""The exercises in the order of the lectures: name -> (one-line description, hint)."""
+"""The exercises in the order of the lectures: name -> (one-line description, hint), the hint
+a {file: hint} where the exercise's regions in two files ask for different things."""
 
 EXERCISES = {
     "value_mul": ("a Value op's backward: the product rule for a * b",
@@ -37,9 +38,11 @@ EXERCISES = {
                    "(1 - beta^t); change p, m and v in place (m *= ..., p -= ...): the optimizer keeps those "
                    "arrays")),
     "attention": ("scaled dot-product attention with a mask",
-                  ("scores q k^T / sqrt(d_k); masked scores -inf; softmax over the keys; leave them in weights, "
-                   "which the code after the region uses; with Tensor ops on scores, not on scores.data, so that "
-                   "the gradient reaches q and k (the check runs a backward)")),
+                  {"transformer/scores.py": ("return the scores q k^T / sqrt(d_k), (..., T_q, T_k), with Tensor ops so "
+                                             "that the gradient reaches q and k (the check runs a backward)"),
+                   "transformer/attention.py": ("the scores are made above: masked scores -inf; softmax over the keys; "
+                                                "leave them in weights, which the code after the region uses; with "
+                                                "Tensor ops on scores, not on scores.data")}),
     "heads": ("splitting d_model into heads, and merging them back",
               "(B, T, d_model) -> (B, T, H, d_head) -> (B, H, T, d_head), and the reverse"),
     "sinusoidal": ("the sinusoidal positional encoding",

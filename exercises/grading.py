@@ -13,6 +13,7 @@ difference to its grade, and its code cannot reach the judge, the teacher's file
 student's check.
 """
 
+import collections
 import os
 import re
 import tempfile
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from exercises.catalog import EXERCISES
 from exercises.child_text import shown
+from exercises.handout import not_started_or_unfinished
 from exercises.regions import find_regions, line_in_submission, python_files, read, regions_of, rewrite, splice
 from exercises.sandbox import MEMORY_MB, run_jobs
 from exercises.tree import write_tree
@@ -93,7 +95,7 @@ class Teacher:
         self.versions = versions(root)
         texts = {path: read(root, path) for path in python_files(root)}
         # every region cut, and every twin (the faster tiers' code that answers an exercise too)
-        self.cut = {path: cut_twins(rewrite(text, cut_all(self.versions)), list(EXERCISES))
+        self.cut = {path: cut_twins(rewrite(text, cut_all(self.versions, path)), list(EXERCISES))
                     for path, text in texts.items()}
         self.cut[CUT_LIST.replace(os.sep, "/")] = cut_list(kernels_cut(list(EXERCISES)))
         self.tree = os.path.join(folder, "tree")
@@ -102,7 +104,8 @@ class Teacher:
     def overrides(self, name, submitted):
         """{file: text} of the files holding `name` or an exercise its check needs, from the tree,
         the submitted bodies of `name` and the solutions of those needed spliced in; or a str
-        saying why this exercise is not in the submission."""
+        saying why this exercise is not in the submission, or a (status, message) failing it
+        (a region of a copy at the grader's version removed)."""
         own = self.regions[name]
         if not submitted:
             return (f"the copy has no region for {name}: it was made before {name} was added, or without it "
@@ -111,9 +114,15 @@ class Teacher:
         if old:
             return (f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it changed since "
                     "the copy was made, or the version on its # BEGIN EXERCISE line was edited")
+        if len(submitted) != len(own) and any(v == self.versions[name] for _, v, _ in submitted):
+            missing = list((collections.Counter(f for f, _, _ in own) - collections.Counter(f for f, _, _ in submitted)))
+            return "not yet", (f"its region in {', '.join(missing) or 'a file'} is missing: the copy's other region of "
+                               f"{name} is at the grader's version, so the file or the region's # BEGIN EXERCISE and "
+                               "# END EXERCISE lines were removed")
         if len(submitted) != len(own):
-            return (f"the copy has {len(submitted)} regions for {name}, the grader {len(own)}: it changed since "
-                    "the copy was made, or some of its # BEGIN EXERCISE and # END EXERCISE lines were removed")
+            return (f"the copy has {len(submitted)} region{'s' * (len(submitted) != 1)} for {name}, the grader "
+                    f"{len(own)}: it changed since the copy was made, or some of its # BEGIN EXERCISE and "
+                    "# END EXERCISE lines were removed")
         bodies = {name: [body for _, _, body in submitted]}
         bodies.update({needed: [body for _, _, body in self.regions[needed]] for needed in NEEDS.get(name, ())})
         out = {}
@@ -237,6 +246,9 @@ def tasks_for(teacher, student, folder, names):
         if isinstance(overrides, str):
             known.append(Result(student, name, NOT_IN_COPY, overrides))
             continue
+        if isinstance(overrides, tuple):
+            known.append(Result(student, name, *overrides))
+            continue
         origins = {path: {name: spots} for path, spots in origins_of(teacher.regions[name], places.get(name, [])).items()}
         if (problem := syntax_error(overrides, origins)):
             known.append(Result(student, name, "not yet", problem))
@@ -269,7 +281,7 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory
     every core), each in at most `memory_mb` of memory. notes: a list that gets a line if the
     checks' isolation is by process only."""
     import secrets
-    from exercises.checks import feedback
+    from exercises.checks import NOT_STARTED, feedback
     wanted = names if isinstance(names, dict) else {student: list(names or EXERCISES) for student in submissions}
     feedback.FRESH[:] = [secrets.randbelow(2 ** 31) for _ in range(2)]      # the cases no copy has seen
     with tempfile.TemporaryDirectory(prefix="exercises-teacher-") as folder:
@@ -283,6 +295,8 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory
         hide = [teacher_root, *submissions.values()]
         for (student, name), (status, message) in run_jobs(tasks, teacher.tree, timeout, jobs or os.cpu_count() or 1,
                                                            memory_mb, hide, notes):
+            if (status, message) == NOT_STARTED:                 # all of its regions, or only some?
+                status, message = not_started_or_unfinished(name, regions_of(submissions[student]).get(name, []))
             results.append(Result(student, name, status, message))
     order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in wanted[s])}
     return sorted(results, key=lambda r: order[(r.student, r.exercise)])

@@ -37,19 +37,22 @@ OUTSTANDING_HOOKS = ('\n\n# Added by `python -m exercises make`: a test that nee
                      '                                  pytest_terminal_summary, pytest_unconfigure)\n')
 
 
-def _cut(handed_out, versions):
+def _cut(handed_out, versions, path):
+    """The rewrite (regions.rewrite) of the file at `path` that cuts the exercises handed out."""
     def replace(indent, name, version, lines):
         if name not in handed_out:
             return lines[1:-1]                                # solved, and no longer an exercise
         hint = EXERCISES[name][1]
+        hint = hint[path] if isinstance(hint, dict) else hint
         return [f"{indent}# BEGIN EXERCISE {name} (version {versions[name]})\n",
                 f'{indent}raise NotImplementedError("exercise {name}: {hint}")\n', lines[-1]]
     return replace
 
 
-def cut_all(versions):
-    """The rewrite (regions.rewrite) that cuts every exercise, as a copy handing all out has them."""
-    return _cut(set(EXERCISES), versions)
+def cut_all(versions, path):
+    """The rewrite (regions.rewrite) of the file at `path` that cuts every exercise, as a copy
+    handing all out has them."""
+    return _cut(set(EXERCISES), versions, path)
 
 
 READING = "docs/reading"        # the reading edition (demos/reading/): whole functions of a step, regions solved
@@ -117,7 +120,7 @@ def student_copy(root, destination, handed_out):
     changed = [path for path in python_files(root) if "# BEGIN EXERCISE" in read(root, path)]
     for path in changed:
         with open(os.path.join(destination, path), "w", encoding="utf-8") as f:
-            f.write(rewrite(read(root, path), _cut(set(handed_out), current)))
+            f.write(rewrite(read(root, path), _cut(set(handed_out), current, path)))
     cut_twins_in_copy(destination, handed_out)
     record_as_made(destination)
     with open(os.path.join(destination, HANDOUT), "w") as f:
@@ -145,5 +148,20 @@ def outstanding(root):
     with open(os.path.join(root, HANDOUT)) as f:
         handed_out = json.load(f)["handed_out"]
     regions = regions_of(root)
-    return [name for name in handed_out
-            if any(f'raise NotImplementedError("exercise {name}:' in body for _, _, body in regions.get(name, []))]
+    return [name for name in handed_out if unwritten(name, regions.get(name, []))]
+
+
+def unwritten(name, regions):
+    """The files of the regions of `name` (regions_of's [(file, version, body)]) that still
+    raise the stub's NotImplementedError."""
+    return [path for path, _, body in regions if f'raise NotImplementedError("exercise {name}:' in body]
+
+
+def not_started_or_unfinished(name, regions):
+    """NOT_STARTED where every region of `name` still raises the stub's error; where only some
+    do (attention's score written, its weights not), ("not yet", naming those regions' files)."""
+    from exercises.checks import NOT_STARTED
+    left = unwritten(name, regions)
+    if len(left) == len(regions):
+        return NOT_STARTED
+    return "not yet", f"not finished: its region in {', '.join(dict.fromkeys(left))} still raises NotImplementedError"

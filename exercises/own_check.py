@@ -68,9 +68,8 @@ def check_own_copy(root, names, timeout, memory_mb):
     """([Result], [note]) of checking the copy at root as the teacher's grade will: its regions
     spliced into its files as made; a note names each file changed outside its regions."""
     import tempfile
-    from exercises.checks import NOT_STARTED
     from exercises.grading import NOT_IN_COPY, Result, judge_of, syntax_error
-    from exercises.handout import outstanding
+    from exercises.handout import not_started_or_unfinished, outstanding
     from exercises.sandbox import run_jobs
     from exercises.tree import write_tree
     if not os.path.exists(os.path.join(root, AS_MADE)):
@@ -80,8 +79,9 @@ def check_own_copy(root, names, timeout, memory_mb):
             made, notes = json.load(f), []
     texts, origins, problems = as_graded(root, made)
     untouched = set(outstanding(root))    # "not started" first: not hidden behind another exercise it needs
-    verdicts = {name: NOT_STARTED if name in untouched else (NOT_IN_COPY, problems[name])
-                for name in names if name in untouched or name in problems}
+    regions = regions_of(root)
+    verdicts = {name: not_started_or_unfinished(name, regions.get(name, [])) if name in untouched
+                else (NOT_IN_COPY, problems[name]) for name in names if name in untouched or name in problems}
     for name in [name for name in names if name not in verdicts]:
         spliced = {path: texts[path] for path, named in origins.items() if name in named}
         if (error := syntax_error(spliced, origins)):
@@ -101,11 +101,11 @@ def _naming_needed(name, verdicts):
     """name's (status, message), naming the exercises its check runs (grading.NEEDS) that were
     checked beside it and did not pass: here they are the learner's own code, where the
     teacher's grade runs their solutions, so a wrong softmax may be why attention fails."""
-    from exercises.checks import NOT_STARTED
     from exercises.grading import NEEDS
     status, message = verdicts[name]
     failing = [needed for needed in NEEDS.get(name, ()) if verdicts.get(needed, ("passed",))[0] != "passed"]
-    if status == "passed" or not failing or message.startswith("needs exercise") or (status, message) == NOT_STARTED:
+    if status != "not yet" or not failing or message.startswith(("needs exercise", "not started", "not finished",
+                                                                 "used more than")):   # not the check's judgement
         return status, message
     return status, (f"{message} (its check runs your {', '.join(failing)}, which do{'es' * (len(failing) == 1)} "
                     "not pass yet: the teacher's grade runs the solution there; check that first)")

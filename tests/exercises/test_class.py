@@ -25,7 +25,8 @@ def submissions(tmp_path_factory):
     copy that handed out softmax only (ole); a folder and a file holding no project (cy, dee.txt)."""
     root = tmp_path_factory.mktemp("class")
     status, out = exercises("make", str(root / "template"), "--only", "softmax", "causal_mask")
-    assert status == 0, out
+    assert status == 0 and out.rstrip().endswith(
+        f"grade it with: python -m exercises check softmax causal_mask --project {root / 'template'}"), out
     folder = root / "submissions"
     for student in ("ada", "bob", "eve"):
         shutil.copytree(root / "template", folder / student)
@@ -171,6 +172,12 @@ def test_the_autograder_zip_grades_a_submission_as_gradescope_would(submissions,
     assert status == 0 and results["score"] == 1.0 and [t["name"] for t in results["tests"]] == ["softmax", "causal_mask"]
     status, text = exercises("autograder", str(tmp_path / "autograder.tar"))
     assert status == 2 and "expected the name of a .zip to write" in text
+    status, text = exercises("autograder", str(tmp_path / "like.zip"), "--like", str(submissions.parent / "template"))
+    with zipfile.ZipFile(tmp_path / "like.zip") as archive:
+        script = archive.read("run_autograder").decode()
+    assert status == 0 and "-m exercises check softmax causal_mask --project" in script, text
+    status, text = exercises("autograder", str(tmp_path / "x.zip"), "--like", str(tmp_path))
+    assert status == 2 and "not a student copy made by make" in text, text
 
 
 def test_a_pipe_closed_early_ends_quietly():

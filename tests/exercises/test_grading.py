@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exercises.catalog import EXERCISES
-from exercises.regions import line_in_submission, parse, splice
-from tests.exercises.helpers import ROOT, exercises, plant, solve
+from exercises.regions import line_in_submission, parse, regions_of, splice
+from tests.exercises.helpers import ROOT, SOLUTIONS, exercises, grade_pairs, plant, solve
 
 ENDLESS = "    while True:\n        pass\n"
 SOME = ["value_mul", "topological_sort", "softmax", "softmax_backward", "causal_mask", "sinusoidal", "embedding",
@@ -208,3 +208,26 @@ def test_every_line_spliced_in_maps_to_its_line_in_the_student_s_file(layout, no
     for number, line in enumerate(spliced.splitlines(), 1):
         if line.startswith("    s"):
             assert line_in_submission(spliced, number, origins) == ("autograd/f.py", where[line])
+
+
+def test_a_region_removed_from_a_current_copy_fails_and_a_half_written_exercise_is_not_finished(fresh, tmp_path):
+    """Attention has two regions. A copy at the grader's version whose file of one was deleted
+    fails the exercise, naming that file (it is not 'not in that copy', worth nothing); a copy
+    with one region written and the other still the stub is 'not finished', naming the stub's
+    file, in the grade and in the learner's own check."""
+    files = [path for path, _, _ in SOLUTIONS["attention"]]
+    missing, half = tmp_path / "missing", tmp_path / "half"
+    for copy in (missing, half):
+        shutil.copytree(fresh, copy)
+    solve(missing, "attention")
+    (missing / files[0]).unlink()
+    stub = regions_of(fresh)["attention"][1][2]
+    plant(half, "attention", stub, which=1)                   # the first region solved, the second the stub
+    lines = grade_pairs({"missing": missing, "half": half}, ["attention"])
+    assert lines[("missing", "attention")] == (
+        f"exercise attention: not yet: its region in {files[0]} is missing: the copy's other region of attention is "
+        "at the grader's version, so the file or the region's # BEGIN EXERCISE and # END EXERCISE lines were removed")
+    unfinished = f"exercise attention: not yet: not finished: its region in {files[1]} still raises NotImplementedError"
+    assert lines[("half", "attention")] == unfinished
+    status, out = exercises("check", "attention", cwd=half)
+    assert status == 1 and out.splitlines()[1] == unfinished, out
