@@ -204,15 +204,15 @@ def main(argv=None):
         cfg = train_config(LMTrainConfig, **train_fields)
         data_path = args.data
         model_fields = model_flags(args, arch)
-        try:
-            model_config = ARCHS[arch][0](1, cfg.block_size, **model_fields)    # checked before anything runs
-        except ValueError as err:
-            fail_config(PROG, err, CONFIG_FLAGS)
-        kernels.prepare_in_background(fused_attention=model_config.attention == "fused")   # overlaps reading
         text, source = read_data(data_path)
         data = dataset(text, cfg, make_vocab(args, text))
+        try:
+            model_config = ARCHS[arch][0](len(data.vocab), cfg.block_size, **model_fields)   # the vocabulary read
+        except ValueError as err:
+            fail_config(PROG, err, CONFIG_FLAGS)
+        kernels.prepare_in_background(fused_attention=model_config.attention == "fused")
         manual_seed(cfg.seed)
-        model = DecoderOnly(dataclasses.replace(model_config, vocab=len(data.vocab)))
+        model = DecoderOnly(model_config)
     c = model.config
     n_params = sum(p.data.size for p in model.parameters())
     print(f"{source}: {len(text):,} characters, {data.vocab.kind} vocabulary of {len(data.vocab)}; "

@@ -42,12 +42,12 @@ def main(argv=None):
         print(f"  {node.name:<6} inputs {inputs:<18} -> output {node.out_shape}")
     print(f"  loss = {loss.item():.6f}")
 
-    print("\n== backward: from the loss to the leaves, one op's backward() at a time ==")
+    print("\n== backward, the plan: loss.backward() will call each op's backward(), from the loss to the leaves ==")
     for node in reversed(graph_nodes(loss.grad_fn)):       # the order run_backward calls them in
         sends = ", ".join(str(t.shape) if needs else "-" for t, needs in zip(node.inputs, node.needs_input_grad))
         print(f"  {node.name}.backward: receives dL/d(out) of shape {node.out_shape}, sends {sends}")
-    loss.backward()
-    print(f"\n  dL/dw =\n{np.array2string(w.grad, precision=4)}\n  dL/db = {np.array2string(b.grad, precision=4)}")
+    loss.backward()                                         # now it runs: run_backward, in that order
+    print(f"\n  ran loss.backward(): dL/dw =\n{np.array2string(w.grad, precision=4)}\n  dL/db = {np.array2string(b.grad, precision=4)}")
 
     print("\n== the graph, output first ==")
     print_graph(loss)

@@ -45,6 +45,7 @@ DEMOS = {
     "tour": ([], r"gradcheck passed: True"),
     "debug": (["-b", "autograd/engine.py:run_backward", "demos.tour"], r"gradcheck passed: True"),
     "scalar_mlp": (["--steps", "2", "--points", "20"], r"step   1  loss \d\.\d{4}  accuracy"),
+    "neuron": ([], r"do/dx1 = -1\.5000"),
     "scaling": (["--keys", "4"], r"wrote .*scaling\.png"),
     "positional_encoding": ([], r"PE\[i\] \. PE\[i\+ 4\] = +\d+\.\d\d \(the same for every i"),
     "train": (["--task", "reverse", "--steps", "20", "--eval-every", "10", "--max-len", "4", "--batch-size", "16",

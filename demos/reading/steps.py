@@ -268,22 +268,15 @@ def seq2seq_step():
 def scalar_backward():
     """Trace the scalar engine (autograd/scalar.py) on micrograd's neuron, tanh(x1 w1 + x2 w2 + b),
     building its graph, then its backward pass."""
-    from autograd.scalar import Value
+    from demos.neuron import neuron
 
     trace = Trace(phases=(("autograd/scalar.py", "Value.backward", "backward"),))
-    names = {}
-
-    def neuron():
-        x1, x2, w1, w2, b = (Value(v) for v in (2.0, 0.0, -3.0, 1.0, 6.8813735870195432))
-        names.update({id(v): name for name, v in zip(("x1", "x2", "w1", "w2", "b"), (x1, x2, w1, w2, b))})
-        return (x1 * w1 + x2 * w2 + b).tanh()
-
-    out = trace.record("build", neuron)
+    inputs, out = trace.record("build", neuron)
     trace.record("build", out.backward)
-    out.names = names
+    out.names = {id(value): name for name, value in inputs.items()}
     intro = ("The scalar engine's backward pass through one neuron, micrograd's example: "
              "`o = (x1*w1 + x2*w2 + b).tanh()` with x1 = 2, x2 = 0, w1 = -3, w2 = 1, b = 6.88, then `o.backward()`. "
              "Each operation makes a `Value` that remembers its parents and a `_backward` closure; `backward` "
              "orders the graph and runs the closures from the output back.")
     return Step("scalar_backward", "The scalar engine's backward", intro, "", ("build", "backward"), trace,
-                f"demos.scalar_mlp --steps 1 {SCRATCH}", "", graph=out)
+                f"demos.neuron {SCRATCH}", "", graph=out)

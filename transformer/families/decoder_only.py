@@ -171,7 +171,8 @@ class DecoderOnly(nn.Module):
             mask = cache.extend(not_pad)                                        # (B, 1, T, past + T)
         else:
             mask = combine_masks(causal_mask(tokens.shape[1]),
-                                 None if self.config.pad_id is None else not_pad[:, None, None, :])   # (B, 1, T, T)
+                                 None if self.config.pad_id is None else not_pad[:, None, None, :])
+            # (T, T) with no padding token, else (B, 1, T, T): broadcast over batch and heads
         h = self.positional(self.embed(tokens), past)                       # (B, T, d_model)
         return self.out_proj(self.blocks(h, mask, cache))                   # (B, T, vocab)
 
