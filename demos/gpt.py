@@ -50,6 +50,7 @@ from transformer.config import ATTENTION_KINDS
 from transformer.data.bpe_training import train as train_bpe
 from transformer.data.text import TextDataset, read_text, split_text, stdlib_docstrings
 from transformer.families.decoder_only import DecoderOnly, gpt_config, llama_config
+from transformer.layers import FeedForward
 from transformer.relative_position import ROPE_PAIRINGS
 from transformer.training.checkpoints import model_from
 from transformer.training.lm import LMJob, LMTrainConfig, step_functions, resume_state, train_lm, vocab_of
@@ -57,10 +58,10 @@ from transformer.training.loop import INTERRUPTED_EXIT_CODE
 
 TRAIN_FLAGS = ("block_size", "batch_size", "max_iters", "lr", "min_lr", "warmup", "weight_decay", "beta2", "grad_clip",
                "eval_every", "eval_iters", "log_every", "save_every", "seed")
-MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention")     # gpt_config's parameters
+MODEL_FLAGS = ("n_layer", "n_head", "n_embd", "dropout", "bias", "attention", "activation")   # gpt_config's parameters
 LLAMA_FLAGS = ("tie_weights", "rope_base", "rope_pairing", "n_kv_head")     # llama_config's parameters of its own
-ARCHS = {"gpt2": (gpt_config, MODEL_FLAGS), "llama": (llama_config, tuple(f for f in MODEL_FLAGS if f != "bias")
-                                                                    + LLAMA_FLAGS)}   # (config, its flags)
+ARCHS = {"gpt2": (gpt_config, MODEL_FLAGS), "llama": (llama_config, tuple(f for f in MODEL_FLAGS if f not in (
+    "bias", "activation")) + LLAMA_FLAGS)}   # (config, its flags): Llama has no biases, and SwiGLU's SiLU
 MODEL_FIELDS = {"n_layer": "num_layers", "n_head": "num_heads", "n_embd": "d_model",
                 "n_kv_head": "num_kv_heads"}                                   # their DecoderOnlyConfig names
 RENAME = {"n_layer": "layers", "n_head": "heads", "n_embd": "d-model", "n_kv_head": "kv-heads"}
@@ -74,6 +75,7 @@ HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
          "eval_iters": "batches per loss estimate", "log_every": "iterations between progress lines",
          "save_every": "checkpoint every N iterations (0: at the end)",
          "bias": "biases in Linear and LayerNorm (nanoGPT's bias=True)",
+         "activation": "the MLP's nonlinearity (FeedForward.ACTIVATIONS in transformer/layers.py; nanoGPT's is gelu)",
          "attention": "fused: one op (faster); composed: matmul, masked_fill, softmax, matmul, the nodes to step "
                       "through in a debugger",
          "tie_weights": "--arch llama: the output projection is the token embedding",
@@ -91,7 +93,8 @@ def parse_args(argv=None):
     p.add_argument("--data", help="a UTF-8 text file (default: the standard library's docstrings)")
     add_config_flags(p, LMTrainConfig, TRAIN_FLAGS, helps=HELPS)
     p.add_argument("--arch", choices=ARCHS, help="the block: GPT-2's (the default) or Llama's")
-    add_config_flags(p, gpt_config, MODEL_FLAGS, RENAME, {"attention": ATTENTION_KINDS}, HELPS)
+    add_config_flags(p, gpt_config, MODEL_FLAGS, RENAME, {"attention": ATTENTION_KINDS,
+                                                          "activation": sorted(FeedForward.ACTIVATIONS)}, HELPS)
     add_config_flags(p, llama_config, LLAMA_FLAGS, RENAME, {"rope_pairing": ROPE_PAIRINGS}, HELPS)
     p.add_argument("--tokenizer", choices=TOKENIZERS, help="characters (the default), or byte-level BPE tokens "
                    "learned from the training split")

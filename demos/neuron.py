@@ -9,10 +9,10 @@ It prints o and the gradient of o with respect to each input, and writes the gra
 Value's data and grad) to OUT/neuron.svg.
 """
 
-import argparse
 import os
 
 from autograd.scalar import Value
+from demos._flags import command_line
 from demos.reading.graph import svg
 
 INPUTS = {"x1": 2.0, "x2": 0.0, "w1": -3.0, "w2": 1.0, "b": 6.8813735870195432}   # micrograd's numbers
@@ -26,7 +26,7 @@ def neuron():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m demos.neuron", description=__doc__.split("\n\n")[0])
+    parser = command_line("demos.neuron", __doc__)
     parser.add_argument("--out", default="runs/neuron", help="the folder neuron.svg is written to")
     args = parser.parse_args(argv)
     inputs, o = neuron()

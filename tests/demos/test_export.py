@@ -54,6 +54,12 @@ def test_a_model_nanogpt_cannot_be_is_named():
         nanogpt_model_args(config)
 
 
+@pytest.mark.parametrize("activation", ["relu", "silu"])
+def test_a_gpt_with_another_activation_is_not_nanogpts_and_the_exporter_says_so(activation):
+    with pytest.raises(ValueError, match=f"not nanoGPT's GPT: activation='{activation}' \\(nanoGPT: 'gelu'\\)"):
+        nanogpt_model_args(gpt_config(11, 8, 1, 2, 8, activation=activation))
+
+
 def test_without_pytorch_the_command_says_so_in_one_line(tmp_path, capsys, monkeypatch):
     run = trained_run(tmp_path / "run")
     capsys.readouterr()

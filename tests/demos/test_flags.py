@@ -49,6 +49,16 @@ def test_gpt_model_flags_are_gpt_configs_parameters():
     assert (config.num_layers, config.d_model, config.attention, config.num_heads) == (2, 32, "composed", 4)
 
 
+@pytest.mark.parametrize("activation", ["relu", "silu", "gelu_tanh"])
+def test_gpt_takes_an_activation_and_llama_refuses_one(activation, capsys):
+    args = gpt.parse_args(["--activation", activation])
+    assert gpt_config(10, **gpt.given(args, gpt.MODEL_FLAGS)).activation == activation
+    with pytest.raises(SystemExit) as stop:
+        gpt.main(["--arch", "llama", "--activation", activation])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == "demos.gpt: error: --activation is not a flag of --arch llama"
+
+
 def test_resume_refuses_a_contradicting_flag_in_one_line(tmp_path, capsys):
     train.main(SMALL + ["--out", str(tmp_path)])
     capsys.readouterr()
@@ -88,7 +98,8 @@ def _commands():
     for folder in ("demos", os.path.join("demos", "bench")):
         for name in sorted(os.listdir(os.path.join(root, folder))):
             path = os.path.join(root, folder, name)
-            if name.endswith(".py") and not name.startswith("_") and "argparse" in open(path).read():
+            text = open(path).read() if name.endswith(".py") and not name.startswith("_") else ""
+            if "argparse" in text or "command_line(" in text:
                 yield folder.replace(os.sep, ".") + "." + name[:-3]
 
 

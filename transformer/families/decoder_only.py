@@ -86,13 +86,15 @@ class DecoderOnlyConfig(BlockConfig):
                                  f"{self.positional!r}")
 
 
-def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused"):
+def gpt_config(vocab, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0, bias=False, attention="fused",
+               activation="gelu"):
     """nanoGPT's GPT under nanoGPT's argument names (its CPU recipe's size by default):
     d_ff = 4 d_model, exact GELU, tied embeddings, no lm-head bias, GPT-2 init, no padding,
     attention as one op as nanoGPT's flash attention runs it (attention="composed": the ops
-    a learner steps through)."""
+    a learner steps through). activation: another of FeedForward.ACTIVATIONS, to try one
+    (nanoGPT's exporter then refuses the model: its GPT has GELU)."""
     return DecoderOnlyConfig(vocab=vocab, d_model=n_embd, num_heads=n_head, d_ff=4 * n_embd, num_layers=n_layer,
-                             max_len=block_size, dropout=dropout, pad_id=None, activation="gelu", bias=bias,
+                             max_len=block_size, dropout=dropout, pad_id=None, activation=activation, bias=bias,
                              head_bias=False, tie_weights=True, init="gpt2", attention=attention)
 
 
