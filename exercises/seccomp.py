@@ -18,6 +18,12 @@ lease commands: where a lock starts on a read-only file the whole machine shares
 slot's child, or any process of the machine, can ask), extended attributes (set or removed)
 and a file's times (`utime`, `utimes`, `futimesat`, `utimensat`). No check needs them.
 
+Two more observe, without writing anything, what the other job slot's child does to the
+files both may read: inotify (`inotify_init`, `inotify_init1`, `inotify_add_watch`: an open
+of one of 34 stdlib files spells a half-byte, and a hostile trial carried a whole solution
+that way between two tasks running at once) and fanotify (`fanotify_init`, `fanotify_mark`);
+and `mincore`, which tells which pages of a shared file another process has read.
+
 and every call made as another architecture's (x86-64's 32-bit calls through `int 0x80`,
 its x32 ABI: the same calls under other numbers). A filter is a small program the kernel
 runs on each system call: load the call's architecture (not this machine's: refused), then
@@ -39,16 +45,20 @@ MACHINES = {
                             "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248, "request_key": 249,
                             "keyctl": 250, "ioprio_get": 252, "flock": 73, "fcntl": 72, "setxattr": 188,
                             "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
-                            "fremovexattr": 199, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280}),
+                            "fremovexattr": 199, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280,
+                            "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
+                            "fanotify_init": 300, "fanotify_mark": 301, "mincore": 27}),
     "aarch64": (0xC00000B7, {"mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
                              "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218,
                              "keyctl": 219, "ioprio_get": 31, "flock": 32, "fcntl": 25, "setxattr": 5,
                              "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
-                             "fremovexattr": 16, "utimensat": 88}),
+                             "fremovexattr": 16, "utimensat": 88, "inotify_init1": 26, "inotify_add_watch": 27,
+                             "fanotify_init": 262, "fanotify_mark": 263, "mincore": 232}),
 }
 FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
              "add_key", "request_key", "keyctl", "flock", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
-             "lremovexattr", "fremovexattr", "utime", "utimes", "futimesat", "utimensat")
+             "lremovexattr", "fremovexattr", "utime", "utimes", "futimesat", "utimensat", "inotify_init",
+             "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "mincore")
 # fcntl's commands on record locks and leases: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
 # F_OFD_SETLKW, F_SETLEASE, F_GETLEASE (its other commands, on descriptors' flags, stay allowed)
 LOCK_COMMANDS = (5, 6, 7, 36, 37, 38, 1024, 1025)

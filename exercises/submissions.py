@@ -115,6 +115,8 @@ def folder_refusal(folder):
                 return refused
             if stat.S_ISREG(info.st_mode) and (size := size + info.st_size) > MAX_BYTES:
                 return f"it holds more than {MAX_BYTES // 2 ** 20} MB"
+            if stat.S_ISREG(info.st_mode) and entry.name.endswith(".py") and not os.access(entry.path, os.R_OK):
+                return f"the member {relative!r} cannot be read by the grader (mode {stat.filemode(info.st_mode)})"
             if stat.S_ISDIR(info.st_mode) and entry.name not in SKIPPED:
                 if depth + 1 > MAX_DEPTH:
                     return f"the member {relative!r} is more than {MAX_DEPTH} folders deep"

@@ -6,7 +6,8 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import FRESH, Judge, Wrong, cases, mistake, require_dtype, untouched, with_fresh
+from exercises.checks.feedback import (FRESH, Judge, Wrong, cases, mistake, require_dtype, tolerance, untouched,
+                                       with_fresh)
 
 NO_SHIFT = ("max not subtracted", "exp overflows to inf for large logits (NaN after the division): subtract each "
             "row's max before exp")
@@ -86,7 +87,7 @@ def check_softmax(task):
                            (*MASKED_NAN, expect("softmax_masked_nan", x)), (*WRONG_AXIS, expect("softmax_columns", x)),
                            (*NO_KEEPDIMS, expect("softmax_no_keepdims", x)),
                            *[(*WHOLE_SUM, expect("softmax_whole_sum", x, shifted)) for shifted in (False, True)],
-                           (*NAN_HIDDEN, expect("softmax_nan_hidden", x))])
+                           (*NAN_HIDDEN, expect("softmax_nan_hidden", x))], **tolerance(x))
             require_dtype("softmax: the logits' dtype", case, got, x.dtype)
     return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, NaN and " \
         "+inf, float32"
@@ -115,7 +116,7 @@ def check_softmax_backward(task):
                        (*WHOLE_SUM, expect("softmax_backward_whole_sum", y, dy)),
                        (*NO_KEEPDIMS, expect("softmax_backward_no_keepdims", y, dy)),
                        ("mean instead of sum", "sum_j dy_j y_j is a sum over the row, not a mean",
-                        expect("softmax_backward_mean", y, dy))])
+                        expect("softmax_backward_mean", y, dy))], **tolerance(x))
     return "three seeds, square, 2-D and 3-D, float32, random upstream gradients"
 
 
@@ -139,7 +140,7 @@ def check_log_softmax(task):
                            ("log-sum-exp added", "the log-sum-exp is subtracted: (x - max) - log sum exp(x - max)",
                             expect("log_softmax_added", x)), *[(*GLOBAL_MAX, expect("log_softmax_global_max", x, spelling))
                              for spelling in ("plain", "log_one", "zeroed")],
-                           (*WHOLE_SUM, expect("log_softmax_whole_sum", x))])
+                           (*WHOLE_SUM, expect("log_softmax_whole_sum", x))], **tolerance(x))
     judge_training(judge, task)
     return "three seeds, 2-D and 3-D, logits near 1000, spread over 1e4, fully and partly masked rows, NaN and +inf, " \
         "float32, and a seeded training run"
@@ -181,16 +182,16 @@ def check_layer_norm_backward(task):
                        ("sign of the xhat term", "the variance's term is subtracted: - xhat mean(g w xhat)",
                         expect("layer_norm_dx_plus_xhat_term", g, xhat, rstd, w)),
                        ("means over the wrong axis", "the mean and the variance are each row's: mean(axis=1)",
-                        expect("layer_norm_dx_column_means", g, xhat, rstd, w))], atol=1e-8)
+                        expect("layer_norm_dx_column_means", g, xhat, rstd, w))], **tolerance(x))
         judge.compare("LayerNorm's dweight = sum over rows of g xhat", case, dw, expect("layer_norm_dweight", g, xhat),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
                         expect("layer_norm_dbias", g)),
                        ("dweight multiplied by the weight", "out = xhat w + b, so d out / d w is xhat: dweight sums "
                         "g xhat, with no w", expect("layer_norm_dweight_times_weight", g, xhat, w)),
-                       (*ROW_MEAN, expect("layer_norm_dweight_mean", g, xhat))])
+                       (*ROW_MEAN, expect("layer_norm_dweight_mean", g, xhat))], **tolerance(x))
         judge.compare("LayerNorm's dbias = sum over rows of g", case, db, expect("layer_norm_dbias", g),
                       [("dweight and dbias swapped", "dweight sums g * xhat, dbias sums g",
-                        expect("layer_norm_dweight", g, xhat)), (*ROW_MEAN, expect("layer_norm_dbias_mean", g))])
+                        expect("layer_norm_dweight", g, xhat)), (*ROW_MEAN, expect("layer_norm_dbias_mean", g))], **tolerance(x))
     _judge_float32(task)
     judge_rms_norm_dx(judge, task)
     judge_training(judge, task)

@@ -2,7 +2,7 @@
 fail, its message naming that mistake and no other ("[mistake: NAME]" exactly once)."""
 import pytest
 
-from tests.exercises.helpers import grade_pairs, plant, region_files
+from tests.exercises.helpers import ROOT, grade_pairs, plant, region_files
 
 
 def sub(old, new):
@@ -311,7 +311,6 @@ NAMES = {name for _, name, _, _ in PLANTED}
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """Every planted wrong answer, each in a submission of its own, graded at once."""
-    from tests.exercises.helpers import ROOT
     folders, names = {}, {}
     for index, (exercise, _, answer, which) in enumerate(PLANTED):
         folder = tmp_path_factory.mktemp(f"wrong{index}")
@@ -366,3 +365,33 @@ def test_a_cache_passed_where_the_real_model_takes_tgt_mask_is_not_accepted(tmp_
     plant(tmp_path, "greedy_decode", sub("memory, src_mask, cache=cache)", "memory, src_mask, cache)"))
     line = grade_pairs({"s": tmp_path}, {"s": ["greedy_decode"]})[("s", "greedy_decode")]
     assert line.startswith("exercise greedy_decode: not yet: ") and "tgt_mask" in line, line
+
+
+IN_FLOAT32 = [   # computed in float32, returned in the input's dtype: wrong by about 1e-7 on float64 inputs
+    ("softmax", f"{S}e = np.exp((x - _row_max(x)).astype(np.float32))\n{S}s = e.sum(axis=-1, keepdims=True)\n"
+                f"{S}return np.divide(e, s, out=np.zeros_like(e), where=s != 0).astype(x.dtype)\n", None),
+    ("softmax_backward", f"{S}y32, dy32 = y.astype(np.float32), dy.astype(np.float32)\n"
+                         f"{S}return (y32 * (dy32 - np.sum(dy32 * y32, axis=-1, keepdims=True))).astype(y.dtype)\n", None),
+    ("log_softmax", f"{S}shifted = (x - _row_max(x)).astype(np.float32)\n{S}s = np.exp(shifted).sum(axis=-1, keepdims=True)\n"
+                    f"{S}masked = s == 0\n{S}out = shifted - np.log(np.where(masked, 1, s))\n"
+                    f"{S}return np.where(masked, 0, out).astype(x.dtype)\n", None),
+    ("layer_norm_backward", f"{S}g, xh, r, w = (a.astype(np.float32) for a in (grad, xhat, rstd, weight))\n"
+                            f"{S}dxhat = g * w\n{S}dx = r * (dxhat - dxhat.mean(axis=1, keepdims=True) - xh * (dxhat * xh)"
+                            f".mean(axis=1, keepdims=True))\n"
+                            f"{S}return dx.astype(grad.dtype), (grad * xhat).sum(axis=0), grad.sum(axis=0)\n", 0),
+]
+
+
+def test_an_answer_computed_in_float32_fails_its_float64_cases(tmp_path):
+    """A hostile trial's answers that passed: float32 inside, float64 out; wrong by about 1e-7,
+    which the default tolerances allowed. float64 cases are judged at float64's precision."""
+    submissions = {}
+    for index, (name, body, which) in enumerate(IN_FLOAT32):
+        student = tmp_path / f"s{index}"
+        region_files(ROOT, student)
+        plant(student, name, body, which)
+        submissions[f"s{index}"] = student
+    lines = grade_pairs(submissions, {f"s{i}": [name] for i, (name, _, _) in enumerate(IN_FLOAT32)})
+    for index, (name, _, _) in enumerate(IN_FLOAT32):
+        line = lines[(f"s{index}", name)]
+        assert line.startswith(f"exercise {name}: not yet: ") and "elements differ" in line, line

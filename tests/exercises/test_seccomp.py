@@ -79,3 +79,32 @@ def test_locks_extended_attributes_and_times_are_refused(tmp_path):
     run = _run(LOCKS_XATTRS_TIMES.replace("sys.argv[1]", repr(str(readable))).replace("sys.argv[2]", repr(str(own))),
                filtered=True)
     assert run.stdout.split() == ["1", "1", "1", "1", "1", "True"], run.stdout + run.stderr
+
+
+WATCHES = """
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+results = []
+for ask in (lambda: libc.inotify_init1(0), lambda: libc.inotify_init(),
+            lambda: libc.fanotify_init(0, 0)):
+    answer = ask()
+    results.append(ctypes.get_errno() if answer < 0 else "allowed")
+with open(sys.argv[1], "rb") as f:
+    vector = ctypes.create_string_buffer(1)
+    libc.mmap.restype = ctypes.c_void_p
+    mapped = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+    answer = libc.mincore(ctypes.c_void_p(mapped), 4096, vector)
+    results.append(ctypes.get_errno() if answer < 0 else "allowed")
+print(*results)
+"""
+
+
+def test_watching_another_process_s_opens_and_the_page_cache_is_refused(tmp_path):
+    """inotify on a stdlib file both job slots read carried a whole solution from one slot's
+    child to the other's, an open a half-byte; mincore would show which pages another read."""
+    shared = tmp_path / "shared.py"
+    shared.write_text("x = 1\n" * 1000)
+    free = subprocess.run([sys.executable, "-c", WATCHES, str(shared)], capture_output=True, text=True, timeout=60)
+    assert free.stdout.split()[:2] == ["allowed"] * 2 and free.stdout.split()[-1] == "allowed", free.stdout + free.stderr
+    run = _run(WATCHES.replace("sys.argv[1]", repr(str(shared))), filtered=True)
+    assert run.stdout.split() == ["1", "1", "1", "1"], run.stdout + run.stderr

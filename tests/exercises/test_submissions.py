@@ -283,3 +283,22 @@ def test_a_students_name_is_printable_whatever_the_entry_is_called(tmp_path):
     found = find_projects(str(folder), str(scratch))
     assert sorted(found) == sorted(["?[2J?[32mbob: passed?", "...zip", "eve?", "eve?'", "\\udcfe\\udcff"])
     assert all(why is None for _, why in found.values())
+
+
+def test_an_unreadable_source_file_refuses_its_submission_not_the_class_s_grade(tmp_path, monkeypatch):
+    """A .py file the grader may not read (a member of mode 000, as `unzip` keeps it) stopped a
+    teacher's whole grade, not root, with a PermissionError: it refuses that submission only.
+    As root, who reads anything, the file's refusal by the kernel is played by os.access."""
+    from tests.exercises.helpers import ROOT, SOLUTIONS, region_files
+    student = tmp_path / "class" / "eve"
+    region_files(ROOT, student)
+    relative = SOLUTIONS["softmax"][0][0]
+    if os.geteuid() == 0:
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda path, mode: not str(path).endswith(relative) and real(path, mode))
+    else:
+        os.chmod(student / relative, 0)
+    (tmp_path / "scratch").mkdir()
+    project, why = find_project(str(student), str(tmp_path / "scratch"))
+    assert project is None and why.startswith(f"eve refused: the member {relative!r} cannot be read by the grader "
+                                              "(mode -"), why
