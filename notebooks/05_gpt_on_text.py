@@ -27,7 +27,9 @@ import transformer
 from autograd import manual_seed, no_grad
 from transformer.data.text import CharVocab, TextDataset, stdlib_docstrings
 from transformer.families.decoder_only import DecoderOnly, gpt_config
-from transformer.training.lm import LMJob, LMTrainConfig, step_functions, train_lm
+from nn import functional as F
+from nn.optim import AdamW, clip_grad_norm_
+from transformer.training.lm import LMJob, LMTrainConfig, decay_groups, step_functions, train_lm
 from transformer.training.nanogpt import load_nanogpt_checkpoint, read_meta, read_torch_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(transformer.__file__)))    # the project's folder
@@ -45,14 +47,45 @@ data = TextDataset(text, cfg.block_size)
 print(f"{len(text):,} characters, vocabulary of {len(data.vocab)}:", repr("".join(data.vocab.chars[:40])), "...")
 
 # %% [markdown]
-# ## The model and a short training run
+# ## The loop, written out
+#
+# nanoGPT's `train.py` on one page: each iteration takes a batch of random blocks, sets the
+# schedule's learning rate, runs the model forward to the loss, backward, clips the
+# gradients' global norm and takes AdamW's step. Here are the first five iterations by
+# hand, the shapes of this run beside each line. `train_lm` below runs exactly these lines
+# (`LMJob.step`, then `step_functions`'s step and `nn/recipe.py`'s `optimize`), adding the
+# evaluations, the progress lines and the checkpoints: its first five losses are these, bit
+# for bit.
 
 # %%
 manual_seed(cfg.seed)
 model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size))      # 4 layers, 4 heads, 128 wide
 print(f"{sum(p.data.size for p in model.parameters()):,} parameters")
+optimizer = AdamW(decay_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, cfg.beta2))
+batches = np.random.default_rng(cfg.seed)                # the loop draws its batches from this generator
+by_hand = []
+for it in range(5):
+    x, y = data.batch("train", cfg.batch_size, batches)  # (12, 64) token ids; y is x shifted by one
+    for group in optimizer.param_groups:
+        group["lr"] = cfg.lr_at(it)                      # warm-up, then cosine decay
+    loss = F.cross_entropy(model(x), y)                  # logits (12, 64, 95) -> one number
+    optimizer.zero_grad()
+    loss.backward()
+    clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], cfg.grad_clip)
+    optimizer.step()
+    by_hand.append(loss.item())
+print("losses by hand:", [round(loss, 4) for loss in by_hand])
+
+# %% [markdown]
+# ## The same model, trained by the loop
+
+# %%
+manual_seed(cfg.seed)
+model = DecoderOnly(gpt_config(len(data.vocab), cfg.block_size))      # the same initial weights
 step, evaluate, optimizer = step_functions(model, cfg)
 history = train_lm(LMJob(data, step, evaluate, cfg, model, optimizer))
+assert history["loss"][:5] == by_hand, (history["loss"][:5], by_hand)
+print("its first five losses are the ones by hand, bit for bit")
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.5))
