@@ -40,9 +40,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def list_exercises(parser, args):
     """One exercise a line, in the order of the lectures: name, its files, what to write."""
     regions = find_regions(ROOT)
+    files = {name: ", ".join(sorted({path for path, _, _ in regions.get(name, [])})) or "(solved in this copy)"
+             for name in EXERCISES}
+    width = max(map(len, files.values()))
     for name, (description, _) in EXERCISES.items():
-        files = ", ".join(sorted({path for path, _, _ in regions.get(name, [])})) or "(solved in this copy)"
-        print(f"{name:20s} {files:34s} {description}")
+        print(f"{name:20s} {files[name]:{width}s} {description}")
     return 0
 
 

@@ -213,3 +213,11 @@ def test_an_exercise_one_of_two_students_wrapped_in_markers_is_not_handed_out(tm
     assert handed_out_in({s: tmp_path / s for s in ("ann", "ben")}, current) == []
     assert handed_out_in({s: tmp_path / s for s in ("ann", "ben", "cal")}, current) == ["value_mul"]
     assert handed_out_in({s: tmp_path / s for s in ("ann", "cal")}, {"value_mul": "another"}) == []
+
+
+def test_list_shows_one_exercise_a_line_in_aligned_columns():
+    status, out = exercises("list")
+    lines = out.splitlines()
+    assert status == 0 and [line.split()[0] for line in lines] == list(EXERCISES)
+    starts = {line.index(EXERCISES[line.split()[0]][0]) for line in lines}     # where each description begins
+    assert len(starts) == 1, out
