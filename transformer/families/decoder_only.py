@@ -186,7 +186,9 @@ class DecoderOnly(nn.Module):
                  return_logits=False):
         """Append `steps` tokens to each prompt (B, P).  temperature 0 (or top_k=1) picks the
         most likely token (greedy: the greedy_decode exercise's loop, transformer/decoding.py,
-        runs it, the prompt as its source); otherwise each token is sampled from
+        runs it, the prompt as its source, so that a student copy handing that exercise out
+        holds no second greedy loop to copy; the sampling loop below is nanoGPT's, and with
+        argmax it would give the same tokens); otherwise each token is sampled from
         softmax(logits / temperature), restricted to the top_k most likely if given, drawing
         from `generator` (a numpy Generator).  Each step's logits come from next_logits.
         Returns the (B, P + steps) tokens, and the logits of every generated step
