@@ -74,7 +74,7 @@ HELPS = {"block_size": "context length in tokens", "lr": "peak learning rate",
          "min_lr": "learning rate at the end of the cosine decay", "warmup": "warm-up iterations",
          "eval_iters": "batches per loss estimate", "log_every": "iterations between progress lines",
          "save_every": "checkpoint every N iterations (0: at the end)",
-         "bias": "biases in Linear and LayerNorm (nanoGPT's bias=True)",
+         "bias": "biases in Linear and LayerNorm (what nanoGPT's bias=True sets)",
          "activation": "the MLP's nonlinearity (FeedForward.ACTIVATIONS in transformer/layers.py; nanoGPT's is gelu)",
          "attention": "fused: one op (faster); composed: matmul, masked_fill, softmax, matmul, the nodes to step "
                       "through in a debugger",
@@ -222,9 +222,10 @@ def main(argv=None):
           f"tokens: train {len(data.splits['train']):,}, validation {len(data.splits['val']):,} "
           f"({data.bytes_per_token['val']:.2f} bytes a token)")
     kv_heads = "" if c.num_kv_heads in (None, c.num_heads) else f" ({counted(c.num_kv_heads, 'key/value head')})"
+    mlp = f", a {c.activation} MLP" if c.feed_forward == "mlp" and c.activation != "gelu" else ""   # not nanoGPT's
     print(f"GPT, {arch}'s block: {counted(c.num_layers, 'layer')}, {counted(c.num_heads, 'head')}{kv_heads}, "
           f"d_model {c.d_model}, context {cfg.block_size}, {n_params:,} parameters; {counted(cfg.max_iters, 'iteration')} of batch "
-          f"{cfg.batch_size}, {c.attention} attention")
+          f"{cfg.batch_size}, {c.attention} attention{mlp}")
     step, evaluate, optimizer = step_functions(model, cfg)
     job = LMJob(data, step, evaluate, cfg, model, optimizer, data_path)
     if state is not None:

@@ -35,6 +35,7 @@ def main(argv=None):
     w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)      # parameters
     b = Tensor(np.zeros(2), requires_grad=True)
 
+    print("loss = mean(tanh(x @ w + b)^2): x (2, 3) data, w (3, 2) and b (2,) parameters\n")
     print("== forward: each op makes a node that remembers its inputs ==")
     loss = expression(x, w, b)
     for node in graph_nodes(loss.grad_fn):
@@ -42,7 +43,8 @@ def main(argv=None):
         print(f"  {node.name:<6} inputs {inputs:<18} -> output {node.out_shape}")
     print(f"  loss = {loss.item():.6f}")
 
-    print("\n== backward, the plan: loss.backward() will call each op's backward(), from the loss to the leaves ==")
+    print("\n== backward, the plan: loss.backward() will call each op's backward(), from the loss to the leaves "
+          "(a -: none sent, x is data) ==")
     for node in reversed(graph_nodes(loss.grad_fn)):       # the order run_backward calls them in
         sends = ", ".join(str(t.shape) if needs else "-" for t, needs in zip(node.inputs, node.needs_input_grad))
         print(f"  {node.name}.backward: receives dL/d(out) of shape {node.out_shape}, sends {sends}")
