@@ -24,7 +24,7 @@ def tiny(seed, layers=2, **settings):
     return DecoderOnly(DecoderOnlyConfig(**{**config.__dict__, **settings}))
 
 
-@pytest.mark.parametrize("seed, settings", enumerate(SETTINGS), ids=str)
+@pytest.mark.parametrize("seed, settings", list(enumerate(SETTINGS)), ids=str)
 def test_gradcheck_with_the_imported_settings(seed, settings):
     model = to_float64(tiny(seed, layers=1, **settings))
     rng = np.random.default_rng(seed)
