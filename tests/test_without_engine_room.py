@@ -50,7 +50,7 @@ DEMOS = {
     "positional_encoding": ([], r"PE\[i\] \. PE\[i\+ 4\] = +\d+\.\d\d \(the same for every i"),
     "train": (["--task", "reverse", "--steps", "20", "--eval-every", "10", "--max-len", "4", "--batch-size", "16",
                "--d-model", "32", "--layers", "1", "--beam-examples", "2"], r"step    20  loss \d\.\d{4}  lr"),
-    "gpt": (GPT, r"iter     4/4  loss \d\.\d{4}  val \d\.\d{4} \(at 4\)"),
+    "gpt": (GPT, r"iter     4/4  loss \d\.\d{4} \(mean of 4\)  val \d\.\d{4} \(at 4\)"),
     "sample": (["--checkpoint", "{gpt}", "--prompt", "the", "--tokens", "5"], r"^the"),
     "export": (["--checkpoint", "{gpt}", "--nanogpt", "{out}/ckpt.pt"], r"ckpt\.pt"),
     "bpe": (["--data", "README.md", "--vocab-size", "270"], r"compression on the validation split: [\d,]+ bytes -> "),

@@ -48,7 +48,7 @@ def test_evaluates_logs_and_checkpoints_on_their_cadences(tmp_path):
                          keep_last=2, log=lines.append)
     assert history["step"] == list(range(1, 8)) and history["loss"] == [1.0 / n for n in range(1, 8)]
     assert [e["step"] for e in history["evals"]] == [2, 4, 6, 7] and history["evals"][1]["lr"] == 0.4
-    assert lines == ["step 3 since 1", "step 6 since 1", "step 7 since 1"]
+    assert lines == ["step 2 since 1", "step 3 since 1", "step 4 since 1", "step 6 since 1", "step 7 since 1"]   # evals too
     assert sorted(os.listdir(tmp_path)) == ["best.npz", "checkpoint.npz", "step-6.npz", "step-7.npz"]
     assert int(nn.load(str(tmp_path / "best.npz"))["marker"]) == 4 and not history["interrupted"]
 

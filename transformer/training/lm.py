@@ -137,7 +137,8 @@ class LMJob:
         last = history["evals"][-1] if history["evals"] else None
         val = f"  val {last['val']:.4f} (at {last['step']})" if last else ""
         rate = (number - first + 1) * tokens_per_iter / max(elapsed - earlier_seconds, 1e-9)
-        return (f"iter {number:5d}/{cfg.max_iters}  loss {np.mean(history['loss'][-cfg.log_every:]):.4f}{val}  "
+        recent = history["loss"][-cfg.log_every:]                   # nanoGPT prints the last batch's alone
+        return (f"iter {number:5d}/{cfg.max_iters}  loss {np.mean(recent):.4f} (mean of {len(recent)}){val}  "
                 f"lr {history['lr'][-1]:.2e}  {rate:7.0f} tokens/s  "
                 f"{elapsed:5.1f}s, {(cfg.max_iters - number) * tokens_per_iter / rate:5.1f}s left")
 

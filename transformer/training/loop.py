@@ -70,7 +70,7 @@ def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_ev
                log=print, should_stop=None, on_step=None):
     """Run job.step for the steps after those in `history` (an interrupted run's, to go on
     from; default: a new run) up to max_steps.  Evaluates every eval_every steps and at the
-    last; logs job.progress every log_every steps (default: at each evaluation) and at the
+    last; logs job.progress every log_every steps, at each evaluation and at the
     last; stops early when job.done says so after an evaluation, at Ctrl-C (after the step
     in progress) or when should_stop(step) returns True.  With out_dir, writes a checkpoint
     there every save_every steps (0: never) and once when the loop ends, keeping the last
@@ -90,7 +90,7 @@ def train_loop(job, max_steps, eval_every, log_every=None, out_dir=None, save_ev
             reached = step_and_evaluate(job, number, history, started, evaluate=number % eval_every == 0 or last)
             if on_step:
                 on_step(number, max_steps, history, since)
-            if number % log_every == 0 or last:
+            if number % log_every == 0 or number % eval_every == 0 or last:     # every evaluation shown
                 log(job.progress(number, history, since))
             history["interrupted"] = (interrupt.requested or bool(should_stop and should_stop(number))) and not last
             if history["interrupted"] or reached:
