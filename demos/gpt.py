@@ -23,7 +23,8 @@ split only and saves it in the checkpoint. The validation loss is reported per t
 bits per byte, which compares a character model with a BPE one.
 
 Writes to --out: loss.png (train and validation loss), metrics.json, checkpoint.npz
-(model, optimizer, configuration, vocabulary and the run's state) and sample.txt.  Then
+(model, optimizer, configuration, vocabulary and the run's state; best.npz the same at the
+best validation loss, step-N.npz at the last save) and sample.txt.  Then
 try `python -m demos.sample --checkpoint OUT --prompt "Return the"`.
 
 Ctrl-C stops after the current iteration, writes the checkpoint, metrics and loss plot,
@@ -258,7 +259,8 @@ def main(argv=None):
     print(f"\nafter {counted(cfg.max_iters, 'iteration')} ({history['seconds']:.0f} s): train loss {final['train']:.4f}, "
           f"validation loss {final['val']:.4f} nats a token, {metrics['val_bits_per_byte']:.4f} bits a byte")
     print(f"sample (temperature 0.8, top-k 200):\n{'-' * 60}\n{sample}\n{'-' * 60}")
-    print(f"wrote {out}/checkpoint.npz, metrics.json, loss.png and sample.txt")
+    print(f"wrote {out}/checkpoint.npz (the last iteration's; best.npz, the best validation loss's; "
+          f"step-{len(history['step'])}.npz), metrics.json, loss.png and sample.txt")
     return metrics
 
 
