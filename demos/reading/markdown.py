@@ -73,8 +73,9 @@ def how_to_read(shown, measures):
                 "code and the ops' math." if any(f.phase == "plumbing" for f in shown) else "")
     return (f"Each function the step ran appears once, under its file and line, in the order the step first ran it: "
             f"{whole}.{parts}{plumbing} `# ... N lines not run on this step` stands for lines the step did not "
-            "run (\"(a raise)\": an error path it never took), and a line ending in `# not run` is one."
-            + shapes + checks)
+            "run (\"(a raise)\": an error path it never took), and a line ending in `# not run` is one. The "
+            "exercises' marker comments (`# BEGIN EXERCISE ...`, `# END EXERCISE`) are left out: where the line "
+            "numbers skip one, the file has a marker there." + shapes + checks)
 
 
 def browser_extras(step):
