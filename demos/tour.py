@@ -29,7 +29,7 @@ def main(argv=None):
     parser.add_argument("--out", default="runs/tour")
     args = parser.parse_args(argv)
     out_dir = output_dir(args.out)
-    kernels.prepare()        # the kernels loaded (compiled, the first time) before anything you step through
+    kernels.prepare(np.float64)   # the float64 kernels loaded (compiled, the first time) before anything you step through
     rng = np.random.default_rng(0)
     x = Tensor(rng.standard_normal((2, 3)))                          # data: no gradient needed
     w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)      # parameters
