@@ -243,9 +243,10 @@ def _zygote(config, root):
 def main():
     config = json.loads(sys.argv[-1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)          # as PID 1, a child could otherwise interrupt us
-    root = config["tree"]
+    root, shown = config["tree"], str                     # where the child sees a path of the grader's
     if config["isolation"] != "process":
         from exercises import jail
+        shown = jail.shown
         jail.enter(config["new_root"], config["binds"], config["hidden"], config["packages"], root,
                    config["scratch_mb"], config["user"])
         root = jail.TREE
@@ -264,8 +265,7 @@ def main():
     os.environ.update(config["environment"])
     from exercises.seccomp import forbid_lasting_channels
     forbid_lasting_channels()                             # no message queue, no key: nothing outlives a task
-    places = [*config["packages_path"], *config["stdlib"]]
-    sys.path[:] = [root, *(places if config["isolation"] == "process" else map(jail.shown, places))]
+    sys.path[:] = [root, *map(shown, [*config["packages_path"], *config["stdlib"]])]
     sys.dont_write_bytecode = True
     _zygote(config, root)
 

@@ -292,11 +292,13 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory
             more, known = tasks_for(teacher, student, path, wanted[student])
             tasks += more
             results += known
-        hide = [teacher_root, *submissions.values()]
+        hide, regions = [teacher_root, *submissions.values()], {}
         for (student, name), (status, message) in run_jobs(tasks, teacher.tree, timeout, jobs or os.cpu_count() or 1,
                                                            memory_mb, hide, notes):
             if (status, message) == NOT_STARTED:                 # all of its regions, or only some?
-                status, message = not_started_or_unfinished(name, regions_of(submissions[student]).get(name, []))
+                if student not in regions:
+                    regions[student] = regions_of(submissions[student])
+                status, message = not_started_or_unfinished(name, regions[student].get(name, []))
             results.append(Result(student, name, status, message))
     order = {(s, n): i for i, (s, n) in enumerate((s, n) for s in submissions for n in wanted[s])}
     return sorted(results, key=lambda r: order[(r.student, r.exercise)])

@@ -69,7 +69,7 @@ def check_own_copy(root, names, timeout, memory_mb):
     spliced into its files as made; a note names each file changed outside its regions."""
     import tempfile
     from exercises.grading import NOT_IN_COPY, Result, judge_of, syntax_error
-    from exercises.handout import not_started_or_unfinished, outstanding
+    from exercises.handout import not_started_or_unfinished, unwritten
     from exercises.sandbox import run_jobs
     from exercises.tree import write_tree
     if not os.path.exists(os.path.join(root, AS_MADE)):
@@ -78,8 +78,9 @@ def check_own_copy(root, names, timeout, memory_mb):
         with open(os.path.join(root, AS_MADE), encoding="utf-8") as f:
             made, notes = json.load(f), []
     texts, origins, problems = as_graded(root, made)
-    untouched = set(outstanding(root))    # "not started" first: not hidden behind another exercise it needs
     regions = regions_of(root)
+    # "not started" first: not hidden behind another exercise it needs
+    untouched = {name for name in names if unwritten(name, regions.get(name, []))}
     verdicts = {name: not_started_or_unfinished(name, regions.get(name, [])) if name in untouched
                 else (NOT_IN_COPY, problems[name]) for name in names if name in untouched or name in problems}
     for name in [name for name in names if name not in verdicts]:
