@@ -13,6 +13,7 @@ from autograd import gradcheck, manual_seed
 from nn import functional as F
 from tests.transformer.helpers import tiny_transformer, to_float64
 from transformer.data.text import TextDataset
+from transformer.layers import FeedForward
 from transformer.families.decoder_only import DecoderOnly, DecoderOnlyConfig, gpt_config, llama_config, pick_next_token
 from transformer.training.checkpoints import run_state
 from transformer.training.lm import LMJob, LMTrainConfig, decay_groups, load_lm, step_functions, save_lm, train_lm
@@ -21,15 +22,18 @@ from transformer.training.nanogpt import from_nanogpt, load_nanogpt_checkpoint, 
 DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
 
-def tiny_gpt(seed=0, bias=False, block_size=8, vocab=11, layers=2):
+def tiny_gpt(seed=0, bias=False, block_size=8, vocab=11, layers=2, activation="gelu"):
     manual_seed(seed)
     return DecoderOnly(gpt_config(vocab, block_size=block_size, n_layer=layers, n_head=2, n_embd=8, bias=bias,
-                                  attention="composed"))
+                                  attention="composed", activation=activation))
 
 
-@pytest.mark.parametrize("bias", [False, True])
-def test_gpt_gradcheck(bias):
-    model = to_float64(tiny_gpt(bias=bias))
+@pytest.mark.parametrize("bias, activation", [(False, "gelu"), (True, "gelu"), (False, "silu"), (True, "gelu_tanh")])
+def test_gpt_gradcheck(bias, activation):
+    """demos.gpt --activation builds these: each a GPT whose gradients are right."""
+    model = to_float64(tiny_gpt(bias=bias, activation=activation))
+    used, wanted = model.blocks.layers[0].feed_forward.activation, FeedForward.ACTIVATIONS[activation]()
+    assert type(used) is type(wanted) and getattr(used, "approximate", 0) == getattr(wanted, "approximate", 0)   # GELU: two
     rng = np.random.default_rng(1)
     x, y = rng.integers(0, 11, (2, 5)), rng.integers(0, 11, (2, 5))
     assert gradcheck(lambda *p: F.cross_entropy(model(x), y), model.parameters())
