@@ -92,21 +92,25 @@ def check_own_copy(root, names, timeout, memory_mb):
     with tempfile.TemporaryDirectory(prefix="exercises-check-") as folder:
         os.chmod(folder, 0o711)
         write_tree(os.path.join(folder, "tree"), made)
-        verdicts.update(run_jobs(tasks, os.path.join(folder, "tree"), timeout, os.cpu_count() or 1, memory_mb,
-                                 hide=[root], notes=notes, as_root=True))   # the student's own code
+        ran = dict(run_jobs(tasks, os.path.join(folder, "tree"), timeout, os.cpu_count() or 1, memory_mb,
+                            hide=[root], notes=notes, as_root=True))   # the student's own code
+    verdicts.update(ran)
     notes += [OUTSIDE.format(path) for path in changed_outside(root, texts)]
-    return [Result("", name, *_naming_needed(name, verdicts)) for name in names], notes
+    return [Result("", name, *(_naming_needed(name, verdicts) if name in ran else verdicts[name]))
+            for name in names], notes
 
 
 def _naming_needed(name, verdicts):
-    """name's (status, message), naming the exercises its check runs (grading.NEEDS) that were
-    checked beside it and did not pass: here they are the learner's own code, where the
-    teacher's grade runs their solutions, so a wrong softmax may be why attention fails."""
+    """name's (status, message) from its check, naming the exercises the check runs
+    (grading.NEEDS) that were checked beside it and did not pass: here they are the learner's
+    own code, where the teacher's grade runs their solutions, so a wrong softmax may be why
+    attention fails, times out or runs out of memory.  A check that stopped at a needed
+    exercise not written yet says so itself (NEEDS_EXERCISE)."""
+    from exercises.checks import NEEDS_EXERCISE_START
     from exercises.grading import NEEDS
     status, message = verdicts[name]
     failing = [needed for needed in NEEDS.get(name, ()) if verdicts.get(needed, ("passed",))[0] != "passed"]
-    if status != "not yet" or not failing or message.startswith(("needs exercise", "not started", "not finished",
-                                                                 "used more than")):   # not the check's judgement
+    if status == "passed" or not failing or message.startswith(NEEDS_EXERCISE_START):
         return status, message
     return status, (f"{message} (its check runs your {', '.join(failing)}, which do{'es' * (len(failing) == 1)} "
                     "not pass yet: the teacher's grade runs the solution there; check that first)")

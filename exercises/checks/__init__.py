@@ -20,6 +20,9 @@ CHECKS = {name[len("check_"):]: function for module in (scalar, tensors, kernels
           for name, function in vars(module).items() if name.startswith("check_")}
 NEEDS = re.compile(r"^exercise (\w+): ")
 NOT_STARTED = ("not yet", "not started: the region still raises NotImplementedError")
+NEEDS_EXERCISE_START = "needs exercise "          # a check stopped at an exercise it runs, not written yet
+NEEDS_EXERCISE = (NEEDS_EXERCISE_START + "{}, which this copy has not done yet: do it first "
+                  "(the teacher's grade uses its solution)")
 # The names a region must set because the code after it reads them, and nothing before it sets
 # them (the hints say so, and also name those set before: unbroadcast's grad, kv_cache's k, v, past).
 GIVEN_NAMES = {"matmul_backward": ("grad_a", "grad_b"), "layer_norm_backward": ("dx",), "linear": ("rows", "out"),
@@ -59,8 +62,7 @@ def run(name, task):
         needed = NEEDS.match(plain(str(err)))
         needed = needed if needed and needed.group(1) in EXERCISES else None     # a name of ours, not the child's
         if needed and needed.group(1) != name:
-            return "not yet", (f"needs exercise {needed.group(1)}, which this copy has not done yet: do it first "
-                               "(the teacher's grade uses its solution)")
+            return "not yet", NEEDS_EXERCISE.format(needed.group(1))
         if needed:
             return NOT_STARTED
         return "not yet", f"raised NotImplementedError: {err}{_where(err)}"

@@ -189,6 +189,12 @@ def test_a_check_that_fails_names_the_learner_s_exercise_it_runs_that_fails_too(
     assert status == 1 and lines[1].startswith("exercise attention: not yet: "), out
     assert lines[1].endswith("(its check runs your softmax_backward, which does not pass yet: the teacher's grade runs "
                              "the solution there; check that first)"), out
+    plant(copy, "softmax_backward", "    while True:\n        pass\n")      # a time-out is named the same way
+    status, out = exercises("check", "attention", "softmax_backward", "--timeout", "3", cwd=copy)
+    lines = out.splitlines()
+    assert lines[1].startswith("exercise attention: timed out: timed out after 3 s"), out
+    assert lines[1].endswith("(its check runs your softmax_backward, which does not pass yet: the teacher's grade "
+                             "runs the solution there; check that first)"), out
     solve(copy, "softmax_backward")
     status, out = exercises("check", "attention", "softmax_backward", cwd=copy)
     assert status == 0 and "its check runs your" not in out, out
