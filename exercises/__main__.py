@@ -67,7 +67,8 @@ def parser_of_commands():
     chosen.add_argument("--like", metavar="COPY", help="grade the exercises handed out in COPY, a copy make wrote")
     klass = commands.add_parser("grade", help="grade a class: every folder of SUBMISSIONS is one student's copy")
     klass.add_argument("submissions")
-    klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message")
+    klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message "
+                       "(and beside it OUT-totals.csv: student, passed, of, a column per exercise)")
     klass.add_argument("--gradescope", metavar="DIR", help="also write DIR/STUDENT/results.json and DIR/run_autograder")
     klass.add_argument("--only", nargs="+", metavar="NAME",
                        help="grade these exercises (default: those handed out, i.e. in more than half the "
@@ -192,6 +193,7 @@ def grade_class(parser, args):
     order = {student: index for index, student in enumerate(found)}
     results = sorted(graded + unread, key=lambda r: order[r.student])
     reports.write_csv(results, args.out)
+    reports.write_totals(results, names, reports.totals_path(args.out))
     if args.gradescope:
         reports.write_gradescope_class(results, args.gradescope, names)
     print(reports.summary(results, args.out))

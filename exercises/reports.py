@@ -1,4 +1,5 @@
-"""Writing grades: a CSV of student x exercise, and Gradescope's results.json.
+"""Writing grades: a CSV of student x exercise, its totals (a row per student), and
+Gradescope's results.json.
 
 Whatever a check's message holds (a student's exception can carry 50 MB of text), every CSV
 cell and every text of a results.json is capped at CAP characters, the cut said at its end;
@@ -36,6 +37,30 @@ def write_csv(results, path):
         writer.writerow(["student", "exercise", "result", "message"])
         for r in results:
             writer.writerow([_cell(cell) for cell in (r.student, r.exercise, r.status, r.message)])
+
+
+def totals_path(out):
+    """Where the one-row-per-student table goes beside the CSV `out`: grades.csv -> grades-totals.csv."""
+    stem, extension = os.path.splitext(out)
+    return f"{stem}-totals{extension or '.csv'}"
+
+
+def write_totals(results, names, path):
+    """A CSV of one row per student, for a gradebook: `student, passed, of`, then one column per
+    exercise graded (`names`) holding its result.  `of` counts the exercises graded in that
+    student's copy (one not in that copy is 0 of 0 points, as on Gradescope); a submission
+    with no project found passes 0 of them all."""
+    rows = {}
+    for r in results:
+        rows.setdefault(r.student, {})[r.exercise] = r.status
+    with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", "passed", "of", *names])
+        for student, statuses in rows.items():
+            unread = statuses.get("") == NO_PROJECT
+            cells = [NO_PROJECT if unread else statuses.get(name, "") for name in names]
+            graded = [cell for cell in cells if cell != NOT_IN_COPY]
+            writer.writerow([_cell(student), graded.count("passed"), len(graded), *cells])
 
 
 def _test(r):
@@ -91,7 +116,7 @@ def plural(count, noun):
 
 def summary(results, out):
     """The closing line of grading a class: submissions, checks passed of those graded (an
-    exercise not in a student's copy is no check: its row says why), where the CSV is."""
+    exercise not in a student's copy is no check: its row says why), where the CSVs are."""
     students = dict.fromkeys(r.student for r in results)
     checks = [r for r in results if r.status not in (NO_PROJECT, NOT_IN_COPY)]
     passed = sum(r.status == "passed" for r in checks)
@@ -100,4 +125,4 @@ def summary(results, out):
     absent = sum(r.status == NOT_IN_COPY for r in results)
     absent = f" ({absent} more not in that copy: 0 points, the rows say why)" if absent else ""
     return (f"graded {plural(len(students), 'submission')}{missing}: {passed} of {plural(len(checks), 'check')} "
-            f"passed{absent}; wrote {out}")
+            f"passed{absent}; wrote {out} and {totals_path(out)} (a row per student)")

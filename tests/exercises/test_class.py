@@ -56,7 +56,8 @@ NO_PROJECT = ("no project found: expected a copy of the project (its autograd/, 
 def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
     out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
     status, text = exercises("grade", str(submissions), "--out", str(out), "--gradescope", str(gradescope), "--jobs", "2")
-    assert status == 0 and text.strip().endswith(f"wrote {out}"), text
+    totals = tmp_path / "grades-totals.csv"
+    assert status == 0 and text.strip().endswith(f"wrote {out} and {totals} (a row per student)"), text
     left = [name for name in EXERCISES if name not in ("softmax", "causal_mask")]
     assert f"not graded, in no more than half the submissions at its version: not handed out, or changed since: " \
            f"17 exercises " \
@@ -76,6 +77,13 @@ def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):
         assert [result[twin, n]["message"] for n in ("softmax", "causal_mask")] == \
             [result["ada", n]["message"] for n in ("softmax", "causal_mask")]
     assert result["cy", ""]["result"] == "no project found" and result["cy", ""]["message"] == NO_PROJECT[18:]
+    by_student = {row["student"]: row for row in csv.DictReader(totals.open())}
+    assert list(by_student) == list(dict.fromkeys(r["student"] for r in rows))       # the CSV's order
+    for student, row in by_student.items():
+        mine = [r for r in rows if r["student"] == student and r["result"] not in ("not in that copy", "no project found")]
+        assert (row["passed"], row["softmax"]) == (str(sum(r["result"] == "passed" for r in mine)),
+                                                   result.get((student, "softmax"), {"result": "no project found"})["result"])
+    assert (by_student["ole"]["of"], by_student["cy"]["of"], by_student["ada"]["of"]) == ("1", "2", "2")
     ada = json.loads((gradescope / "ada" / "results.json").read_text())
     assert ada["score"] == 1.0 and [(t["name"], t["max_score"]) for t in ada["tests"]] == \
         [("softmax", 1.0), ("causal_mask", 1.0)] and "output" not in ada

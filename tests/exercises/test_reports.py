@@ -53,6 +53,22 @@ def test_the_csv_has_a_row_for_the_exercise_not_in_the_copy_with_its_reason(tmp_
     assert ["ada", "causal_mask", NOT_IN_COPY, WHY] in rows and len(rows) == 5
 
 
+def test_the_totals_have_a_row_per_student_counting_only_what_was_in_their_copy(tmp_path):
+    names = ["softmax", "causal_mask", "linear", "heads"]
+    results = [*_results("ada"), *[Result("bo", name, "passed", "") for name in names],
+               Result("=cy", "", NO_PROJECT, "expected a copy of the project")]
+    path = tmp_path / "grades-totals.csv"
+    reports.write_totals(results, names, path)
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows == [["student", "passed", "of", *names],
+                    ["ada", "1", "3", "passed", NOT_IN_COPY, "not yet", "timed out"],
+                    ["bo", "4", "4", "passed", "passed", "passed", "passed"],
+                    ["'=cy", "0", "4", *[NO_PROJECT] * 4]]
+    assert reports.totals_path("out/grades.csv") == "out/grades-totals.csv"
+    assert reports.totals_path("marks") == "marks-totals.csv"
+
+
 @pytest.mark.parametrize("student", ["=HYPERLINK(\"http://x\",\"ada\")", "+1", "-2+3", "@SUM(A1)", "\t=1"])
 def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_is_quoted(tmp_path, student):
     write_csv([Result(student, "softmax", "passed", "=1+1 in 3 cases")], tmp_path / "grades.csv")
