@@ -101,28 +101,36 @@ class Teacher:
         self.tree = os.path.join(folder, "tree")
         write_tree(self.tree, self.cut)
 
-    def overrides(self, name, submitted):
-        """{file: text} of the files holding `name` or an exercise its check needs, from the tree,
-        the submitted bodies of `name` and the solutions of those needed spliced in; or a str
-        saying why this exercise is not in the submission, or a (status, message) failing it
-        (a region of a copy at the grader's version removed)."""
+    def refusal(self, name, submitted):
+        """(status, message) of an exercise whose submitted regions (`submitted`: [(file, version,
+        body)]) cannot be graded: NOT_IN_COPY and why (no region, another version, another
+        count of regions), or "not yet" where one region of a copy at the grader's version was
+        removed; None where they can."""
         own = self.regions[name]
         if not submitted:
-            return (f"the copy has no region for {name}: it was made before {name} was added, or without it "
-                    "(make --only), or its # BEGIN EXERCISE and # END EXERCISE lines were removed")
+            return NOT_IN_COPY, (f"the copy has no region for {name}: it was made before {name} was added, or "
+                                 "without it (make --only), or its # BEGIN EXERCISE and # END EXERCISE lines were "
+                                 "removed")
         old = sorted({v for _, v, _ in submitted if v and v != self.versions[name]})
         if old:
-            return (f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it changed since "
-                    "the copy was made, or the version on its # BEGIN EXERCISE line was edited")
+            return NOT_IN_COPY, (f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it "
+                                 "changed since the copy was made, or the version on its # BEGIN EXERCISE line was "
+                                 "edited")
         if len(submitted) != len(own) and any(v == self.versions[name] for _, v, _ in submitted):
             missing = list((collections.Counter(f for f, _, _ in own) - collections.Counter(f for f, _, _ in submitted)))
             return "not yet", (f"its region in {', '.join(missing) or 'a file'} is missing: the copy's other region of "
                                f"{name} is at the grader's version, so the file or the region's # BEGIN EXERCISE and "
                                "# END EXERCISE lines were removed")
         if len(submitted) != len(own):
-            return (f"the copy has {len(submitted)} region{'s' * (len(submitted) != 1)} for {name}, the grader "
-                    f"{len(own)}: it changed since the copy was made, or some of its # BEGIN EXERCISE and "
-                    "# END EXERCISE lines were removed")
+            return NOT_IN_COPY, (f"the copy has {len(submitted)} region{'s' * (len(submitted) != 1)} for {name}, the "
+                                 f"grader {len(own)}: it changed since the copy was made, or some of its # BEGIN "
+                                 "EXERCISE and # END EXERCISE lines were removed")
+        return None
+
+    def overrides(self, name, submitted):
+        """{file: text} of the files holding `name` or an exercise its check needs, from the tree,
+        the submitted bodies of `name` (regions refusal found nothing wrong with) and the
+        solutions of those needed spliced in."""
         bodies = {name: [body for _, _, body in submitted]}
         bodies.update({needed: [body for _, _, body in self.regions[needed]] for needed in NEEDS.get(name, ())})
         out = {}
@@ -242,13 +250,10 @@ def tasks_for(teacher, student, folder, names):
         if (outside := _outside_its_function(submitted.get(name, []), teacher.regions[name])):
             known.append(Result(student, name, "not yet", outside))
             continue
-        overrides = teacher.overrides(name, submitted.get(name, []))
-        if isinstance(overrides, str):
-            known.append(Result(student, name, NOT_IN_COPY, overrides))
+        if (refused := teacher.refusal(name, submitted.get(name, []))):
+            known.append(Result(student, name, *refused))
             continue
-        if isinstance(overrides, tuple):
-            known.append(Result(student, name, *overrides))
-            continue
+        overrides = teacher.overrides(name, submitted[name])
         origins = {path: {name: spots} for path, spots in origins_of(teacher.regions[name], places.get(name, [])).items()}
         if (problem := syntax_error(overrides, origins)):
             known.append(Result(student, name, "not yet", problem))
