@@ -28,6 +28,7 @@ from exercises.catalog import EXERCISES
 from exercises.gradescope import write_autograder
 from exercises.grading import NO_PROJECT, Result, grade, handed_out_in
 from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
+from exercises.loose import stubs_of
 from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
 from exercises.sandbox import MEMORY_MB, RunsAsRoot
@@ -135,7 +136,7 @@ def grade_one(parser, args, names):
     student = os.path.basename(os.path.abspath(given))
     with tempfile.TemporaryDirectory(prefix="exercises-submission-") as scratch:
         # this project, the teacher's own, is not a submission to walk
-        project, why = find_project(given, scratch) if args.project else (ROOT, None)
+        project, why = find_project(given, scratch, stubs_of(ROOT, versions(ROOT))) if args.project else (ROOT, None)
         if why:
             if args.gradescope:
                 reports.write_gradescope([Result(student, "", NO_PROJECT, why)], args.gradescope)
@@ -173,7 +174,7 @@ def grade_class(parser, args):
     if not os.path.isdir(args.submissions) or not [n for n in os.listdir(args.submissions) if n[0] != "."]:
         parser.exit(2, f"python -m exercises: error: no submissions in {args.submissions!r}\n")
     with tempfile.TemporaryDirectory(prefix="exercises-submissions-") as scratch:
-        found = find_projects(args.submissions, scratch)
+        found = find_projects(args.submissions, scratch, stubs_of(ROOT, versions(ROOT)))
         unread = [Result(student, "", NO_PROJECT, why) for student, (_, why) in found.items() if why]
         for result in unread:
             print(reports.capped(f"{result.student}: {result.line()}"))

@@ -272,11 +272,14 @@ def handed_out_in(submissions, current):
     More than half, not one: a student who wraps code their copy holds solved in markers, the version
     taken from another copy, must not add an exercise (a pass for them, a row for everyone);
     an older copy without an exercise most have is still graded, `not in that copy`."""
+    from exercises.loose import handed_in
     counts = {}
     for folder in submissions.values():
         if not _too_large(folder):
+            files = handed_in(folder)                      # loose files: the stubs beside them hand nothing out
             for name, places in regions_of(folder).items():
-                counts[name] = counts.get(name, 0) + any(version == current.get(name) for _, version, _ in places)
+                counts[name] = counts.get(name, 0) + any(
+                    version == current.get(name) and (files is None or path in files) for path, version, _ in places)
     return [name for name in EXERCISES if 2 * counts.get(name, 0) > len(submissions)]
 
 

@@ -19,6 +19,7 @@ import stat
 import zipfile
 
 from exercises.grading import printable
+from exercises.loose import loose_project
 from exercises.regions import SKIPPED, SOURCES
 
 MAX_BYTES = 200 * 2 ** 20          # the whole project with its notebooks is a few MB
@@ -27,7 +28,7 @@ DEPTH = 2                          # how many folders down a project may sit
 MAX_DEPTH = 32                     # how deep a folder submission may nest (the project: 5)
 SHOWN = 120                        # characters of a symbolic link's target shown
 EXPECTED = (f"expected a copy of the project (its {', '.join(p + '/' for p in SOURCES)} folders) in the folder, "
-            f"one or two folders down, or in a .zip of it")
+            f"one or two folders down, or in a .zip of it, or the exercise files themselves (scores.py, ...)")
 
 
 def _is_project(folder):
@@ -153,9 +154,23 @@ def unzip(path, destination):
     return None
 
 
-def find_project(path, scratch):
+def find_project(path, scratch, stubs=None):
     """(the project folder, None) in path, a folder or a .zip (extracted into a new folder in
-    scratch); or (None, why there is none, or why what is there is refused)."""
+    scratch); or (None, why there is none, or why what is there is refused). With `stubs`
+    (the teacher's: loose.stubs_of), a folder or .zip holding no project but loose exercise
+    files (`scores.py`, ...) is a project built from them in scratch (exercises/loose.py)."""
+    folder, why = _opened(path, scratch)
+    if why:
+        return None, why
+    project, why = project_in(folder)
+    if why == EXPECTED and stubs:
+        project = loose_project(folder, scratch, stubs)
+    return (project, None) if project else (None, why)
+
+
+def _opened(path, scratch):
+    """(the folder to look in: path, or the .zip at path extracted into scratch, None), or
+    (None, why path is refused or is neither)."""
     path = os.path.normpath(path)                           # "alice/" -> "alice": the link itself, not its target
     name = os.path.basename(path)
     try:
@@ -169,9 +184,9 @@ def find_project(path, scratch):
     if os.path.isfile(path) and path.lower().endswith(".zip"):
         destination = os.path.join(scratch, f"{len(os.listdir(scratch))}-{os.path.basename(path)[:-4]}")
         refused = unzip(path, destination)
-        return (None, refused) if refused else project_in(destination)
+        return (None, refused) if refused else (destination, None)
     if os.path.isdir(path):
-        return project_in(path)
+        return path, None
     return None, f"{name} is neither a folder nor a .zip; {EXPECTED}"
 
 
@@ -179,10 +194,11 @@ SCRIPT = "run_autograder"                  # what write_gradescope_class writes 
 SYSTEM_FILES = {".DS_Store", ".git", ".gitignore", "Thumbs.db", "desktop.ini"}   # an OS's or git's, no student's
 
 
-def find_projects(folder, scratch):
+def find_projects(folder, scratch, stubs=None):
     """{student: (project folder, None) or (None, why none was found)} for each entry of
     folder (a sub-folder or a file; a .zip's student is its name without .zip, unless a folder
-    has that name too: then each keeps its whole name), in name order. A student's name is
+    has that name too: then each keeps its whole name), in name order; `stubs`: as
+    find_project takes them, for loose files. A student's name is
     shown printable (grading.printable), primed (ana') if another was shown alike."""
     found, entries = {}, [entry for entry in sorted(os.listdir(folder)) if entry not in SYSTEM_FILES]
     students = [entry[:-4] if entry.lower().endswith(".zip") and entry[:-4].strip(".") else entry
@@ -197,5 +213,5 @@ def find_projects(folder, scratch):
             found[student] = (None, f"{entry}: the name of the script --gradescope writes beside the students' "
                                     "folders; rename the entry to grade it")
             continue
-        found[student] = find_project(os.path.join(folder, entry), scratch)
+        found[student] = find_project(os.path.join(folder, entry), scratch, stubs)
     return found

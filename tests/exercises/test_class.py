@@ -50,7 +50,7 @@ def submissions(tmp_path_factory):
 
 
 NO_PROJECT = ("no project found: expected a copy of the project (its autograd/, nn/, transformer/ folders) in the "
-              "folder, one or two folders down, or in a .zip of it")
+              "folder, one or two folders down, or in a .zip of it, or the exercise files themselves (scores.py, ...)")
 
 
 def test_grade_writes_a_csv_and_gradescope_results(submissions, tmp_path):

@@ -1,0 +1,79 @@
+"""Loose files handed in (Gradescope's "upload files", flat): each put where the teacher's file of
+its name is, over the other files' stubs, so that what was not handed in is `not started`; and
+the stubs hand nothing out when a class is graded."""
+import csv
+import os
+import shutil
+
+import pytest
+
+from exercises.loose import HANDED_IN, handed_in, loose_project, stubs_of
+from exercises.regions import read, regions_of
+from exercises.submissions import EXPECTED, find_project
+from exercises.versions import versions
+from tests.exercises.helpers import ROOT, exercises, solve
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """A copy handing out softmax and causal_mask, both solved."""
+    copy = tmp_path_factory.mktemp("loose") / "copy"
+    status, out = exercises("make", str(copy), "--only", "softmax", "causal_mask")
+    assert status == 0, out
+    for name in ("softmax", "causal_mask"):
+        solve(copy, name)
+    return copy
+
+
+def _flat(solved, folder, *paths):
+    os.makedirs(folder)
+    for path in paths:
+        shutil.copy(os.path.join(solved, path), folder)
+
+
+def test_a_loose_file_goes_where_the_teacher_s_file_of_its_name_is_over_the_others_stubs(solved, tmp_path):
+    stubs = stubs_of(str(ROOT), versions(str(ROOT)))
+    _flat(solved, tmp_path / "lia", "transformer/masks.py")
+    (tmp_path / "lia" / "notes.py").write_text("print('not a file of the project')\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    project = loose_project(str(tmp_path / "lia"), str(scratch), stubs)
+    assert handed_in(project) == {"transformer/masks.py"} and handed_in(str(solved)) is None
+    assert read(project, "transformer/masks.py") == read(solved, "transformer/masks.py")
+    assert sorted(os.listdir(project)) == sorted({path.split("/")[0] for path in stubs} | {HANDED_IN})
+    regions = regions_of(project)
+    assert regions["causal_mask"] == regions_of(str(solved))["causal_mask"]
+    assert all("raise NotImplementedError" in body for name, places in regions.items() if name != "causal_mask"
+               for _, _, body in places)                          # every other exercise its stub: no solution
+    os.makedirs(tmp_path / "ned")
+    (tmp_path / "ned" / "answers.py").write_text("def softmax(x): ...\n")
+    assert loose_project(str(tmp_path / "ned"), str(scratch), stubs) is None
+    assert find_project(str(tmp_path / "ned"), str(scratch), stubs) == (None, EXPECTED)
+    assert find_project(str(tmp_path / "lia"), str(scratch))[1] == EXPECTED           # the student's own check: no stubs
+
+
+def test_loose_files_are_graded_and_their_stubs_hand_nothing_out(solved, tmp_path):
+    folder = tmp_path / "submissions"
+    _flat(solved, folder / "lia", "transformer/masks.py")
+    _flat(solved, tmp_path / "max", "autograd/kernels/reference.py")
+    shutil.make_archive(str(folder / "max"), "zip", root_dir=tmp_path / "max")          # a .zip of loose files
+    _flat(solved, folder / "kai", "transformer/masks.py", "autograd/kernels/reference.py")
+    status, out = exercises("make", str(folder / "tom"), "--only", "softmax", "causal_mask")   # nothing done
+    assert status == 0, out
+    (folder / "ned").mkdir()
+    (folder / "ned" / "answers.py").write_text("def softmax(x): ...\n")
+    status, out = exercises("grade", str(folder), "--out", str(tmp_path / "grades.csv"), "--jobs", "2")
+    assert status == 0, out
+    assert "not graded, in no more than half the submissions at its version: not handed out, or changed since: " \
+           "17 exercises" in out, out                          # three loose of four projects: their stubs count not
+    rows = {(r["student"], r["exercise"]): (r["result"], r["message"]) for r in csv.DictReader(open(tmp_path / "grades.csv"))}
+    not_started = ("not yet", "not started: the region still raises NotImplementedError")
+    assert rows["lia", "causal_mask"][0] == "passed" and rows["lia", "softmax"] == not_started
+    assert rows["max", "softmax"][0] == "passed" and rows["max", "causal_mask"] == not_started
+    assert rows["kai", "softmax"][0] == rows["kai", "causal_mask"][0] == "passed"
+    assert rows["tom", "softmax"] == rows["tom", "causal_mask"] == not_started
+    assert rows["ned", ""] == ("no project found", EXPECTED)
+    status, out = exercises("check", "softmax", "causal_mask", "--project", str(folder / "lia"))   # Gradescope's way
+    assert status == 1 and out.splitlines()[:2] == [
+        "exercise softmax: not yet: not started: the region still raises NotImplementedError",
+        "exercise causal_mask: passed (lengths 3, 5, 2 and 1)"], out
