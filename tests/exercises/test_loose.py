@@ -49,7 +49,7 @@ def test_a_loose_file_goes_where_the_teacher_s_file_of_its_name_is_over_the_othe
     (tmp_path / "ned" / "answers.py").write_text("def softmax(x): ...\n")
     assert loose_project(str(tmp_path / "ned"), str(scratch), stubs) is None
     assert find_project(str(tmp_path / "ned"), str(scratch), stubs) == (None, EXPECTED)
-    assert find_project(str(tmp_path / "lia"), str(scratch))[1] == EXPECTED           # the student's own check: no stubs
+    assert find_project(str(tmp_path / "lia"), str(scratch))[1] == EXPECTED        # without stubs: no loose files
 
 
 def test_loose_files_are_graded_and_their_stubs_hand_nothing_out(solved, tmp_path):
@@ -66,7 +66,8 @@ def test_loose_files_are_graded_and_their_stubs_hand_nothing_out(solved, tmp_pat
     assert status == 0, out
     assert "not graded, in no more than half the submissions at its version: not handed out, or changed since: " \
            "17 exercises" in out, out                          # three loose of four projects: their stubs count not
-    rows = {(r["student"], r["exercise"]): (r["result"], r["message"]) for r in csv.DictReader(open(tmp_path / "grades.csv"))}
+    with open(tmp_path / "grades.csv", newline="") as f:
+        rows = {(r["student"], r["exercise"]): (r["result"], r["message"]) for r in csv.DictReader(f)}
     not_started = ("not yet", "not started: the region still raises NotImplementedError")
     assert rows["lia", "causal_mask"][0] == "passed" and rows["lia", "softmax"] == not_started
     assert rows["max", "softmax"][0] == "passed" and rows["max", "causal_mask"] == not_started
