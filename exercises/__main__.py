@@ -97,9 +97,12 @@ def make(parser, args):
         parser.exit(2, f"python -m exercises: error: making copies {NEEDS_TEACHER}\n")
     only = names_of(parser, args.only) if args.only else list(EXERCISES)
     try:
-        changed = student_copy(ROOT, args.folder, only)
+        changed, untracked = student_copy(ROOT, args.folder, only)
     except FileExistsError as err:
         parser.exit(2, f"python -m exercises: error: {err}\n")
+    if untracked:
+        shown = ", ".join(untracked[:8]) + (f", ... ({len(untracked) - 8} more)" if len(untracked) > 8 else "")
+        print(f"left out what git does not track here (yours, not the project's): {shown}")
     named = "all" if len(only) == len(EXERCISES) else " ".join(only)
     print(f"wrote a student copy to {args.folder}: {len(only)} of {len(EXERCISES)} exercises cut out of "
           f"{reports.plural(len(changed), 'file')}; grade it with: python -m exercises check {named} --project "

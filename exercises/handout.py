@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 
 from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL, by_item
 from exercises.regions import SKIPPED, python_files, read, regions_of, rewrite
@@ -93,19 +94,47 @@ def unlink_left_out(copy, left_out):
             f.write(text)
 
 
-def _ignore(root, left_out):
+def tracked(root):
+    """The files git tracks in the project at root and the folders holding them (relative
+    paths), or None where root is no git checkout or git is absent: then make copies every file."""
+    try:
+        run = subprocess.run(["git", "-C", root, "ls-files", "-z", "--cached"], capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    files = {os.path.normpath(path) for path in run.stdout.decode("utf-8", "surrogateescape").split("\0") if path}
+    return files | {parent for path in files for parent in _parents(path)}
+
+
+def _parents(path):
+    """The folders above a relative path: a/b/c.py -> a, a/b."""
+    parts = path.split(os.sep)[:-1]
+    return [os.sep.join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _ignore(root, left_out, kept, untracked):
+    """copytree's ignore: the folders the grader never reads, the teacher's own (TEACHER_ONLY),
+    the files left out, and, in a git checkout (`kept`: tracked), what git does not track,
+    each such name added to `untracked` (a teacher's grades or notes beside the project)."""
     not_copied = TEACHER_ONLY | {os.path.normpath(path) for path in left_out}
 
     def ignore(folder, names):
         relative = os.path.relpath(folder, root)
-        return [n for n in names if n in SKIPPED or n.endswith(".egg-info")
-                or os.path.normpath(os.path.join(relative, n)) in not_copied]
+        skipped = []
+        for name in names:
+            path = os.path.normpath(os.path.join(relative, name))
+            if name in SKIPPED or name.endswith(".egg-info") or path in not_copied:
+                skipped.append(name)
+            elif kept is not None and path not in kept:
+                skipped.append(name)
+                untracked.append(path + os.sep * os.path.isdir(os.path.join(folder, name)))
+        return skipped
     return ignore
 
 
 def student_copy(root, destination, handed_out):
     """Write the copy of the project at root to destination, the exercises `handed_out` cut
-    out and the others solved; returns the source files an exercise was cut out of."""
+    out and the others solved; in a git checkout only what git tracks is copied.  Returns
+    (the source files an exercise was cut out of, the files and folders left out as untracked)."""
     from exercises.checks.expected import record_expectations
     from exercises.own_check import record_as_made
     from exercises.versions import versions
@@ -115,7 +144,8 @@ def student_copy(root, destination, handed_out):
         raise FileExistsError(f"exercises make: {destination!r} exists and is not empty")
     handed_out = [name for name in EXERCISES if name in handed_out]       # in the order of the lectures
     left_out = files_left_out(root, handed_out)
-    shutil.copytree(root, destination, dirs_exist_ok=True, ignore=_ignore(root, left_out))
+    untracked = []
+    shutil.copytree(root, destination, dirs_exist_ok=True, ignore=_ignore(root, left_out, tracked(root), untracked))
     current = versions(root)
     changed = [path for path in python_files(root) if "# BEGIN EXERCISE" in read(root, path)]
     for path in changed:
@@ -132,7 +162,7 @@ def student_copy(root, destination, handed_out):
     with open(conftest, "a") as f:
         f.write(OUTSTANDING_HOOKS)
     record_expectations(os.path.join(destination, "exercises", "checks", "expected.npz"))
-    return [path for path in changed if "# BEGIN EXERCISE" in read(destination, path)]
+    return [path for path in changed if "# BEGIN EXERCISE" in read(destination, path)], untracked
 
 
 def handed_out_names(root=None):

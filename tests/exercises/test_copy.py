@@ -21,7 +21,7 @@ import pytest
 
 from exercises.catalog import EXERCISES, TESTS_THAT_REVEAL
 from exercises.regions import regions_of
-from tests.exercises.helpers import SOLUTIONS, exercises, plant, solve
+from tests.exercises.helpers import ROOT, SOLUTIONS, exercises, plant, solve
 
 # Lines of a solution that are also everyday code elsewhere, giving nothing away.
 GENERIC = {"pos = np.arange(max_len)[:, None]"}     # transformer/positional.py's binary_table starts so too
@@ -324,3 +324,29 @@ def test_an_error_s_line_is_the_learner_s_line_in_check_and_in_the_teacher_s_gra
     assert own.splitlines()[2] == f"exercise causal_mask: not yet: raised NameError: name '_lower' is not defined {where}", own
     assert teacher.strip() == (f"exercise causal_mask: not yet: raised NameError: … {where} (…: what your code said, "
                                "shown by your own check: python -m exercises check causal_mask)"), teacher
+
+
+def test_make_in_a_git_checkout_copies_what_git_tracks_and_names_what_it_left_out(tmp_path):
+    """A teacher's grades, notes or submissions beside the project stay theirs: in a git
+    checkout make copies the tracked files (as the working tree has them) and names the rest."""
+    from exercises.handout import tracked
+    if tracked(ROOT) is None:
+        pytest.skip("the project here is no git checkout (make copies every file then)")
+    teacher = tmp_path / "teacher"
+    subprocess.run(["git", "clone", "-q", ROOT, str(teacher)], check=True)
+    shutil.copytree(os.path.join(ROOT, "exercises"), teacher / "exercises", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))          # this checkout's, committed or not
+    (teacher / "grades.csv").write_text("ada,softmax,passed\n")
+    (teacher / "submissions" / "ada").mkdir(parents=True)
+    (teacher / "submissions" / "ada" / "masks.py").write_text("x = 1\n")
+    (teacher / "nn" / "my_answers.py").write_text("SOFTMAX = 'np.exp(x) / ...'\n")
+    with open(teacher / "README.md", "a") as f:
+        f.write("\nA line of mine, not committed yet.\n")              # tracked: copied as it is
+    status, out = exercises("make", str(tmp_path / "copy"), "--only", "softmax", cwd=teacher)
+    assert status == 0, out
+    left = [line for line in out.splitlines() if line.startswith("left out what git does not track here")]
+    assert left and {"grades.csv", "submissions/", "nn/my_answers.py"} <= set(left[0].split(": ")[1].split(", ")), out
+    copy = tmp_path / "copy"
+    assert not any((copy / path).exists() for path in ("grades.csv", "submissions", "nn/my_answers.py"))
+    assert (copy / "README.md").read_text().endswith("A line of mine, not committed yet.\n")
+    assert tracked(str(tmp_path)) is None                                       # no checkout: everything is copied
