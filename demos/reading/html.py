@@ -33,16 +33,16 @@ details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font
 .cmd { font: 11px ui-monospace, monospace; color: #9aa0aa; margin: 0 0 .3em; }
 .cmd code { color: #8a909a; } code.seq { white-space: pre; background: #eef1f6; padding: 1px 4px; }
 .heads { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: .4em 0 .8em; }
-figure.hm { margin: 0; display: grid; grid-template-columns: 1.2em auto calc(var(--m) * var(--cell));
+figure.hm { margin: 0; display: grid; grid-template-columns: auto calc(var(--m) * var(--cell));
             grid-template-rows: auto 1.2em auto calc(var(--n) * var(--cell)); font: 9px/1 ui-monospace, monospace; }
-figure.hm figcaption { grid-area: 1 / 3; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
-.kt { grid-area: 2 / 3; color: #667; font: italic 11px system-ui, sans-serif; }
-.qt { grid-area: 4 / 1; writing-mode: vertical-rl; text-orientation: sideways; font: italic 11px system-ui, sans-serif;
-      color: #667; border-right: 1px solid #ccd; margin-right: 3px; text-align: center; }
-.keys { grid-area: 3 / 3; display: grid; grid-template-columns: repeat(var(--m), var(--cell)); }
-.queries { grid-area: 4 / 2; display: grid; grid-template-rows: repeat(var(--n), var(--cell)); padding-right: 2px; }
+figure.hm figcaption { grid-area: 1 / 2; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
+.kt, .qt { color: #667; font: italic 11px system-ui, sans-serif; white-space: nowrap; }
+.kt { grid-area: 2 / 2; } .qt { grid-area: 2 / 1 / 4 / 2; align-self: end; text-align: right; padding-right: 3px; }
+.keys { grid-area: 3 / 2; display: grid; grid-template-columns: repeat(var(--m), var(--cell)); }
+.queries { grid-area: 4 / 1; display: grid; grid-template-rows: repeat(var(--n), var(--cell)); padding-right: 2px;
+           justify-self: end; }
 .keys span, .queries span { text-align: center; white-space: pre; overflow: hidden; line-height: var(--cell); }
-canvas.heat { grid-area: 4 / 3; width: calc(var(--m) * var(--cell)); height: calc(var(--n) * var(--cell));
+canvas.heat { grid-area: 4 / 2; width: calc(var(--m) * var(--cell)); height: calc(var(--n) * var(--cell));
               image-rendering: pixelated; border: 1px solid #ccd; box-sizing: content-box; cursor: crosshair; }
 nav ol { columns: 2; } table.also { display: block; overflow-x: auto; border-collapse: collapse; font-size: 13px; }
 table.also td { padding: 1px 8px 1px 0; vertical-align: top; white-space: nowrap; } table.also td.code { padding: 0; }
@@ -106,7 +106,7 @@ def rows_html(function):
     return "".join(parts)
 
 
-QUERY_AXIS = "query →"    # drawn turned a quarter clockwise (STYLE's .qt): one word, reading and pointing down
+QUERY_AXIS = "query ↓"    # above the queries' column, level like "key →": read without turning the head
 CELL = 240          # a heatmap's side in pixels, about: each position a cell of CELL // length pixels, 10 to 20
 
 

@@ -485,15 +485,18 @@ def test_the_html_renders_in_chromium(committed, tmp_path):
         'clientY: r.top + 5.5 * r.height / c.height}));'
         'const a = document.querySelector(".qt"), q = a.getBoundingClientRect(), s = getComputedStyle(a);'
         'document.body.insertAdjacentHTML("beforeend", `<pre id="hover">${c.title}</pre>'
-        '<pre id="axis">${q.width} ${q.height} ${s.writingMode} ${s.textOrientation}</pre>`);</script></body>')),
+        '<pre id="axis">${q.width} ${q.height} ${s.writingMode} ${q.right - r.left} ${q.bottom - r.top}</pre>`);'
+        '</script></body>')),
         encoding="utf-8")
     hovered = subprocess.run(flags + ["--dump-dom", f"file://{hover}"], capture_output=True, text=True,
                              timeout=300).stdout
     said = re.search(r'<pre id="hover">layer 0, head 0: query 5 (.+) → key 2 (.+): (0\.\d{3})</pre>', hovered)
     tokens = json.loads(html.unescape(re.search(r'data-queries="([^"]*)"', committed["gpt_step"][1])[1]))
     assert said and (said[1], said[2]) == (f"'{tokens[5]}'", f"'{tokens[2]}'"), hovered[-500:]
-    width, height, mode, orientation = re.search(r'<pre id="axis">([\d.]+) ([\d.]+) ([\w-]+) ([\w-]+)</pre>', hovered).groups()
-    assert (mode, orientation) == ("vertical-rl", "sideways") and float(height) > 2 * float(width)   # turned, along the rows
+    width, height, mode, right, bottom = re.search(r'<pre id="axis">([\d.]+) ([\d.]+) ([\w-]+) ([-\d.]+) ([-\d.]+)</pre>',
+                                                   hovered).groups()
+    assert mode == "horizontal-tb" and float(width) > 2 * float(height)       # level, as the keys' label
+    assert float(right) <= 1 and float(bottom) <= 1            # above the rows' names, left of the map: its corner
     assert float(said[3]) == pytest.approx(heatmap_rows(committed["gpt_step"][1], "layer 0")[0][5, 2], abs=6e-4)
     shot = tmp_path / "page.png"
     subprocess.run(flags + ["--window-size=1200,1600", f"--screenshot={shot}", page], capture_output=True,
@@ -613,15 +616,16 @@ def test_each_heatmap_names_its_axes(committed, name):
             assert queries == keys and len(keys) == 24 and all(len(html.unescape(t)) == 1 for t in keys)
 
 
-def test_the_query_axis_is_one_word_turned_a_quarter_not_a_column_of_letters(committed):
-    """The query axis's label is drawn turned sideways (the letters of one word, lying along the
-    rows), not stacked upright beside the rows' token names, where it would read as tokens."""
-    rule = re.search(r"\.qt \{([^}]*)\}", committed["gpt_step"][1])[1]
+def test_the_query_axis_is_one_level_word_pointing_down_the_rows(committed):
+    """The query axis's label is level, as the key axis's is, above the rows' token names and
+    pointing down them: not turned (a learner read the turned label as drawn wrong), and not
+    stacked beside the token names, where it would read as tokens."""
+    style = committed["gpt_step"][1]
+    assert "writing-mode" not in style and "text-orientation" not in style
+    rule = re.search(r"\.kt, \.qt \{([^}]*)\}", style)[1]
     declarations = dict(d.strip().split(": ", 1) for d in rule.split(";") if d.strip())
-    assert declarations["writing-mode"] in ("vertical-rl", "vertical-lr")
-    assert declarations.get("text-orientation") == "sideways" and "letter-spacing" not in declarations
     assert declarations.get("font", "").startswith("italic")                # apart from the tokens' monospace
-    assert reading_html.QUERY_AXIS.split()[0] == "query"
+    assert reading_html.QUERY_AXIS == "query ↓"
 
 
 @pytest.mark.parametrize("name", PAGES)
