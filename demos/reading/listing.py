@@ -323,6 +323,28 @@ def sections(shown):
     return grouped + ([(ONE_LINERS, singles)] if singles else [])
 
 
+FIRST_READING = ("config", "model", "forward", "step")    # what nanoGPT's model.py and train.py's loop hold
+
+
+def code_lines(functions):
+    """The lines of code a section shows (folded ones, docstrings and comments not counted)."""
+    return sum(line.status in ("run", "not") for function in functions for line in function.lines_shown())
+
+
+def first_reading(grouped):
+    """The sentence under the contents naming the sections to read first (the model and the
+    step: FIRST_READING) and their lines of code; "" on a page with fewer than two of them."""
+    first = [(n, functions) for n, (title, functions) in enumerate(grouped, 1)
+             if title != ONE_LINERS and functions[0].phase in FIRST_READING]
+    if len(first) < 2:
+        return ""
+    numbers = [str(n) for n, _ in first]
+    return (f"A first reading: sections {', '.join(numbers[:-1])} and {numbers[-1]}, the model and the step "
+            f"({sum(code_lines(functions) for _, functions in first)} lines of code), read as nanoGPT's model.py "
+            "and its training loop are. The other sections are what PyTorch does under nanoGPT (the plumbing, the "
+            "backward pass op by op, the optimizer, the checks, the kernels): a second reading.")
+
+
 def suffix(line):
     """The comment the page adds to a source line: its shape, or that it did not run."""
     return (f"  # {line.shape}" if line.shape else "") + ("  # not run" if line.status == "not" else "")

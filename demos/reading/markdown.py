@@ -4,7 +4,16 @@ of them folded into one comment line, shapes as trailing comments."""
 
 import re
 
-from demos.reading.listing import ONE_LINERS, Fold, exercises_shown, fold_text, sections, suffix
+from demos.reading.listing import (
+    ONE_LINERS,
+    Fold,
+    code_lines,
+    exercises_shown,
+    first_reading,
+    fold_text,
+    sections,
+    suffix,
+)
 
 SOURCE_ROOT = "../.."          # the project from docs/reading/ (or from runs/reading/), where the pages live
 
@@ -50,14 +59,22 @@ def render(step, shown, measures, html_name):
     if step.graph is not None:
         parts += [f"![The graph after the backward pass: each node's data and gradient]({step.name}.svg)", ""]
     parts += ["## Contents", ""]
-    parts += [f"{n}. [{title}](#{slug(f'{n}. {title}')}) ({len(functions)})"
+    parts += [f"{n}. [{title}](#{slug(f'{n}. {title}')}) ({contents_count(functions)})"
               for n, (title, functions) in enumerate(grouped, 1)]
+    if first_reading(grouped):
+        parts += ["", first_reading(grouped)]
     for n, (title, functions) in enumerate(grouped, 1):
         parts += ["", f"## {n}. {title}", ""]
         parts += [ONE_LINERS_ABOUT, ""] + [one_liner_item(function) for function in functions] if title == ONE_LINERS \
             else [function_block(function) for function in functions]
     parts += ["", "## How this page was made", "", how_it_was_made(step, measures)]
     return "\n".join(parts).rstrip("\n") + "\n"
+
+
+def contents_count(functions):
+    """What a line of the contents counts of its section: functions and lines of code."""
+    lines = code_lines(functions)
+    return f"{len(functions)} function{'s' * (len(functions) != 1)}, {lines} line{'s' * (lines != 1)}"
 
 
 def how_to_read(shown, measures):

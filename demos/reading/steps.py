@@ -100,11 +100,12 @@ def gpt_step():
     intro = (f"One training step of the GPT that `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context {cfg.block_size}, "
              f"batch {cfg.batch_size}), as the code ran it: its configuration, the model (embeddings, blocks, "
-             "attention, MLP), the loss, the backward pass and AdamW's update, in that order.")
-    about = (f"The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings, "
-             f"kept to a newline and printable ASCII: a vocabulary of {len(ALPHABET)} characters, where shapes end in "
-             f"{len(ALPHABET)}. (`demos.gpt`, which the debugger commands run, keeps every character of that text, so "
-             "there such a shape ends in its vocabulary's size.) " + TIERS_NOTE
+             "attention, MLP), the loss, the backward pass and AdamW's update, in that order. Its text is kept to "
+             f"{len(ALPHABET)} characters (printable ASCII and a newline), so that every Python gives the same shapes: "
+             f"a shape ending in {len(ALPHABET)} is the vocabulary (`demos.gpt` keeps every character of its text, so "
+             "its vocabulary is a few larger).")
+    about = ("The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings. "
+             + TIERS_NOTE
              + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, "
              "batch 2).")
     note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "

@@ -204,6 +204,29 @@ def test_a_training_page_reads_from_the_model_down(committed, name):
         assert not [line for line in shown if any(marker.match(line) for marker in MARKERS)], function
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_the_contents_count_each_section_s_lines_and_name_a_first_reading(committed, name):
+    """Each line of the contents counts its section's functions and lines of code, as this test
+    reads the section; a training page names the model and the step as a first reading, about
+    as long as nanoGPT's model.py and training loop (some 650 lines), and its count adds up."""
+    markdown = committed[name][0]
+    counted = re.findall(r"^\d+\. \[(.+)\]\(#[^)]*\) \((\d+) functions?, (\d+) lines?\)$", markdown, re.M)
+    assert [title for title, _, _ in counted] == re.findall(r"^## \d+\. (.+)$", markdown, re.M)
+    for title, functions, lines in counted:
+        text = re.split(rf"^## \d+\. {re.escape(title)}$", markdown, flags=re.M)[1].split("\n## ")[0]
+        assert int(functions) == len(blocks(text)) + len(one_liners(text)), title
+        bare = len(re.findall(r"^\s*(?:else|finally|except\b[^#]*):$", text, re.M))   # clause headers: no code
+        assert int(lines) == read_page(text)["code"] - bare, title
+    first = re.search(r"^A first reading: sections ([\d, ]+) and (\d+), the model and the step \((\d+) lines of code\)",
+                      markdown, re.M)
+    if name == "scalar_backward":
+        assert first is None                                       # all of it is a first reading
+        return
+    numbers = [int(n) for n in first[1].split(", ")] + [int(first[2])]
+    assert {counted[n - 1][0] for n in numbers} >= {"The model's parts", "The forward pass"}
+    assert int(first[3]) == sum(int(counted[n - 1][2]) for n in numbers) <= 450
+
+
 def section(markdown, title):
     """The functions (path, first line, name, [code lines]) of a page's section."""
     text = re.split(rf"^## \d+\. {re.escape(title)}$", markdown, flags=re.M)[1].split("\n## ")[0]
