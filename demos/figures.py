@@ -605,7 +605,9 @@ def collect_tunings(runs):
                 f"L2 {machine['l2_bytes'] // 1024} KiB; vector multiply-adds in the GEMM drivers by register width: "
                 f"{kernels_machine['gemm_multiply_adds']}{kernel_widths(kernels_machine)}. Baselines: numpy's "
                 f"OpenBLAS {machine['openblas_kernel']} "
-                f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']}. Generation compiled for "
+                f"kernels, PyTorch's CPU capability {machine['aten_cpu_capability']} (its MKL's instructions "
+                f"{machine.get('mkl_instructions', '(host)')}, its oneDNN's {machine.get('onednn_isa', '(host)')}). "
+                "Generation compiled for "
                 f"{generation['machine']['compiled_for']}; the same greedy tokens as transformers': "
                 f"{'yes' if generation['same_tokens'] else 'NO'}.")
         flag = ("" if tuning == "host" else f" --cpu {tuning}") + " --clock cpu"

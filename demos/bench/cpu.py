@@ -12,8 +12,12 @@ The targets, each with the instruction set it is compiled for (the host must hav
 - sapphirerapids, icelake-server, znver4: AVX-512, the host's own features (as Intel's
   and AMD's AVX-512 cores differ in tuning, not in the instructions the kernels use);
 - znver3, haswell: AVX2 and FMA, no AVX-512 (numpy's OpenBLAS and PyTorch are held to
-  AVX2 too: OPENBLAS_CORETYPE=Haswell, ATEN_CPU_CAPABILITY=avx2);
-- x86-64-v2: SSE4.2 only (OpenBLAS's Nehalem kernels, PyTorch's default capability).
+  AVX2 too: OPENBLAS_CORETYPE=Haswell; ATEN_CPU_CAPABILITY=avx2 for PyTorch's own kernels,
+  and MKL_ENABLE_INSTRUCTIONS=AVX2, ONEDNN_MAX_CPU_ISA=AVX2 for the MKL and oneDNN its
+  matrix products run on, which choose their instructions themselves: held to avx2 alone,
+  PyTorch's float32 products ran at AVX-512's rate, about 1.5 times AVX2's, on this Xeon);
+- x86-64-v2: SSE4.2 only (OpenBLAS's Nehalem kernels, PyTorch's default capability, MKL's
+  and oneDNN's SSE4 code).
 """
 
 import os
@@ -25,14 +29,18 @@ import llvmlite.binding
 AVX2_FEATURES = ("64bit,cmov,cx8,cx16,fxsr,mmx,sahf,popcnt,sse,sse2,sse3,ssse3,sse4.1,sse4.2,avx,avx2,fma,f16c,bmi,"
                  "bmi2,lzcnt,movbe,xsave").split(",")
 V2_FEATURES = "64bit,cmov,cx8,cx16,fxsr,mmx,sahf,popcnt,sse,sse2,sse3,ssse3,sse4.1,sse4.2".split(",")
+AVX2_BASELINES = {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                  "ONEDNN_MAX_CPU_ISA": "AVX2"}
+V2_BASELINES = {"OPENBLAS_CORETYPE": "Nehalem", "ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+                "ONEDNN_MAX_CPU_ISA": "SSE41"}
 # name: (instruction set, features: None for the host's own, baselines' environment)
 TARGETS = {
     "sapphirerapids": ("AVX-512", None, {}),
     "icelake-server": ("AVX-512", None, {}),
     "znver4": ("AVX-512", None, {}),
-    "znver3": ("AVX2", AVX2_FEATURES, {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2"}),
-    "haswell": ("AVX2", AVX2_FEATURES, {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2"}),
-    "x86-64-v2": ("SSE4.2", V2_FEATURES, {"OPENBLAS_CORETYPE": "Nehalem", "ATEN_CPU_CAPABILITY": "default"}),
+    "znver3": ("AVX2", AVX2_FEATURES, AVX2_BASELINES),
+    "haswell": ("AVX2", AVX2_FEATURES, AVX2_BASELINES),
+    "x86-64-v2": ("SSE4.2", V2_FEATURES, V2_BASELINES),
 }
 CHILD = "AUTOGRAD_BENCH_CPU"              # set in the child: it compiles for that CPU already
 # (numpy is imported inside the functions: a benchmark fixes BLAS's thread count before numpy starts)
@@ -73,7 +81,7 @@ def target_environment(name):
     env = dict(os.environ, NUMBA_CPU_NAME=name, NUMBA_CPU_FEATURES=feature_string(name),
                NUMBA_CACHE_DIR=cache_dir(name), **{CHILD: name}, **baselines)
     if not baselines:                     # the baselines on the host's own kernels
-        for variable in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "ATEN_CPU_CAPABILITY"):
+        for variable in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", *AVX2_BASELINES):
             env.pop(variable, None)
     return env
 
@@ -121,7 +129,9 @@ def machine_record():
             "vector_bytes": gemm.VECTOR_BYTES, "gemm_tile_float32": f"{gemm.MR} x {gemm.NR[np.float32]}",
             "l1d_bytes": target.cache_bytes(1), "l2_bytes": target.cache_bytes(2),
             "openblas_kernel": openblas_kernel(),
-            "aten_cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "(host)")}
+            "aten_cpu_capability": os.environ.get("ATEN_CPU_CAPABILITY", "(host)"),
+            "mkl_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS", "(host)"),
+            "onednn_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "(host)")}
 
 
 def openblas_kernel():

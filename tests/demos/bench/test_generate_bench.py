@@ -74,6 +74,7 @@ def test_cpu_haswell_generates_in_a_child_compiled_for_avx2_with_the_baselines_h
     assert {"avx2", "fma"} <= set(machine["compiled_vector_features"])
     assert not any(feature.startswith("avx512") for feature in machine["compiled_vector_features"])
     assert machine["aten_cpu_capability"] == cpu.TARGETS["haswell"][2]["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert (machine["mkl_instructions"], machine["onednn_isa"]) == ("AVX2", "AVX2")
     assert machine["openblas_kernel"] in ("Haswell", None)              # None: numpy linked to another BLAS
     assert record["same_tokens"] is True and record["clock"] == "cpu"
     assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in record["tokens_per_second_rounds"].values())
