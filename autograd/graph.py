@@ -104,11 +104,16 @@ def _positions(boxes):
 
 
 def _draw_arrows(ax, nodes, where):
-    """One arrow from each input's box to the box of the node that used it."""
+    """One arrow from each input's box to the box of the node that used it, for every use: a
+    value a node takes twice (a * a) sends two arrows, bowed apart so that both show."""
     for node in nodes:
-        for t in node.inputs:
-            ax.annotate("", xy=where[id(node)], xytext=where[_key(t)],
-                        arrowprops=dict(arrowstyle="->", color="gray", shrinkA=18, shrinkB=18))
+        keys = [_key(t) for t in node.inputs]
+        for position, key in enumerate(keys):
+            uses, nth = keys.count(key), keys[:position].count(key)
+            bend = 0.0 if uses == 1 else 0.35 * (nth - (uses - 1) / 2)
+            ax.annotate("", xy=where[id(node)], xytext=where[key],
+                        arrowprops=dict(arrowstyle="->", color="gray", shrinkA=18, shrinkB=18,
+                                        connectionstyle=f"arc3,rad={bend}"))
 
 
 def _values(array, most=12):

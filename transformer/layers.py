@@ -19,7 +19,8 @@ from transformer.attention import MultiHeadAttention
 
 class FeedForward(nn.Module):
     """The same two-layer MLP applied at every position: Linear(d_model, d_ff), activation,
-    dropout, Linear(d_ff, d_model).  activation: "relu", "gelu" (exact, erf), "gelu_tanh" or "silu"."""
+    dropout, Linear(d_ff, d_model).  activation: a name of ACTIVATIONS ("gelu" is the exact,
+    erf form; "gelu_tanh" GPT-2's approximation)."""
 
     ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_tanh": lambda: nn.GELU(approximate="tanh"), "silu": nn.SiLU}
 

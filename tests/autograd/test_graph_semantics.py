@@ -194,6 +194,24 @@ def test_draw_graph_writes_an_image(tmp_path):
     assert path.stat().st_size > 1000
 
 
+def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_path):
+    """a * a takes a twice: two arrows, bowed apart (one straight arrow would hide the square)."""
+    import matplotlib.axes
+    from autograd import draw_graph
+    drawn = []
+    original = matplotlib.axes.Axes.annotate
+
+    def annotate(ax, *args, **kw):
+        drawn.append(kw["arrowprops"]["connectionstyle"])
+        return original(ax, *args, **kw)
+    monkeypatch.setattr(matplotlib.axes.Axes, "annotate", annotate)
+    a, b = leaf(2), leaf(2)
+    t = (a * b).tanh()
+    draw_graph((t * t + a).sum(), tmp_path / "graph.png")
+    assert len(drawn) == 2 + 1 + 2 + 2 + 1              # Mul(a, b), Tanh, Mul(t, t), Add, Sum
+    assert sorted(drawn).count("arc3,rad=0.0") == 6 and {"arc3,rad=-0.175", "arc3,rad=0.175"} <= set(drawn)
+
+
 def test_print_graph_names_parameters_and_keeps_columns_for_long_op_names():
     import nn
     from autograd import print_graph

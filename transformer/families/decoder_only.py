@@ -42,7 +42,7 @@ class DecoderOnlyConfig(BlockConfig):
     num_layers: int = 2
     max_len: int = 32                 # the context length (nanoGPT's block_size)
     pad_id: int | None = 0            # None: no padding token (a text model), no padding mask
-    activation: str = "relu"          # "relu", "gelu" (exact, erf), "gelu_tanh" or "silu" (the MLP's)
+    activation: str = "relu"          # the MLP's: a name of transformer/layers.py's FeedForward.ACTIVATIONS
     bias: bool = True                 # biases in every Linear and LayerNorm of the blocks
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
