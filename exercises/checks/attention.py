@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from exercises.checks.expected import expect
-from exercises.checks.feedback import FRESH, Judge, Wrong, mistake, said, with_fresh
+from exercises.checks.feedback import FRESH, Judge, Wrong, mistake, said, tolerance, with_fresh
 from exercises.child_text import plain
 from exercises.zygote import rebuilt
 
@@ -146,7 +146,8 @@ def check_sinusoidal(task):
             raise Wrong(f"{what}, {case}: " + (ODD_WIDTH if d % 2 else f"raised ValueError: {err}")) from None
         judge.compare(what, case, table,
                       expect("sinusoidal", max_len, d, "right"),
-                      [(*SINUSOIDAL[v], expect("sinusoidal", max_len, d, v)) for v in SINUSOIDAL])
+                      [(*SINUSOIDAL[v], expect("sinusoidal", max_len, d, v)) for v in SINUSOIDAL],
+                      **tolerance(np.float64(0)))      # a float64 table, to float64's precision
         if np.asarray(table).dtype != np.float64:
             raise Wrong(f"{what}, {case}: {NOT_FLOAT64}")
     return "six sizes, even and odd widths, up to 40 positions"

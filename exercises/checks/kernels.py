@@ -289,6 +289,6 @@ def check_adam_step(task):
                             variant["step_from_zero"]),
                            ("m and v not updated in place", "m = ... rebinds a local name; the optimizer keeps the "
                             "arrays it passed: update them in place (m *= beta1; m += ...)", variant["not_in_place"])]
-                          + [(*ADAM_MISTAKES[name], variant[name]) for name in ADAM_MISTAKES])
+                          + [(*ADAM_MISTAKES[name], variant[name]) for name in ADAM_MISTAKES], **tolerance(p0))
     judge_training(judge, task)
     return "two settings, four steps each: parameters and both moments, and a seeded training run"

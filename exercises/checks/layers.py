@@ -5,7 +5,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake, require_dtype, with_fresh
+from exercises.checks.feedback import Judge, Wrong, mistake, require_dtype, tolerance, with_fresh
 from exercises.zygote import rebuilt
 
 LINEARS = [((3, 3), 3), ((1, 3), 3), ((2, 4), 4), ((2, 3, 4), 5), ((5, 2), 3), ((3, 1, 2, 6), 7)]
@@ -39,8 +39,10 @@ def check_linear(task):
                        ("bias left out", "add the bias b to every row", expect("linear", x, w, np.zeros(out))),
                        ("bias subtracted", "y = x W^T + b: add the bias", expect("linear", x, w, -b))]
                       + ([("bias added along the wrong axis", "b has one value per output feature: add it to each "
-                           "row (N, out) + (out,)", expect("linear_bias_on_rows", x, w, b))] if rows == out else []))
-        judge.compare("linear without a bias: y = x W^T", case, no_bias, expect("linear", x, w, np.zeros(out)))
+                           "row (N, out) + (out,)", expect("linear_bias_on_rows", x, w, b))] if rows == out else []),
+                      **tolerance(x))
+        judge.compare("linear without a bias: y = x W^T", case, no_bias, expect("linear", x, w, np.zeros(out)),
+                      **tolerance(x))
     judge_linear_gradients(judge, task)
     judge_float32(task)
     judge_training(judge, task)
@@ -58,7 +60,7 @@ def judge_linear_gradients(judge, task):
     if any(g is None for g in grads):
         raise Wrong(f"linear's gradients, {case}: a gradient did not reach x, W or b")
     judge.compare("linear's gradients: dL/dx = g W, dL/dW = g^T x (over all rows), dL/db = the sum of g's rows", case,
-                  np.concatenate([np.ravel(g) for g in grads]), expect("linear_grads", x, w, upstream), atol=1e-8)
+                  np.concatenate([np.ravel(g) for g in grads]), expect("linear_grads", x, w, upstream), **tolerance(x))
 
 
 def judge_float32(task):

@@ -6,7 +6,7 @@ import numpy as np
 
 from exercises.checks.end_to_end import judge_training
 from exercises.checks.expected import expect
-from exercises.checks.feedback import Judge, Wrong, mistake, said, with_fresh
+from exercises.checks.feedback import Judge, Wrong, mistake, said, tolerance, with_fresh
 from exercises.zygote import Raised
 
 REDUCTIONS = [((2, 3), (3,)), ((2, 3), (1, 3)), ((2, 3), (2, 1)), ((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
@@ -84,12 +84,13 @@ def check_matmul_backward(task):
         if len(a_shape) >= 2 and len(b_shape) >= 2:
             judge.compare("[dL/dA, dL/dB]: dA = grad @ B^T (A's shape), dB = A^T @ grad (B's shape)", case,
                           got, expect("matmul_grads", a, b, g, "right"),
-                          [(*why, expect("matmul_grads", a, b, g, v)) for v, why in MATMUL_MISTAKES.items()])
+                          [(*why, expect("matmul_grads", a, b, g, v)) for v, why in MATMUL_MISTAKES.items()],
+                          **tolerance(a))
             continue
         first = [] if len(a_shape) != 1 or len(b_shape) <= 2 else \
             [(*FIRST_BATCH_ONLY, expect("matmul_vector_grads", a, b, g, True))]
         judge.compare("[dL/dA, dL/dB] with a vector: its added dim dropped from its gradient", case, got,
-                      expect("matmul_vector_grads", a, b, g, False), first)
+                      expect("matmul_vector_grads", a, b, g, False), first, **tolerance(a))
     judge_training(judge, task)
     return "square, non-square, batched, broadcast batches, vectors (also against batches); random upstream " \
         "gradients, and a seeded training run"

@@ -2,6 +2,7 @@
 fail, its message naming that mistake and no other ("[mistake: NAME]" exactly once)."""
 import pytest
 
+from exercises.regions import regions_of
 from tests.exercises.helpers import ROOT, grade_pairs, plant, region_files
 
 
@@ -379,6 +380,19 @@ IN_FLOAT32 = [   # computed in float32, returned in the input's dtype: wrong by 
                             f"{S}dxhat = g * w\n{S}dx = r * (dxhat - dxhat.mean(axis=1, keepdims=True) - xh * (dxhat * xh)"
                             f".mean(axis=1, keepdims=True))\n"
                             f"{S}return dx.astype(grad.dtype), (grad * xhat).sum(axis=0), grad.sum(axis=0)\n", 0),
+    # hostile trial 10's: an update, a product, a gradient and the frequencies rounded to float32
+    ("adam_step", lambda solution: solution.replace(
+        "p -= lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)",
+        "p -= (lr * (m / (1 - beta1 ** step)) / (np.sqrt(v / (1 - beta2 ** step)) + eps)).astype(np.float32)"), None),
+    ("linear", lambda solution: solution.replace("kernels.matmul(rows, weight.T)",
+                                                 "kernels.matmul(rows.astype('float32'), weight.T.astype('float32'))"
+                                                 ".astype(rows.dtype)"), None),
+    ("matmul_backward", lambda solution: solution.replace("grad_a = kernels.matmul_grad(grad, np.swapaxes(b2, -1, -2), a2)",
+                                                          "grad_a = kernels.matmul_grad(grad, np.swapaxes(b2, -1, -2), "
+                                                          "a2).astype(np.float32).astype(a2.dtype)"), None),
+    ("sinusoidal", lambda solution: solution.replace("freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)",
+                                                     "freq = (1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model))"
+                                                     ".astype(np.float32)"), None),
 ]
 
 
@@ -390,6 +404,7 @@ def test_an_answer_computed_in_float32_fails_its_float64_cases(tmp_path):
         student = tmp_path / f"s{index}"
         region_files(ROOT, student)
         plant(student, name, body, which)
+        assert not callable(body) or "float32" in regions_of(str(student))[name][0][2], name   # it was planted
         submissions[f"s{index}"] = student
     lines = grade_pairs(submissions, {f"s{i}": [name] for i, (name, _, _) in enumerate(IN_FLOAT32)})
     for index, (name, _, _) in enumerate(IN_FLOAT32):
