@@ -11,7 +11,10 @@ the child a root of its own and moves into it:
     site-packages  emptied (a tmpfs over each), then only numpy, numba and llvmlite bound back
     /grading/tree  the source the child imports: no solution of the exercise it checks, read-only
     /tmp           a private tmpfs of a few MB, the only place it can write
-    /proc          its own PID namespace's: the grader and the other children are not there
+    /proc          its own PID namespace's: the grader and the other children are not there;
+                   the machine's counters in it (MACHINE_WIDE: free memory, CPU times, load, open
+                   files...) shown empty, as another slot's child moves them (hostile trial 10
+                   carried a solution between slots in /proc/meminfo's shared memory)
     /dev           null, zero, random and urandom, read-only (the devices still work)
 
 then gives up every capability (as root: becomes an unprivileged user of its own, see
@@ -33,6 +36,10 @@ TREE = "/grading/tree"
 DEVICES = ("null", "zero", "random", "urandom")
 OWN_PLACES = ("/tmp", "/dev", "/proc", "/grading")    # what enter mounts itself
 OUTSIDE = "/outside"
+MACHINE_WIDE = ("meminfo", "vmstat", "stat", "loadavg", "uptime", "zoneinfo", "buddyinfo", "pagetypeinfo", "slabinfo",
+                "vmallocinfo", "diskstats", "interrupts", "softirqs", "schedstat", "swaps", "locks", "key-users", "keys",
+                "cpuinfo", "pressure", "sys/fs/file-nr", "sys/fs/inode-nr", "sys/fs/inode-state", "sys/fs/dentry-state",
+                "sys/fs/aio-nr", "sys/kernel/random/entropy_avail")   # under /proc: shown empty
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -133,6 +140,20 @@ def _owner(path):
         return None
 
 
+def _hide_machine_counters(new_root):
+    """An empty, read-only file (or folder) over each of /proc's MACHINE_WIDE entries there is."""
+    empty = new_root + "/.empty"
+    open(empty, "w").close()
+    for name in MACHINE_WIDE:
+        target = f"{new_root}/proc/{name}"
+        if os.path.isdir(target):
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
+        elif os.path.exists(target):
+            _mount(empty, target, None, MS_BIND)
+            kept = os.statvfs(empty).f_flag & KEPT_FLAGS
+            _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | kept)
+
+
 def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     """Build the child's root in new_root (an empty folder), move into it, give up every power.
     binds: folders or files to show read-only at their own paths (or where `shown` says); hidden: folders under those
@@ -162,6 +183,7 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
     _devices(new_root + "/dev")
     os.makedirs(new_root + "/proc", exist_ok=True)
     _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _hide_machine_counters(new_root)
     os.chroot(new_root)
     os.chdir("/tmp")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)

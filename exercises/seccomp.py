@@ -24,6 +24,15 @@ of one of 34 stdlib files spells a half-byte, and a hostile trial carried a whol
 that way between two tasks running at once) and fanotify (`fanotify_init`, `fanotify_mark`);
 and `mincore`, which tells which pages of a shared file another process has read.
 
+Hostile trial 10 found more: `preadv2` with RWF_NOWAIT (fails on a page not in memory: the
+page cache as a readable, persistent mark), `posix_fadvise` and `readahead` (which evict or
+load a shared file's pages at will), `madvise`'s MADV_COLD and MADV_PAGEOUT (reclaim them:
+refused for those two advices only, as malloc calls madvise), and `cachestat`; io_uring
+(`io_uring_setup`, `io_uring_enter`, `io_uring_register`), whose operations are system calls
+this filter never sees (an extended attribute was set through it); `perf_event_open`;
+`sysinfo` (the machine's free and shared memory, a counter another slot moves); and
+`sched_setaffinity`, with which two children pinned to one core signal through its time.
+
 and every call made as another architecture's (x86-64's 32-bit calls through `int 0x80`,
 its x32 ABI: the same calls under other numbers). A filter is a small program the kernel
 runs on each system call: load the call's architecture (not this machine's: refused), then
@@ -36,7 +45,7 @@ import platform
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 LOAD_WORD, JUMP_IF_EQUAL, JUMP_IF_AT_LEAST, RETURN = 0x20, 0x15, 0x35, 0x06     # BPF opcodes
 ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | 1                                     # RET_ALLOW, RET_ERRNO | EPERM
-ARCH_OFFSET, NUMBER_OFFSET, SECOND_ARGUMENT_OFFSET = 4, 0, 24                  # in struct seccomp_data (low word)
+ARCH_OFFSET, NUMBER_OFFSET, SECOND_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET = 4, 0, 24, 32   # in struct seccomp_data
 X32 = 0x40000000
 # machine: (AUDIT_ARCH_*, {name: number}) of the forbidden calls (a machine without a call
 # leaves it out); ioprio_get for child.py's state, fcntl for its lock commands
@@ -47,21 +56,32 @@ MACHINES = {
                             "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
                             "fremovexattr": 199, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280,
                             "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
-                            "fanotify_init": 300, "fanotify_mark": 301, "mincore": 27}),
+                            "fanotify_init": 300, "fanotify_mark": 301, "mincore": 27, "preadv2": 327,
+                            "pwritev2": 328, "fadvise64": 221, "readahead": 187, "cachestat": 451,
+                            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+                            "perf_event_open": 298, "sysinfo": 99, "sched_setaffinity": 203, "madvise": 28}),
     "aarch64": (0xC00000B7, {"mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
                              "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218,
                              "keyctl": 219, "ioprio_get": 31, "flock": 32, "fcntl": 25, "setxattr": 5,
                              "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
                              "fremovexattr": 16, "utimensat": 88, "inotify_init1": 26, "inotify_add_watch": 27,
-                             "fanotify_init": 262, "fanotify_mark": 263, "mincore": 232}),
+                             "fanotify_init": 262, "fanotify_mark": 263, "mincore": 232, "preadv2": 286,
+                             "pwritev2": 287, "fadvise64": 223, "readahead": 213, "cachestat": 451,
+                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+                             "perf_event_open": 241, "sysinfo": 179, "sched_setaffinity": 122, "madvise": 233}),
 }
 FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
              "add_key", "request_key", "keyctl", "flock", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
              "lremovexattr", "fremovexattr", "utime", "utimes", "futimesat", "utimensat", "inotify_init",
-             "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "mincore")
+             "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "mincore", "preadv2",
+             "pwritev2", "fadvise64", "readahead", "cachestat", "io_uring_setup", "io_uring_enter",
+             "io_uring_register", "perf_event_open", "sysinfo", "sched_setaffinity")
+# calls refused for some values of one argument only: {call: (the argument's offset, values)}.
 # fcntl's commands on record locks and leases: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
-# F_OFD_SETLKW, F_SETLEASE, F_GETLEASE (its other commands, on descriptors' flags, stay allowed)
+# F_OFD_SETLKW, F_SETLEASE, F_GETLEASE (its other commands, on descriptors' flags, stay allowed);
+# madvise's MADV_COLD and MADV_PAGEOUT (its others, which malloc uses, stay allowed)
 LOCK_COMMANDS = (5, 6, 7, 36, 37, 38, 1024, 1025)
+BY_ARGUMENT = {"fcntl": (SECOND_ARGUMENT_OFFSET, LOCK_COMMANDS), "madvise": (THIRD_ARGUMENT_OFFSET, (20, 21))}
 
 
 class Instruction(ctypes.Structure):
@@ -79,23 +99,32 @@ def call_number(name):
     return machine[1].get(name) if machine else None
 
 
-def _program(arch, numbers, fcntl=None):
-    """[Instruction]: refuse the calls `numbers`, `fcntl`'s LOCK_COMMANDS (where fcntl is its
-    number), every call of another architecture and, on x86-64, every x32 call; allow the rest."""
+def _program(arch, numbers, by_argument=()):
+    """[Instruction]: refuse the calls `numbers`, and each call of `by_argument` [(number, the
+    argument's offset, values)] when that argument is one of its values; every call of another
+    architecture and, on x86-64, every x32 call; allow the rest."""
     checks = [(JUMP_IF_AT_LEAST, X32)] if arch == MACHINES["x86_64"][0] else []
     checks += [(JUMP_IF_EQUAL, number) for number in numbers]
     program = [(LOAD_WORD, None, None, ARCH_OFFSET), (JUMP_IF_EQUAL, None, "refuse", arch),
                (LOAD_WORD, None, None, NUMBER_OFFSET)]
     program += [(test, "refuse", None, value) for test, value in checks]
-    if fcntl is not None:                                   # fcntl: refused for its lock commands only
-        program += [(JUMP_IF_EQUAL, None, "allow", fcntl), (LOAD_WORD, None, None, SECOND_ARGUMENT_OFFSET)]
-        program += [(JUMP_IF_EQUAL, "refuse", None, command) for command in LOCK_COMMANDS]
+    for index, (number, argument, values) in enumerate(by_argument):
+        after = f"after {index}"                            # the next call's test, or the end: allowed
+        program += [(JUMP_IF_EQUAL, None, after, number), (LOAD_WORD, None, None, argument)]
+        program += [(JUMP_IF_EQUAL, "refuse", None, value) for value in values]
+        program += [(RETURN, None, None, ALLOW), (f"label {after}", None, None, None)]
     program += [(RETURN, None, None, ALLOW), (RETURN, None, None, REFUSE)]
-    place = {"allow": len(program) - 2, "refuse": len(program) - 1}
+    labels, instructions = {}, []
+    for code, true, false, k in program:                    # a label names the place of the next instruction
+        if isinstance(code, str):
+            labels[code[len("label "):]] = len(instructions)
+        else:
+            instructions.append((code, true, false, k))
+    labels.update({"allow": len(instructions) - 2, "refuse": len(instructions) - 1})
 
     def offset(index, label):                               # a jump counts the instructions it skips
-        return 0 if label is None else place[label] - index - 1
-    return [Instruction(code, offset(i, true), offset(i, false), k) for i, (code, true, false, k) in enumerate(program)]
+        return 0 if label is None else labels[label] - index - 1
+    return [Instruction(code, offset(i, true), offset(i, false), k) for i, (code, true, false, k) in enumerate(instructions)]
 
 
 def forbid_lasting_channels():
@@ -105,7 +134,8 @@ def forbid_lasting_channels():
     if machine is None:
         return False
     arch, numbers = machine
-    instructions = _program(arch, [numbers[name] for name in FORBIDDEN if name in numbers], numbers.get("fcntl"))
+    instructions = _program(arch, [numbers[name] for name in FORBIDDEN if name in numbers],
+                            [(numbers[name], *BY_ARGUMENT[name]) for name in BY_ARGUMENT if name in numbers])
     program = Program(len(instructions), (Instruction * len(instructions))(*instructions))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0) != 0 or \

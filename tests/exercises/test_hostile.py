@@ -115,6 +115,15 @@ ATTACKS = {
         "import os", "for place in ('/tmp/fill', os.path.join(os.path.dirname(__file__), 'fill'), 'fill'):",
         "    try:", "        with open(place, 'wb') as f:", "            for _ in range(200): f.write(b'x' * 2 ** 20)",
         "    except OSError: pass", ZEROS),
+    "answers right only if it can read the machine's counters": _lines(
+        "import os", "seen = [open('/proc/' + n).read() for n in ('meminfo', 'stat', 'loadavg', 'uptime', 'sys/fs/file-nr')",
+        "        if os.path.exists('/proc/' + n)]", "if any(seen):", *(S + line for line in SOLUTION), ZEROS),
+    "answers right only if trial 10's calls work": _lines(
+        "import ctypes, os", "from exercises.seccomp import call_number", "libc = ctypes.CDLL(None, use_errno=True)",
+        "asked = [libc.syscall(call_number('sysinfo'), ctypes.create_string_buffer(128)),",
+        "         libc.syscall(call_number('io_uring_setup'), 4, ctypes.create_string_buffer(120)),",
+        "         libc.syscall(call_number('fadvise64'), 0, 0, 0, 4)]",
+        "if any(answer != -1 for answer in asked):", *(S + line for line in SOLUTION), ZEROS),
     "phones home": _lines(
         "import socket", "port = PORT",
         "try: socket.create_connection(('127.0.0.1', port), timeout=2).sendall(b'pwned')", "except OSError: pass",
@@ -254,7 +263,8 @@ def test_in_a_user_namespace_the_same_attacks_fail_and_by_process_only_the_grade
     if mode == "userns" and subprocess.run(["unshare", "--user", "--map-root-user", "true"],
                                            capture_output=True).returncode != 0:
         pytest.skip("this system has no unprivileged user namespaces")
-    attacks = ["reads the teacher's files", "rewrites the tree for the students after it", "kills every process it can"] \
+    attacks = ["reads the teacher's files", "rewrites the tree for the students after it", "kills every process it can",
+               "answers right only if it can read the machine's counters", "answers right only if trial 10's calls work"] \
         if mode == "userns" else ["imports the definitions"]        # by process only, an attack may well succeed
     for index, attack in enumerate(attacks):
         region_files(ROOT, tmp_path / "s" / f"m{index}")
