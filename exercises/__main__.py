@@ -26,7 +26,7 @@ import tempfile
 from exercises import reports
 from exercises.catalog import EXERCISES
 from exercises.gradescope import write_autograder
-from exercises.grading import NO_PROJECT, Result, grade, handed_out_in
+from exercises.grading import NO_PROJECT, ONE_AT_A_TIME, Result, grade, handed_out_in
 from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
 from exercises.loose import stubs_of
 from exercises.own_check import check_own_copy
@@ -74,7 +74,9 @@ def parser_of_commands():
     klass.add_argument("--only", nargs="+", metavar="NAME",
                        help="grade these exercises (default: those handed out, i.e. in more than half the "
                             "submissions at the grader's version)")
-    klass.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="checks run at once (default: cores)")
+    klass.add_argument("--jobs", type=int, default=ONE_AT_A_TIME,
+                       help="checks run at once (default 1: two children running at once can signal each other a "
+                            "solution through the CPU and memory they share; more is faster, not as safe)")
     for command in (check, klass):
         command.add_argument("--timeout", type=float, default=20.0, help="seconds a check may run (default 20)")
         command.add_argument("--memory", type=float, default=MEMORY_MB, metavar="MB",

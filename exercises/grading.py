@@ -283,11 +283,17 @@ def handed_out_in(submissions, current):
     return [name for name in EXERCISES if 2 * counts.get(name, 0) > len(submissions)]
 
 
-def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory_mb=MEMORY_MB, notes=None):
+ONE_AT_A_TIME = 1    # the default: no two children run at once (see grade)
+
+
+def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=ONE_AT_A_TIME, memory_mb=MEMORY_MB, notes=None):
     """[Result] of the exercises `names` (default: all; or {student: names}) of every
-    submission ({student: folder}), checked in parallel over `jobs` processes (default:
-    every core), each in at most `memory_mb` of memory. notes: a list that gets a line if the
-    checks' isolation is by process only."""
+    submission ({student: folder}), checked over `jobs` processes at once, each in at most
+    `memory_mb` of memory. notes: a list that gets a line if the checks' isolation is by
+    process only.  One at a time by default: nearly every check's child holds a solution its
+    check needs (topological_sort's, for a Tensor's backward), and two children running at
+    once can signal each other through the cores, caches and memory they share (a hostile
+    trial timed about 130 bits a second): enough, over a check's time, for a solution."""
     import secrets
     from exercises.checks import NOT_STARTED, feedback
     wanted = names if isinstance(names, dict) else {student: list(names or EXERCISES) for student in submissions}
@@ -301,7 +307,7 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=None, memory
             tasks += more
             results += known
         hide, regions = [teacher_root, *submissions.values()], {}
-        for (student, name), (status, message) in run_jobs(tasks, teacher.tree, timeout, jobs or os.cpu_count() or 1,
+        for (student, name), (status, message) in run_jobs(tasks, teacher.tree, timeout, jobs,
                                                            memory_mb, hide, notes):
             if (status, message) == NOT_STARTED:                 # all of its regions, or only some?
                 if student not in regions:

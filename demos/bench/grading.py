@@ -18,6 +18,7 @@ import time
 
 from demos._flags import a_file_to_write, command_line, integer_at_least
 from demos._results import write_json
+from exercises.grading import ONE_AT_A_TIME
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCES = ("autograd", "nn", "transformer")
@@ -50,8 +51,8 @@ def write_class(folder, students):
 def main(argv=None):
     parser = command_line("demos.bench.grading", __doc__)
     parser.add_argument("--students", type=integer_at_least(1), default=200)
-    parser.add_argument("--jobs", type=integer_at_least(1), default=os.cpu_count() or 1,
-                        help="checks at once (default: cores)")
+    parser.add_argument("--jobs", type=integer_at_least(1), default=ONE_AT_A_TIME,
+                        help="checks at once (default: grade's, one at a time)")
     parser.add_argument("--json", type=a_file_to_write, help="write the figures to this file")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grading-bench-") as folder:
