@@ -1,15 +1,17 @@
-"""python -m exercises list | make DIR [--only NAME...] | check NAME... [--project DIR] | grade SUBMISSIONS
-                      | autograder ZIP [--only NAME... | --like COPY]
+"""python -m exercises list | make DIR [--only NAME...] | check NAME... [--project DIR]
+                      | grade SUBMISSIONS [--like COPY | --only NAME...] | autograder ZIP [--only NAME... | --like COPY]
 
     list    one exercise a line, in the order of the lectures: name, file, what to write
     make    a student copy of the project in DIR: every exercise (or those of --only) cut out
     check   grade exercises (NAME... or all) of a copy (--project; default: this project);
-            exit status 0 only when all pass. In a student copy, it checks the copy itself
+            exit status 0 only when all it graded pass (an exercise not in that copy is no
+            check, and says so). In a student copy, it checks the copy itself
             against the expected results recorded when the copy was made.
     grade   grade every submission in SUBMISSIONS (one per student: a folder holding the project,
-            or holding it one or two folders down, or a .zip of it), in parallel:
-            --out grades.csv, --gradescope DIR (a results.json per student); --only NAME...
-            (default: the exercises handed out, those in more than half the submissions)
+            or holding it one or two folders down, or a .zip of it, or the exercise files alone),
+            one check at a time (--jobs N: N at once): --out grades.csv, --gradescope DIR (a
+            results.json per student); --like COPY or --only NAME... (default: the exercises
+            in more than half the submissions)
     autograder  the .zip to upload to Gradescope: this project, setup.sh and run_autograder
             grading --only NAME... or those handed out in a copy (--like COPY)
 
@@ -26,7 +28,7 @@ import tempfile
 from exercises import reports
 from exercises.catalog import EXERCISES
 from exercises.gradescope import write_autograder
-from exercises.grading import NO_PROJECT, ONE_AT_A_TIME, Result, grade, handed_out_in
+from exercises.grading import NO_PROJECT, NOT_IN_COPY, ONE_AT_A_TIME, Result, grade, handed_out_in, held_by_some
 from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
 from exercises.loose import stubs_of
 from exercises.own_check import check_own_copy
@@ -71,7 +73,10 @@ def parser_of_commands():
     klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message "
                        "(and beside it OUT-totals.csv: student, passed, of, a column per exercise)")
     klass.add_argument("--gradescope", metavar="DIR", help="also write DIR/STUDENT/results.json and DIR/run_autograder")
-    klass.add_argument("--only", nargs="+", metavar="NAME",
+    named = klass.add_mutually_exclusive_group()
+    named.add_argument("--like", metavar="COPY", help="grade the exercises handed out in COPY, a copy make wrote "
+                       "(the surest way: students who upload only some files do not hide an exercise)")
+    named.add_argument("--only", nargs="+", metavar="NAME",
                        help="grade these exercises (default: those handed out, i.e. in more than half the "
                             "submissions at the grader's version)")
     klass.add_argument("--jobs", type=int, default=ONE_AT_A_TIME,
@@ -170,7 +175,8 @@ def check(parser, args):
         reports.write_gradescope(results, args.gradescope, notes)
     if IS_STUDENT_COPY and outstanding(ROOT):
         print(f"outstanding in this copy: {', '.join(outstanding(ROOT))}")
-    return 0 if all(r.status == "passed" for r in results) else 1
+    graded = [r for r in results if r.status != NOT_IN_COPY]      # one not in that copy is no check
+    return 0 if graded and all(r.status == "passed" for r in graded) else 1
 
 
 def grade_class(parser, args):
@@ -185,13 +191,17 @@ def grade_class(parser, args):
             print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
         handed_out = handed_out_in(projects, versions(ROOT))
-        names = names_of(parser, args.only) if args.only else handed_out or list(EXERCISES)
+        chosen = names_of(parser, args.only) if args.only else handed_out_by(parser, args.like) if args.like else None
+        names = chosen or handed_out or list(EXERCISES)
         if (left := [name for name in EXERCISES if name not in names]):
-            why = "not given to --only" if args.only else \
+            why = "not given to --only" if args.only else "not handed out in --like's copy" if args.like else \
                 "in no more than half the submissions at its version: not handed out, or changed since"
             print(f"not graded, {why}: {reports.plural(len(left), 'exercise')} ({', '.join(left)})")
-        if args.only and (absent := [name for name in names if name not in handed_out]):
-            print(f"given to --only but in no more than half the submissions at its version: {', '.join(absent)} "
+        if not chosen and (some := held_by_some(projects, versions(ROOT), left)):
+            print(f"held at the grader's version by some submissions but not graded: {', '.join(some)}; if you handed "
+                  "them out, grade with --like COPY (the copy you handed out) or --only NAME...")
+        if chosen and (absent := [name for name in names if name not in handed_out]):
+            print(f"graded though in no more than half the submissions at its version: {', '.join(absent)} "
                   "(their rows will say why)")
         notes = []
         graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes) if projects else []

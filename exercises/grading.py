@@ -236,6 +236,14 @@ def _too_large(folder):
     return [path for path in python_files(folder) if os.path.getsize(os.path.join(folder, path)) > MAX_SOURCE_BYTES]
 
 
+def not_handed_in(regions, folder):
+    """The files holding an exercise's regions (the teacher's `regions`) that the submission at
+    folder lacks: not in its project, or, for loose files, not among those handed in."""
+    from exercises.loose import handed_in
+    files, paths = handed_in(folder), list(dict.fromkeys(path for path, _, _ in regions))
+    return [p for p in paths if (p not in files if files is not None else not os.path.isfile(os.path.join(folder, p)))]
+
+
 def tasks_for(teacher, student, folder, names):
     """(tasks for run_jobs, results known without running anything) of one submission."""
     if (too_large := _too_large(folder)):
@@ -244,6 +252,10 @@ def tasks_for(teacher, student, folder, names):
     submitted, places = regions_of(folder), find_regions(folder)
     tasks, known = [], []
     for name in names:
+        if (missing := not_handed_in(teacher.regions[name], folder)):
+            known.append(Result(student, name, "not yet", f"not handed in: {', '.join(missing)}, where {name} is "
+                                "written"))
+            continue
         if any(len(body) > MAX_REGION_CHARS for _, _, body in submitted.get(name, [])):
             known.append(Result(student, name, "not yet", f"a region of {name} is over {MAX_REGION_CHARS} characters"))
             continue
@@ -272,15 +284,29 @@ def handed_out_in(submissions, current):
     More than half, not one: a student who wraps code their copy holds solved in markers, the version
     taken from another copy, must not add an exercise (a pass for them, a row for everyone);
     an older copy without an exercise most have is still graded, `not in that copy`."""
+    counts = _holding(submissions, current)
+    return [name for name in EXERCISES if 2 * counts.get(name, 0) > len(submissions)]
+
+
+def held_by_some(submissions, current, names):
+    """Those of `names` that some submission holds at the current version (though not more
+    than half: a class whose students uploaded only the files they changed)."""
+    counts = _holding(submissions, current)
+    return [name for name in names if counts.get(name, 0)]
+
+
+def _holding(submissions, current):
+    """{exercise: how many submissions hold a region of it at its current version}; loose
+    files count for the files handed in only (the stubs beside them hand nothing out)."""
     from exercises.loose import handed_in
     counts = {}
     for folder in submissions.values():
         if not _too_large(folder):
-            files = handed_in(folder)                      # loose files: the stubs beside them hand nothing out
+            files = handed_in(folder)
             for name, places in regions_of(folder).items():
                 counts[name] = counts.get(name, 0) + any(
                     version == current.get(name) and (files is None or path in files) for path, version, _ in places)
-    return [name for name in EXERCISES if 2 * counts.get(name, 0) > len(submissions)]
+    return counts
 
 
 ONE_AT_A_TIME = 1    # the default: no two children run at once (see grade)

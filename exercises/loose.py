@@ -8,17 +8,25 @@ is, in a project built in the grader's scratch folder. The teacher's other files
 regions are put there as a copy has them, every exercise cut to its stub, so that an
 exercise whose file was not handed in is `not started` (0 of 1), not left out of the grade.
 
-The grader reads only the regions' text (exercises/grading.py), so nothing else of a loose
+A browser's renamed second download (`scores (1).py`) counts as `scores.py` where there is no
+`scores.py` itself. The grader reads only the regions' text (exercises/grading.py), so nothing else of a loose
 file matters. HANDED_IN, beside the built project's packages, lists the files that were
 handed in: which exercises a class was handed counts only those (grading.handed_out_in),
 so the stubs of a class of loose files hand nothing out.
 """
 
 import os
+import re
 
 from exercises.regions import read
 
 HANDED_IN = "HANDED_IN"                  # in a project built from loose files: the files that were handed in
+BROWSER_COPY = re.compile(r" \(\d+\)(?=\.py$)")     # what a browser adds to a file downloaded twice: scores (1).py
+
+
+def _renamed_last(entry):
+    """Sort key: a file's own name before a browser's renamed copies of it."""
+    return bool(BROWSER_COPY.search(entry)), entry
 
 
 def stubs_of(root, versions):
@@ -39,8 +47,13 @@ def loose_project(folder, scratch, stubs):
     """A project built in scratch from the loose files at folder's top, or None if no file
     there has the name of one holding exercise regions (`stubs`: stubs_of)."""
     names = by_name(stubs)
-    handed_in = {names[entry]: entry for entry in sorted(os.listdir(folder))
-                 if entry in names and os.path.isfile(os.path.join(folder, entry))}
+    entries = [entry for entry in sorted(os.listdir(folder), key=_renamed_last)
+               if os.path.isfile(os.path.join(folder, entry))]
+    handed_in = {}
+    for entry in entries:
+        name = BROWSER_COPY.sub("", entry)               # scores (1).py: a browser's second download of scores.py
+        if name in names and names[name] not in handed_in:
+            handed_in[names[name]] = entry
     if not handed_in:
         return None
     project = os.path.join(scratch, f"{len(os.listdir(scratch))}-loose")

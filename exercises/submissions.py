@@ -191,7 +191,8 @@ def _opened(path, scratch):
 
 
 SCRIPT = "run_autograder"                  # what write_gradescope_class writes beside DIR/STUDENT/
-SYSTEM_FILES = {".DS_Store", ".git", ".gitignore", "Thumbs.db", "desktop.ini"}   # an OS's or git's, no student's
+SYSTEM_FILES = {".DS_Store", ".git", ".gitignore", "Thumbs.db", "desktop.ini",   # an OS's or git's, no student's
+                "submission_metadata.yml"}        # beside the students' folders in Gradescope's "Download submissions"
 
 
 def find_projects(folder, scratch, stubs=None):

@@ -108,7 +108,7 @@ def test_grade_only_grades_the_exercises_named(submissions, tmp_path):
     assert {r["exercise"] for r in rows} == {"causal_mask", ""} and len(rows) == 6 + 2
     status, text = exercises("grade", str(submissions), "--only", "causal_mask", "value_mul", "--out",
                              str(tmp_path / "g.csv"))
-    assert status == 0 and "given to --only but in no more than half the submissions at its version: value_mul" in text
+    assert status == 0 and "graded though in no more than half the submissions at its version: value_mul" in text
     status, text = exercises("grade", str(submissions), "--only", "causal", "--out", str(tmp_path / "g.csv"))
     assert status == 2 and "no exercise 'causal'" in text
 

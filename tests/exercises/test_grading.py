@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from exercises.catalog import EXERCISES
-from exercises.regions import line_in_submission, parse, regions_of, splice
+from exercises.regions import line_in_submission, parse, regions_of, rewrite, splice
 from tests.exercises.helpers import ROOT, SOLUTIONS, exercises, grade_pairs, plant, solve
 
 ENDLESS = "    while True:\n        pass\n"
@@ -216,19 +216,26 @@ def test_every_line_spliced_in_maps_to_its_line_in_the_student_s_file(layout, no
 
 def test_a_region_removed_from_a_current_copy_fails_and_a_half_written_exercise_is_not_finished(fresh, tmp_path):
     """Attention has two regions. A copy at the grader's version whose file of one was deleted
-    fails the exercise, naming that file (it is not 'not in that copy', worth nothing); a copy
-    with one region written and the other still the stub is 'not finished', naming the stub's
-    file, in the grade and in the learner's own check."""
+    fails the exercise, naming that file (it is not 'not in that copy', worth nothing); so does
+    one whose markers around one region were removed; a copy with one region written and the
+    other still the stub is 'not finished', naming the stub's file, in the grade and in the
+    learner's own check."""
     files = [path for path, _, _ in SOLUTIONS["attention"]]
-    missing, half = tmp_path / "missing", tmp_path / "half"
-    for copy in (missing, half):
+    missing, unmarked, half = tmp_path / "missing", tmp_path / "unmarked", tmp_path / "half"
+    for copy in (missing, unmarked, half):
         shutil.copytree(fresh, copy)
     solve(missing, "attention")
     (missing / files[0]).unlink()
+    solve(unmarked, "attention")
+    (unmarked / files[0]).write_text(rewrite((unmarked / files[0]).read_text(),
+                                             lambda indent, name, version, lines: lines[1:-1] if name == "attention"
+                                             else lines))
     stub = regions_of(fresh)["attention"][1][2]
     plant(half, "attention", stub, which=1)                   # the first region solved, the second the stub
-    lines = grade_pairs({"missing": missing, "half": half}, ["attention"])
-    assert lines[("missing", "attention")] == (
+    lines = grade_pairs({"missing": missing, "unmarked": unmarked, "half": half}, ["attention"])
+    assert lines[("missing", "attention")] == f"exercise attention: not yet: not handed in: {files[0]}, where " \
+                                              "attention is written"
+    assert lines[("unmarked", "attention")] == (
         f"exercise attention: not yet: its region in {files[0]} is missing: the copy's other region of attention is "
         "at the grader's version, so the file or the region's # BEGIN EXERCISE and # END EXERCISE lines were removed")
     unfinished = f"exercise attention: not yet: not finished: its region in {files[1]} still raises NotImplementedError"

@@ -1,6 +1,6 @@
 """Loose files handed in (Gradescope's "upload files", flat): each put where the teacher's file of
-its name is, over the other files' stubs, so that what was not handed in is `not started`; and
-the stubs hand nothing out when a class is graded."""
+its name is (a browser's `masks (1).py` too), over the other files' stubs; an exercise whose
+file was not handed in says so, and the stubs hand nothing out when a class is graded."""
 import csv
 import os
 import shutil
@@ -58,10 +58,12 @@ def test_loose_files_are_graded_and_their_stubs_hand_nothing_out(solved, tmp_pat
     _flat(solved, tmp_path / "max", "autograd/kernels/reference.py")
     shutil.make_archive(str(folder / "max"), "zip", root_dir=tmp_path / "max")          # a .zip of loose files
     _flat(solved, folder / "kai", "transformer/masks.py", "autograd/kernels/reference.py")
+    os.rename(folder / "kai" / "masks.py", folder / "kai" / "masks (1).py")       # a browser's second download
     status, out = exercises("make", str(folder / "tom"), "--only", "softmax", "causal_mask")   # nothing done
     assert status == 0, out
     (folder / "ned").mkdir()
     (folder / "ned" / "answers.py").write_text("def softmax(x): ...\n")
+    (folder / "submission_metadata.yml").write_text(":lia:\n")                 # Gradescope's export, no student
     status, out = exercises("grade", str(folder), "--out", str(tmp_path / "grades.csv"), "--jobs", "2")
     assert status == 0, out
     assert "not graded, in no more than half the submissions at its version: not handed out, or changed since: " \
@@ -69,12 +71,41 @@ def test_loose_files_are_graded_and_their_stubs_hand_nothing_out(solved, tmp_pat
     with open(tmp_path / "grades.csv", newline="") as f:
         rows = {(r["student"], r["exercise"]): (r["result"], r["message"]) for r in csv.DictReader(f)}
     not_started = ("not yet", "not started: the region still raises NotImplementedError")
-    assert rows["lia", "causal_mask"][0] == "passed" and rows["lia", "softmax"] == not_started
-    assert rows["max", "softmax"][0] == "passed" and rows["max", "causal_mask"] == not_started
+    missing = {name: ("not yet", f"not handed in: {path}, where {name} is written")
+               for name, path in (("softmax", "autograd/kernels/reference.py"), ("causal_mask", "transformer/masks.py"))}
+    assert rows["lia", "causal_mask"][0] == "passed" and rows["lia", "softmax"] == missing["softmax"]
+    assert rows["max", "softmax"][0] == "passed" and rows["max", "causal_mask"] == missing["causal_mask"]
     assert rows["kai", "softmax"][0] == rows["kai", "causal_mask"][0] == "passed"
     assert rows["tom", "softmax"] == rows["tom", "causal_mask"] == not_started
     assert rows["ned", ""] == ("no project found", EXPECTED)
+    assert "submission_metadata.yml" not in {student for student, _ in rows}
     status, out = exercises("check", "softmax", "causal_mask", "--project", str(folder / "lia"))   # Gradescope's way
     assert status == 1 and out.splitlines()[:2] == [
-        "exercise softmax: not yet: not started: the region still raises NotImplementedError",
+        "exercise softmax: not yet: not handed in: autograd/kernels/reference.py, where softmax is written",
         "exercise causal_mask: passed (lengths 3, 5, 2 and 1)"], out
+
+
+def test_an_exercise_most_uploads_lack_is_named_and_like_grades_what_was_handed_out(solved, tmp_path):
+    """Two students upload masks.py alone, one hands in a whole copy: softmax is in one of three
+    submissions, so the majority rule leaves it out, saying so; --like COPY grades it."""
+    folder = tmp_path / "submissions"
+    for student in ("lia", "gus"):
+        _flat(solved, folder / student, "transformer/masks.py")
+    shutil.copytree(solved, folder / "tom")
+    status, out = exercises("grade", str(folder), "--out", str(tmp_path / "g.csv"))
+    assert status == 0 and "held at the grader's version by some submissions but not graded: softmax; if you " \
+        "handed them out, grade with --like COPY" in out, out
+    status, out = exercises("grade", str(folder), "--out", str(tmp_path / "g.csv"), "--like", str(solved))
+    with open(tmp_path / "g.csv", newline="") as f:
+        graded = {(r["student"], r["exercise"]): r["result"] for r in csv.DictReader(f)}
+    assert status == 0 and graded == {(s, n): "passed" if s == "tom" or n == "causal_mask" else "not yet"
+                                      for s in ("gus", "lia", "tom") for n in ("softmax", "causal_mask")}, out
+
+
+def test_check_all_of_a_solved_copy_that_hands_out_some_exits_0(solved):
+    """The exercises a copy does not hand out are no checks: `not in that copy`, and exit 0."""
+    status, out = exercises("check", "all", "--project", str(solved))
+    lines = out.splitlines()
+    assert status == 0 and sum(": not in that copy: " in line for line in lines) == 17, out
+    assert [line.split(" (")[0] for line in lines if ": passed" in line] == ["exercise softmax: passed",
+                                                                             "exercise causal_mask: passed"], out
