@@ -143,7 +143,6 @@ def _clean_up(child, pid_one):
             break
     if pid_one:
         _empty_tmp()
-        _remove_ipc_objects()
     return status
 
 
@@ -164,24 +163,17 @@ def _empty_tmp():
     for name in os.listdir("/tmp"):
         path = os.path.join("/tmp", name)
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
-    mark = "/tmp/.emptied"                 # /tmp's times become the clean-up's, not a time a task chose to leave
-    open(mark, "w").close()
+
+
+def _tmp_mark():
+    """Make and remove a file in /tmp: /tmp's times become ours, not a time a task chose to
+    leave there; returns the file's inode number, which tmpfs counts up file by file (so a
+    task that made many files moves it: see _zygote)."""
+    mark = "/tmp/.emptied"
+    with open(mark, "w") as f:
+        number = os.fstat(f.fileno()).st_ino
     os.unlink(mark)
-
-
-def _remove_ipc_objects():
-    """Remove the System V shared memory, semaphores and message queues a task made (they
-    outlive processes; our IPC namespace holds only the tasks')."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    for kind, control in (("shm", libc.shmctl), ("sem", libc.semctl), ("msg", libc.msgctl)):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as table:
-                ids = [int(line.split()[1]) for line in list(table)[1:]]
-        except OSError:
-            continue
-        for ipc_id in ids:
-            control(ipc_id, 0, None) if kind != "sem" else control(ipc_id, 0, 0)    # IPC_RMID
+    return number
 
 
 def _warm_up_numba():
@@ -215,7 +207,7 @@ def _state(settings, pid_one):
 
 def _zygote(config, root):
     from exercises import wire
-    from exercises.lasting import PIDS_PER_TASK, last_pid, writable_settings
+    from exercises.lasting import FILES_PER_TASK, PIDS_PER_TASK, last_pid, writable_settings
     control = socket.socket(fileno=config["control_fd"])
     try:
         for module in PRELOADED:
@@ -227,6 +219,7 @@ def _zygote(config, root):
     pid_one = os.getpid() == 1
     settings = writable_settings()
     before = _state(settings, pid_one)
+    inode = _tmp_mark() if pid_one else 0
     wire.send(control.fileno(), {"zygote": config["isolation"]})
     while True:
         try:
@@ -242,7 +235,9 @@ def _zygote(config, root):
         os.close(fds[0])
         status = _clean_up(child, pid_one)
         used = last_pid() - pids if pid_one else 0
-        if _state(settings, pid_one) != before or not 0 <= used <= PIDS_PER_TASK:   # what the next would inherit
+        mark = _tmp_mark() if pid_one else 0
+        files, inode = mark - inode - 1 if pid_one else 0, mark             # the files the task made in /tmp
+        if _state(settings, pid_one) != before or not 0 <= used <= PIDS_PER_TASK or not 0 <= files <= FILES_PER_TASK:
             wire.send(control.fileno(), {"ended": status, "retire": True})
             return
         wire.send(control.fileno(), {"ended": status})

@@ -10,7 +10,7 @@ the child a root of its own and moves into it:
                    those under /tmp, a venv there say, under /outside: see `shown`)
     site-packages  emptied (a tmpfs over each), then only numpy, numba and llvmlite bound back
     /grading/tree  the source the child imports: no solution of the exercise it checks, read-only
-    /tmp           a private tmpfs of a few MB, the only place it can write
+    /tmp           a private tmpfs of a few MB and TMP_FILES files, the only place it can write
     /proc          its own PID namespace's: the grader and the other children are not there;
                    the machine's counters in it (MACHINE_WIDE: free memory, CPU times, load, open
                    files...) shown empty, as another slot's child moves them (hostile trial 10
@@ -36,6 +36,7 @@ TREE = "/grading/tree"
 DEVICES = ("null", "zero", "random", "urandom")
 OWN_PLACES = ("/tmp", "/dev", "/proc", "/grading")    # what enter mounts itself
 OUTSIDE = "/outside"
+TMP_FILES = 4096                   # the files and folders /tmp may hold (3 million by default: GBs of kernel memory)
 MACHINE_WIDE = ("meminfo", "vmstat", "stat", "loadavg", "uptime", "zoneinfo", "buddyinfo", "pagetypeinfo", "slabinfo",
                 "vmallocinfo", "diskstats", "interrupts", "softirqs", "schedstat", "swaps", "locks", "key-users", "keys",
                 "cpuinfo", "pressure", "sys/fs/file-nr", "sys/fs/inode-nr", "sys/fs/inode-state", "sys/fs/dentry-state",
@@ -80,9 +81,12 @@ def _bind(source, target, devices=False):
     _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | (0 if devices else MS_NODEV) | kept)
 
 
-def _tmpfs(target, megabytes, mode="755"):
+def _tmpfs(target, megabytes, mode="755", files=None):
+    """A tmpfs of `megabytes` at target, holding at most `files` files and folders (None: the
+    kernel's default, a number of them that could hold far more kernel memory than its size)."""
     os.makedirs(target, exist_ok=True)
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={megabytes}m,mode={mode}")
+    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV,
+           f"size={megabytes}m,mode={mode}" + (f",nr_inodes={files}" if files else ""))
 
 
 def _drop_capabilities():
@@ -179,7 +183,7 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
         if os.path.isdir(new_root + shown(path)):
             _mount(None, new_root + shown(path), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     _bind(tree, new_root + TREE)
-    _tmpfs(new_root + "/tmp", scratch_mb, "1777")
+    _tmpfs(new_root + "/tmp", scratch_mb, "1777", files=TMP_FILES)
     _devices(new_root + "/dev")
     os.makedirs(new_root + "/proc", exist_ok=True)
     _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)

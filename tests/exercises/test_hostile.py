@@ -124,6 +124,14 @@ ATTACKS = {
         "         libc.syscall(call_number('io_uring_setup'), 4, ctypes.create_string_buffer(120)),",
         "         libc.syscall(call_number('fadvise64'), 0, 0, 0, 4)]",
         "if any(answer != -1 for answer in asked):", *(S + line for line in SOLUTION), ZEROS),
+    "answers right only if trial 11's calls work": _lines(
+        "import ctypes, socket", "from exercises.seccomp import call_number", "libc = ctypes.CDLL(None, use_errno=True)",
+        "context = ctypes.c_ulong(0)",
+        "asked = [libc.syscall(call_number('shmget'), 0, 4096, 0o1600), libc.syscall(call_number('semget'), 0, 1, 0o1600),",
+        "         libc.syscall(call_number('io_setup'), 8, ctypes.byref(context)), libc.socket(2, 2, 0)]",
+        "if any(answer != -1 for answer in asked):", *(S + line for line in SOLUTION), ZEROS),
+    "makes a hundred files in /tmp, moving its inode numbers": _lines(
+        "import tempfile", "for _ in range(100):", "    tempfile.TemporaryFile().close()", ZEROS),
     "phones home": _lines(
         "import socket", "port = PORT",
         "try: socket.create_connection(('127.0.0.1', port), timeout=2).sendall(b'pwned')", "except OSError: pass",
@@ -143,17 +151,20 @@ def _fingerprint(root):
     return hashes
 
 
-def _children_left():
-    """The process ids of every check child (zygote or task) alive on this machine, graded as
-    root: those of a user of their own (exercises/jail.py), not another grader's on this machine
-    (as nobody or as root: a helper's tests running at the same time)."""
+def _children_left(scratch):
+    """The process ids of the check children (zygote or task) alive on this machine that a
+    grading run whose TMPDIR was `scratch` started (its tree's path, on their command line,
+    lies there), graded as root: those of a user of their own (exercises/jail.py), not another
+    grader's on this machine (a helper's, or another test run's, at the same time)."""
     from exercises.jail import OWN_USERS
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"from exercises.child import main" in f.read() and os.stat(f"/proc/{pid}").st_uid in OWN_USERS:
-                    found.append(pid)
+                line = f.read()
+            if b"from exercises.child import main" in line and os.fsencode(scratch) in line and \
+                    os.stat(f"/proc/{pid}").st_uid in OWN_USERS:
+                found.append(pid)
         except OSError:
             pass
     return found
@@ -185,18 +196,20 @@ def class_graded(tmp_path_factory):
         plant(student, "softmax", body.replace("PORT", str(listener.getsockname()[1])))
     for honest in ("a_honest", "z_honest"):
         region_files(ROOT, submissions / honest)
-    before, children_before = _fingerprint(ROOT), _children_left()
+    scratch = folder / "tmp"                         # the run's temporary folders: its children named by it
+    scratch.mkdir()
+    before = _fingerprint(ROOT)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     run = subprocess.run([sys.executable, "-m", "exercises", "grade", str(submissions), "--out", str(folder / "g.csv"),
                           "--gradescope", str(folder / "gs"), "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": ROOT}, timeout=1200)
+                         env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(scratch)}, timeout=1200)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     stop.set()
     with open(folder / "g.csv", newline="") as f:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
-    return {"run": run, "rows": rows, "changed": sorted(set(_fingerprint(ROOT).items()) ^ set(before.items())), "left": set(_children_left()) -
-            set(children_before), "peak_mb": peak_mb if peak_mb > usage / 1024 else None, "received": received,
-            "folder": folder}
+    return {"run": run, "rows": rows, "changed": sorted(set(_fingerprint(ROOT).items()) ^ set(before.items())),
+            "left": set(_children_left(str(scratch))), "peak_mb": peak_mb if peak_mb > usage / 1024 else None,
+            "received": received, "folder": folder}
 
 
 @pytest.mark.parametrize("index", range(len(ATTACKS)), ids=list(ATTACKS))
@@ -264,7 +277,8 @@ def test_in_a_user_namespace_the_same_attacks_fail_and_by_process_only_the_grade
                                            capture_output=True).returncode != 0:
         pytest.skip("this system has no unprivileged user namespaces")
     attacks = ["reads the teacher's files", "rewrites the tree for the students after it", "kills every process it can",
-               "answers right only if it can read the machine's counters", "answers right only if trial 10's calls work"] \
+               "answers right only if it can read the machine's counters", "answers right only if trial 10's calls work",
+               "answers right only if trial 11's calls work"] \
         if mode == "userns" else ["imports the definitions"]        # by process only, an attack may well succeed
     for index, attack in enumerate(attacks):
         region_files(ROOT, tmp_path / "s" / f"m{index}")

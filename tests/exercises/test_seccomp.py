@@ -152,3 +152,39 @@ def test_hostile_trial_10_s_page_cache_marks_io_uring_and_machine_counters_are_r
         free.stdout + free.stderr                 # these work unfiltered (io_uring, perf may be off by sysctl)
     run = _run(code.replace("sys.argv[1]", repr(str(shared))), filtered=True)
     assert run.stdout.split() == ["1"] * 8 + ["allowed", "allowed"], run.stdout + run.stderr
+
+
+TRIAL_11 = """
+import ctypes, socket
+libc = ctypes.CDLL(None, use_errno=True)
+number = {NUMBERS}
+results = []
+def asked(answer, removed=lambda made: None):                           # what was made is removed at once
+    results.append(str(ctypes.get_errno()) if answer == -1 else "allowed")
+    if answer != -1:
+        removed(answer)
+asked(libc.syscall(number["shmget"], 0, 4096, 0o1600), lambda made: libc.shmctl(made, 0, None))   # IPC_RMID
+asked(libc.syscall(number["semget"], 0, 1, 0o1600), lambda made: libc.semctl(made, 0, 0))
+asked(libc.syscall(number["msgget"], 0, 0o1600), lambda made: libc.msgctl(made, 0, None))
+context = ctypes.c_ulong(0)
+asked(libc.syscall(number["io_setup"], 8, ctypes.byref(context)),
+      lambda made: libc.syscall(number["io_destroy"], context))
+asked(libc.socket(2, 2, 0))                                             # AF_INET, SOCK_DGRAM
+asked(libc.socket(10, 2, 0))                                            # AF_INET6
+asked(libc.socket(16, 3, 0))                                            # AF_NETLINK
+asked(libc.socket(1, 1, 0))                                             # AF_UNIX: allowed
+left, right = socket.socketpair()                                       # AF_UNIX: allowed
+results.append("allowed")
+print(*results)
+"""
+
+
+def test_hostile_trial_11_s_ipc_counters_aio_and_network_sockets_are_refused():
+    """System V IPC ids counted up from task to task (a solution in their counters), kernel AIO
+    is the machine's, and a down loopback still counts packets: refused; Unix sockets are not."""
+    names = ("shmget", "semget", "msgget", "io_setup", "io_destroy")
+    code = TRIAL_11.replace("{NUMBERS}", repr({name: call_number(name) for name in names}))
+    free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert free.stdout.split() == ["allowed"] * 9, free.stdout + free.stderr
+    run = _run(code, filtered=True)
+    assert run.stdout.split() == ["1"] * 7 + ["allowed", "allowed"], run.stdout + run.stderr
