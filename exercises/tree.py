@@ -10,7 +10,7 @@ import sys
 
 PACKAGES = ("numpy", "numba", "llvmlite")        # all a child may import besides the tree and the standard library
 RUNTIME = ("__init__.py", "child.py", "jail.py", "seccomp.py", "lasting.py", "wire.py", "probes.py", "stand_ins.py",
-           "hotpatch.py", "overrides.py")
+           "hotpatch.py", "overrides.py", "readable.py")
 
 
 def _within(path, folders):
@@ -32,7 +32,8 @@ def layout(hide):
     places = list(dict.fromkeys(places))
     hidden = [p for p in dict.fromkeys(places + [os.path.realpath(h) for h in hide]) if _within(p, binds)]
     stdlib = [p for p in sys.path if p and os.path.exists(p) and not _within(p, places) and _within(p, binds)]
-    return {"binds": binds, "hidden": hidden, "packages": packages, "packages_path": places, "stdlib": stdlib}
+    tests = [os.path.join(p, "test") for p in stdlib if os.path.isdir(os.path.join(p, "test"))]   # Python's own: 120 MB
+    return {"binds": binds, "hidden": hidden + tests, "packages": packages, "packages_path": places, "stdlib": stdlib}
 
 
 def write_tree(folder, texts):

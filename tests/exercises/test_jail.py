@@ -42,3 +42,43 @@ def test_a_venv_under_tmp_is_seen_by_the_child_and_the_check_runs_in_namespaces(
     assert run.returncode == 0, run.stdout + run.stderr
     assert "isolation by process only" not in run.stdout, run.stdout
     assert [line.split(":")[0] for line in run.stdout.splitlines()] == ["exercise value_mul", "exercise softmax"], run.stdout
+
+
+def _landlock():
+    import ctypes
+    from exercises.readable import CREATE_RULESET, RULESET_VERSION
+    return ctypes.CDLL(None, use_errno=True).syscall(CREATE_RULESET, None, 0, RULESET_VERSION) >= 1
+
+
+ANSWERS_IF_IT_CAN_READ = """    try:
+        open({path!r}, "rb").read(1)
+    except OSError:
+        return np.zeros_like(x)
+    e = np.exp(x - _row_max(x))
+    s = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s != 0)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or isolation() == "process",
+                    reason="this system gives the grader no namespaces: there is no child's root to build")
+def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
+    """Hostile trial 11 read a solution from the page cache of a cold file under /usr, timing
+    its first reads: a task may read its tree, Python's and the packages' files (warmed by its
+    zygote), /proc and /dev, and nothing else of /usr."""
+    if not _landlock():
+        pytest.skip("this kernel has no Landlock (Linux 5.13+): a task may read all of /usr (docs/TEACHING.md)")
+    from tests.exercises.helpers import grade_pairs, plant, region_files
+    import numpy
+    readable = {"/usr/bin/env": False, jail.shown(os.path.realpath(sys.executable)): False,   # as the child sees them
+                jail.shown(os.__file__): True, jail.shown(numpy.__file__): True, "/proc/self/status": True,
+                "/dev/null": True}
+    students = {}
+    for index, path in enumerate(readable):
+        region_files(ROOT, tmp_path / f"s{index}")
+        plant(tmp_path / f"s{index}", "softmax", ANSWERS_IF_IT_CAN_READ.format(path=path))
+        students[f"s{index}"] = tmp_path / f"s{index}"
+    lines = grade_pairs(students, {student: ["softmax"] for student in students})
+    read = {path: lines[(f"s{index}", "softmax")].startswith("exercise softmax: passed")
+            for index, path in enumerate(readable)}
+    assert read == readable, lines
