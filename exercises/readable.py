@@ -11,7 +11,8 @@ changes what a later child times.
 So the zygote, before its first task, reads every file it will let its tasks read (its
 tree, the standard library, numpy's, numba's and llvmlite's folders: a few hundred MB, once
 a zygote, from memory after the first time), then restricts itself and every process it
-forks, for good, to those folders for reading, /tmp for writing, /dev and /proc: a Landlock
+forks, for good, to those folders for reading, /tmp for writing, /dev, and /proc for reading
+only (no setting of the zygote's or its namespaces' may be written there): a Landlock
 ruleset (Linux 5.13 and later; an unprivileged process may install one, as it may a seccomp
 filter). The rest of /usr is still mounted (the libraries the zygote loaded stay loaded) but
 a task can open none of it. Where the kernel has no Landlock, nothing is installed, and
@@ -64,12 +65,17 @@ def warm(folders):
                         pass
 
 
+def version():
+    """The kernel's Landlock version (0: none)."""
+    return max(ctypes.CDLL(None, use_errno=True).syscall(CREATE_RULESET, None, 0, RULESET_VERSION), 0)
+
+
 def keep_to(readable, writable="/tmp", devices="/dev", proc="/proc"):
     """Warm the folders `readable`, then let this process and all it forks read only beneath
     them (and /proc), write only beneath `writable`, and use the devices of `devices`.
     False, restricting nothing, where the kernel has no Landlock."""
     libc = ctypes.CDLL(None, use_errno=True)
-    abi = libc.syscall(CREATE_RULESET, None, 0, RULESET_VERSION)
+    abi = version()
     if abi < 1:
         return False
     readable = [path for path in dict.fromkeys(readable) if os.path.isdir(path)]

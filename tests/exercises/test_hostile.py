@@ -620,14 +620,19 @@ def test_what_a_task_sets_that_outlives_it_retires_the_zygote(tmp_path):
     """In a user namespace a task owns /tmp, some of its zygote's /proc entry and the settings
     of the namespaces later tasks share (IPC limits, pid_max): each attack is a writer (passing
     only if its write took) graded just before a reader (passing only if it sees nothing of
-    it), one job, so both are tasks of one zygote unless the writer's retired it."""
-    bodies = {}
+    it), one job, so both are tasks of one zygote unless the writer's retired it. Where the
+    kernel has Landlock, a task may not write /proc at all (exercises/readable.py): those
+    writers fail, and their readers still see nothing."""
+    from exercises.readable import version
+    bodies, writes = {}, {}
     for index, (attack, (writer, seen)) in enumerate(LASTING.items()):
         bodies[f"{index}a_writes"] = _lines(*writer)
         bodies[f"{index}b_reads"] = _lines("import os", "try:", f"    if {seen}: return np.zeros_like(x)",
                                            "except OSError: pass", *SOLUTION)
+        refused = version() and "/proc/" in bodies[f"{index}a_writes"]
+        writes.update({f"{index}a_writes": "not yet" if refused else "passed", f"{index}b_reads": "passed"})
     rows = _grade_softmax(tmp_path, bodies, "userns", jobs=1)
-    assert rows == {student: "passed" for student in bodies}       # each write took, and no later task saw it
+    assert rows == writes                                  # each write took (or was refused), and no later task saw it
 
 
 def test_a_task_holding_its_processes_does_not_stop_a_classmate_s_in_the_other_slot(tmp_path):

@@ -44,12 +44,6 @@ def test_a_venv_under_tmp_is_seen_by_the_child_and_the_check_runs_in_namespaces(
     assert [line.split(":")[0] for line in run.stdout.splitlines()] == ["exercise value_mul", "exercise softmax"], run.stdout
 
 
-def _landlock():
-    import ctypes
-    from exercises.readable import CREATE_RULESET, RULESET_VERSION
-    return ctypes.CDLL(None, use_errno=True).syscall(CREATE_RULESET, None, 0, RULESET_VERSION) >= 1
-
-
 ANSWERS_IF_IT_CAN_READ = """    try:
         open({path!r}, "rb").read(1)
     except OSError:
@@ -66,7 +60,8 @@ def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
     """Hostile trial 11 read a solution from the page cache of a cold file under /usr, timing
     its first reads: a task may read its tree, Python's and the packages' files (warmed by its
     zygote), /proc and /dev, and nothing else of /usr."""
-    if not _landlock():
+    from exercises.readable import version
+    if not version():
         pytest.skip("this kernel has no Landlock (Linux 5.13+): a task may read all of /usr (docs/TEACHING.md)")
     from tests.exercises.helpers import grade_pairs, plant, region_files
     import numpy
