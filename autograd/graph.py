@@ -47,9 +47,10 @@ def print_graph(tensor, file=None, names=None):
     return text
 
 
-def draw_graph(tensor, path, title=None):
+def draw_graph(tensor, path, title=None, names=None):
     """Draw the graph of a small expression to an image file: leaves at the bottom, the
-    output at the top, each box naming its op and shape (and grad, after backward)."""
+    output at the top, each box naming its op and shape (and grad, after backward).
+    names: as print_graph's, so that a leaf's box says `w`, not just `leaf`."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -57,7 +58,9 @@ def draw_graph(tensor, path, title=None):
     if tensor._node is None:
         raise ValueError("draw_graph: the tensor is a leaf; there is no graph to draw")
     nodes = graph_nodes(tensor._node)               # inputs before outputs
-    boxes = _boxes(nodes)
+    if hasattr(names, "named_parameters"):
+        names = dict(names.named_parameters())
+    boxes = _boxes(nodes, {id(t): name for name, t in (names or {}).items()})
     where, widest, levels = _positions(boxes)
     fig, ax = plt.subplots(figsize=(2 + 1.8 * widest, 1.5 + 1.3 * levels))
     _draw_arrows(ax, nodes, where)
@@ -78,16 +81,18 @@ def _key(t):
     return id(t) if t._node is None else id(t._node)
 
 
-def _boxes(nodes):
+def _boxes(nodes, name_of):
     """(key, label, level, leaf or None) for every leaf and node; a leaf's level is 0, a
-    node's one above its highest input.  A leaf's label holds its gradient, once it has one."""
+    node's one above its highest input.  A leaf's label holds its name (name_of: {id: name})
+    and its gradient, once it has one."""
     level, boxes = {}, []
     for node in nodes:
         for t in node.inputs:
             if t._node is None and id(t) not in level:
                 level[id(t)] = 0
                 grad = "" if t.grad is None else f"\ngrad {_values(t.grad)}"
-                boxes.append((id(t), f"{'leaf' if t.requires_grad else 'const'}\n{t.shape}{grad}", 0, t))
+                kind = ("leaf" if t.requires_grad else "const") + (f" {name_of[id(t)]}" if id(t) in name_of else "")
+                boxes.append((id(t), f"{kind}\n{t.shape}{grad}", 0, t))
         level[id(node)] = max((level[_key(t)] + 1 for t in node.inputs), default=0)
         boxes.append((id(node), f"{node.name}\n{node.out_shape}", level[id(node)], None))
     return boxes

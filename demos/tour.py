@@ -56,7 +56,8 @@ def main(argv=None):
     print("\n== gradcheck: the backward pass against central finite differences ==")
     ok = gradcheck(lambda w, b: expression(x, w, b), [w, b])
     print(f"  gradcheck passed: {ok}")
-    path = draw_graph(loss, f"{out_dir}/graph.png", title="loss = mean(tanh(x @ w + b)^2)")
+    path = draw_graph(loss, f"{out_dir}/graph.png", title="loss = mean(tanh(x @ w + b)^2)",
+                      names={"x": x, "w": w, "b": b})
     print(f"\nwrote {path}")
 
 

@@ -32,7 +32,7 @@ h4 .where { font: 13px ui-monospace, monospace; color: #556; }
 details.fold > summary { white-space: pre; color: #8a8f99; cursor: pointer; font-style: italic; padding-left: 4.5em; }
 .cmd { font: 11px ui-monospace, monospace; color: #9aa0aa; margin: 0 0 .3em; }
 .cmd code { color: #8a909a; } code.seq { white-space: pre; background: #eef1f6; padding: 1px 4px; }
-.heads { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: .4em 0 .8em; }
+.heads { display: grid; grid-template-columns: repeat(2, max-content); gap: 4px 14px; margin: .4em 0 .8em; }
 figure.hm { margin: 0; display: grid; grid-template-columns: auto calc(var(--m) * var(--cell));
             grid-template-rows: auto 1.2em auto calc(var(--n) * var(--cell)); font: 9px/1 ui-monospace, monospace; }
 figure.hm figcaption { grid-area: 1 / 2; font: 12px system-ui, sans-serif; color: #334; text-align: center; }
@@ -44,7 +44,7 @@ figure.hm figcaption { grid-area: 1 / 2; font: 12px system-ui, sans-serif; color
 .keys span, .queries span { text-align: center; white-space: pre; overflow: hidden; line-height: var(--cell); }
 canvas.heat { grid-area: 4 / 2; width: calc(var(--m) * var(--cell)); height: calc(var(--n) * var(--cell));
               image-rendering: pixelated; border: 1px solid #ccd; box-sizing: content-box; cursor: crosshair; }
-nav ol { columns: 2; } table.also { display: block; overflow-x: auto; border-collapse: collapse; font-size: 13px; }
+nav ol { columns: 2; column-gap: 3.5em; } nav li { break-inside: avoid; } table.also { display: block; overflow-x: auto; border-collapse: collapse; font-size: 13px; }
 table.also td { padding: 1px 8px 1px 0; vertical-align: top; white-space: nowrap; } table.also td.code { padding: 0; }
 td.where { font: 12px ui-monospace, monospace; color: #556; }
 figure.graph { margin: 1em 0; } figure.graph svg { max-width: 100%; height: auto; }

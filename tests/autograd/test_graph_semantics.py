@@ -195,7 +195,8 @@ def test_draw_graph_writes_an_image(tmp_path):
 
 
 def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_path):
-    """a * a takes a twice: two arrows, bowed apart (one straight arrow would hide the square)."""
+    """a * a takes a twice: two arrows, bowed apart (one straight arrow would hide the square);
+    leaves named as given."""
     import matplotlib.axes
     from autograd import draw_graph
     drawn = []
@@ -205,9 +206,17 @@ def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_pat
         drawn.append(kw["arrowprops"]["connectionstyle"])
         return original(ax, *args, **kw)
     monkeypatch.setattr(matplotlib.axes.Axes, "annotate", annotate)
+    labels = []
+    original_text = matplotlib.axes.Axes.text
+
+    def text(ax, x, y, label, *args, **kw):
+        labels.append(label)
+        return original_text(ax, x, y, label, *args, **kw)
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", text)
     a, b = leaf(2), leaf(2)
     t = (a * b).tanh()
-    draw_graph((t * t + a).sum(), tmp_path / "graph.png")
+    draw_graph((t * t + a).sum(), tmp_path / "graph.png", names={"a": a, "b": b})
+    assert sorted(label.split("\n")[0] for label in labels if label.startswith("leaf")) == ["leaf a", "leaf b"]
     assert len(drawn) == 2 + 1 + 2 + 2 + 1              # Mul(a, b), Tanh, Mul(t, t), Add, Sum
     assert sorted(drawn).count("arc3,rad=0.0") == 6 and {"arc3,rad=-0.175", "arc3,rad=0.175"} <= set(drawn)
 
@@ -247,7 +256,7 @@ def test_the_tours_drawing_writes_every_leafs_gradient(seed):
     big = Tensor(rng.standard_normal((4, 5)), requires_grad=True)
     loss = expression(x, w, b) + (big * big).sum()
     loss.backward()
-    labels = {id(t): label for _, label, _, t in _boxes(graph_nodes(loss._node)) if t is not None}     # the leaves
+    labels = {id(t): label for _, label, _, t in _boxes(graph_nodes(loss._node), {}) if t is not None}     # the leaves
     for tensor in (w, b):
         printed = labels[id(tensor)].split("grad ", 1)[1]
         values = [float(v) for v in printed.replace("[", " ").replace("]", " ").split()]
