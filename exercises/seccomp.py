@@ -36,8 +36,10 @@ this filter never sees (an extended attribute was set through it); `perf_event_o
 Hostile trial 11: System V IPC (`shmget`, `semget`, `msgget`: their ids count up from task to
 task, 16 bits each for the next task to read, and detached shared memory outlived the memory
 limit), kernel AIO (`io_setup` and the rest: the machine's AIO events, shared by every slot
-and container), and every socket but a Unix one (a loopback that is down still counts the
-packets sent to it, for the next task of the zygote).
+and container). Trial 12: every call that makes a pipe, a socket or a memfd (`pipe`, `pipe2`,
+`socket`, `socketpair`, `memfd_create`), as each takes an inode number from one counter of
+the whole machine, which the next task can read (and a loopback that is down still counted
+the packets a socket sent). A task talks to its judge through the socket it was given.
 
 and every call made as another architecture's (x86-64's 32-bit calls through `int 0x80`,
 its x32 ABI: the same calls under other numbers). A filter is a small program the kernel
@@ -52,7 +54,7 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 LOAD_WORD, JUMP_IF_EQUAL, JUMP_IF_AT_LEAST, RETURN = 0x20, 0x15, 0x35, 0x06     # BPF opcodes
 ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | 1                                     # RET_ALLOW, RET_ERRNO | EPERM
 ARCH_OFFSET, NUMBER_OFFSET = 4, 0                                               # in struct seccomp_data
-FIRST_ARGUMENT_OFFSET, SECOND_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET = 16, 24, 32          # (their low words)
+SECOND_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET = 24, 32                                     # (their low words)
 X32 = 0x40000000
 # machine: (AUDIT_ARCH_*, {name: number}) of the forbidden calls (a machine without a call
 # leaves it out); ioprio_get for child.py's state, fcntl for its lock commands
@@ -69,7 +71,7 @@ MACHINES = {
                             "perf_event_open": 298, "sysinfo": 99, "sched_setaffinity": 203, "madvise": 28,
                             "shmget": 29, "semget": 64, "msgget": 68, "io_setup": 206, "io_destroy": 207,
                             "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333,
-                            "socket": 41, "socketpair": 53}),
+                            "socket": 41, "socketpair": 53, "pipe": 22, "pipe2": 293, "memfd_create": 319}),
     "aarch64": (0xC00000B7, {"mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
                              "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218,
                              "keyctl": 219, "ioprio_get": 31, "flock": 32, "fcntl": 25, "setxattr": 5,
@@ -81,7 +83,7 @@ MACHINES = {
                              "perf_event_open": 241, "sysinfo": 179, "sched_setaffinity": 122, "madvise": 233,
                              "shmget": 194, "semget": 190, "msgget": 186, "io_setup": 0, "io_destroy": 1,
                              "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292,
-                             "socket": 198, "socketpair": 199}),
+                             "socket": 198, "socketpair": 199, "pipe2": 59, "memfd_create": 279}),
 }
 FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
              "add_key", "request_key", "keyctl", "flock", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
@@ -89,19 +91,14 @@ FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_noti
              "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark", "mincore", "preadv2",
              "pwritev2", "fadvise64", "readahead", "cachestat", "io_uring_setup", "io_uring_enter",
              "io_uring_register", "perf_event_open", "sysinfo", "sched_setaffinity", "shmget", "semget", "msgget",
-             "io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel", "io_pgetevents")
-# calls judged by one argument: {call: (the argument's offset, values, whether those values are
-# the only ones allowed (else: the ones refused))}.
+             "io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel", "io_pgetevents", "socket",
+             "socketpair", "pipe", "pipe2", "memfd_create")
+# calls refused for some values of one argument only: {call: (the argument's offset, values)}.
 # fcntl's commands on record locks and leases: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
 # F_OFD_SETLKW, F_SETLEASE, F_GETLEASE (its other commands, on descriptors' flags, stay allowed);
-# madvise's MADV_COLD and MADV_PAGEOUT (its others, which malloc uses, stay allowed);
-# socket and socketpair for AF_UNIX only
+# madvise's MADV_COLD and MADV_PAGEOUT (its others, which malloc uses, stay allowed)
 LOCK_COMMANDS = (5, 6, 7, 36, 37, 38, 1024, 1025)
-AF_UNIX = 1
-BY_ARGUMENT = {"fcntl": (SECOND_ARGUMENT_OFFSET, LOCK_COMMANDS, False),
-               "madvise": (THIRD_ARGUMENT_OFFSET, (20, 21), False),
-               "socket": (FIRST_ARGUMENT_OFFSET, (AF_UNIX,), True),
-               "socketpair": (FIRST_ARGUMENT_OFFSET, (AF_UNIX,), True)}
+BY_ARGUMENT = {"fcntl": (SECOND_ARGUMENT_OFFSET, LOCK_COMMANDS), "madvise": (THIRD_ARGUMENT_OFFSET, (20, 21))}
 
 
 class Instruction(ctypes.Structure):
@@ -120,19 +117,19 @@ def call_number(name):
 
 
 def _program(arch, numbers, by_argument=()):
-    """[Instruction]: refuse the calls `numbers`; each call of `by_argument` [(number, the
-    argument's offset, values, only)] when that argument is one of its values (only: when it is
-    none of them); every call of another architecture and, on x86-64, every x32 call; allow the rest."""
+    """[Instruction]: refuse the calls `numbers`, and each call of `by_argument` [(number, the
+    argument's offset, values)] when that argument is one of its values; every call of another
+    architecture and, on x86-64, every x32 call; allow the rest."""
     checks = [(JUMP_IF_AT_LEAST, X32)] if arch == MACHINES["x86_64"][0] else []
     checks += [(JUMP_IF_EQUAL, number) for number in numbers]
     program = [(LOAD_WORD, None, None, ARCH_OFFSET), (JUMP_IF_EQUAL, None, "refuse", arch),
                (LOAD_WORD, None, None, NUMBER_OFFSET)]
     program += [(test, "refuse", None, value) for test, value in checks]
-    for index, (number, argument, values, only) in enumerate(by_argument):
+    for index, (number, argument, values) in enumerate(by_argument):
         after = f"after {index}"                            # the next call's test, or the end: allowed
         program += [(JUMP_IF_EQUAL, None, after, number), (LOAD_WORD, None, None, argument)]
-        program += [(JUMP_IF_EQUAL, "allow" if only else "refuse", None, value) for value in values]
-        program += [(RETURN, None, None, REFUSE if only else ALLOW), (f"label {after}", None, None, None)]
+        program += [(JUMP_IF_EQUAL, "refuse", None, value) for value in values]
+        program += [(RETURN, None, None, ALLOW), (f"label {after}", None, None, None)]
     program += [(RETURN, None, None, ALLOW), (RETURN, None, None, REFUSE)]
     labels, instructions = {}, []
     for code, true, false, k in program:                    # a label names the place of the next instruction

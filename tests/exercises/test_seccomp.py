@@ -155,7 +155,7 @@ def test_hostile_trial_10_s_page_cache_marks_io_uring_and_machine_counters_are_r
 
 
 TRIAL_11 = """
-import ctypes, socket
+import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 number = {NUMBERS}
 results = []
@@ -172,19 +172,20 @@ asked(libc.syscall(number["io_setup"], 8, ctypes.byref(context)),
 asked(libc.socket(2, 2, 0))                                             # AF_INET, SOCK_DGRAM
 asked(libc.socket(10, 2, 0))                                            # AF_INET6
 asked(libc.socket(16, 3, 0))                                            # AF_NETLINK
-asked(libc.socket(1, 1, 0))                                             # AF_UNIX: allowed
-left, right = socket.socketpair()                                       # AF_UNIX: allowed
-results.append("allowed")
+asked(libc.socket(1, 1, 0))                                             # AF_UNIX
+asked(libc.pipe((ctypes.c_int * 2)()))                                  # each takes an inode number of the machine's
+asked(libc.syscall(number["memfd_create"], b"x", 0))
 print(*results)
 """
 
 
-def test_hostile_trial_11_s_ipc_counters_aio_and_network_sockets_are_refused():
+def test_hostile_trials_11_and_12_s_counters_are_refused():
     """System V IPC ids counted up from task to task (a solution in their counters), kernel AIO
-    is the machine's, and a down loopback still counts packets: refused; Unix sockets are not."""
-    names = ("shmget", "semget", "msgget", "io_setup", "io_destroy")
+    is the machine's, and every pipe, socket and memfd takes an inode number from one counter
+    of the whole machine (a down loopback also counted packets): refused."""
+    names = ("shmget", "semget", "msgget", "io_setup", "io_destroy", "memfd_create")
     code = TRIAL_11.replace("{NUMBERS}", repr({name: call_number(name) for name in names}))
     free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert free.stdout.split() == ["allowed"] * 9, free.stdout + free.stderr
+    assert free.stdout.split() == ["allowed"] * 10, free.stdout + free.stderr
     run = _run(code, filtered=True)
-    assert run.stdout.split() == ["1"] * 7 + ["allowed", "allowed"], run.stdout + run.stderr
+    assert run.stdout.split() == ["1"] * 10, run.stdout + run.stderr
