@@ -54,37 +54,30 @@ PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 LOAD_WORD, JUMP_IF_EQUAL, JUMP_IF_AT_LEAST, RETURN = 0x20, 0x15, 0x35, 0x06     # BPF opcodes
 ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | 1                                     # RET_ALLOW, RET_ERRNO | EPERM
 ARCH_OFFSET, NUMBER_OFFSET = 4, 0                                               # in struct seccomp_data
-SECOND_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET = 24, 32                                     # (their low words)
+SECOND_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET = 24, 32                          # (their low words)
 X32 = 0x40000000
-# machine: (AUDIT_ARCH_*, {name: number}) of the forbidden calls (a machine without a call
-# leaves it out); ioprio_get for child.py's state, fcntl for its lock commands
-MACHINES = {
-    "x86_64": (0xC000003E, {"mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243,
-                            "mq_notify": 244, "mq_getsetattr": 245, "add_key": 248, "request_key": 249,
-                            "keyctl": 250, "ioprio_get": 252, "flock": 73, "fcntl": 72, "setxattr": 188,
-                            "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
-                            "fremovexattr": 199, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280,
-                            "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
-                            "fanotify_init": 300, "fanotify_mark": 301, "mincore": 27, "preadv2": 327,
-                            "pwritev2": 328, "fadvise64": 221, "readahead": 187, "cachestat": 451,
-                            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-                            "perf_event_open": 298, "sysinfo": 99, "sched_setaffinity": 203, "madvise": 28,
-                            "shmget": 29, "semget": 64, "msgget": 68, "io_setup": 206, "io_destroy": 207,
-                            "io_getevents": 208, "io_submit": 209, "io_cancel": 210, "io_pgetevents": 333,
-                            "socket": 41, "socketpair": 53, "pipe": 22, "pipe2": 293, "memfd_create": 319}),
-    "aarch64": (0xC00000B7, {"mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183,
-                             "mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218,
-                             "keyctl": 219, "ioprio_get": 31, "flock": 32, "fcntl": 25, "setxattr": 5,
-                             "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
-                             "fremovexattr": 16, "utimensat": 88, "inotify_init1": 26, "inotify_add_watch": 27,
-                             "fanotify_init": 262, "fanotify_mark": 263, "mincore": 232, "preadv2": 286,
-                             "pwritev2": 287, "fadvise64": 223, "readahead": 213, "cachestat": 451,
-                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-                             "perf_event_open": 241, "sysinfo": 179, "sched_setaffinity": 122, "madvise": 233,
-                             "shmget": 194, "semget": 190, "msgget": 186, "io_setup": 0, "io_destroy": 1,
-                             "io_submit": 2, "io_cancel": 3, "io_getevents": 4, "io_pgetevents": 292,
-                             "socket": 198, "socketpair": 199, "pipe2": 59, "memfd_create": 279}),
-}
+# {call: (its number on x86-64, on aarch64; None where that machine has no such call)}: the
+# forbidden calls, ioprio_get for child.py's state, fcntl and madvise for their arguments
+CALL_NUMBERS = {"mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
+                "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
+                "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "ioprio_get": (252, 31),
+                "flock": (73, 32), "fcntl": (72, 25), "setxattr": (188, 5), "lsetxattr": (189, 6),
+                "fsetxattr": (190, 7), "removexattr": (197, 14), "lremovexattr": (198, 15),
+                "fremovexattr": (199, 16), "utime": (132, None), "utimes": (235, None), "futimesat": (261, None),
+                "utimensat": (280, 88), "inotify_init": (253, None), "inotify_init1": (294, 26),
+                "inotify_add_watch": (254, 27), "fanotify_init": (300, 262), "fanotify_mark": (301, 263),
+                "mincore": (27, 232), "preadv2": (327, 286), "pwritev2": (328, 287), "fadvise64": (221, 223),
+                "readahead": (187, 213), "cachestat": (451, 451), "io_uring_setup": (425, 425),
+                "io_uring_enter": (426, 426), "io_uring_register": (427, 427), "perf_event_open": (298, 241),
+                "sysinfo": (99, 179), "sched_setaffinity": (203, 122), "madvise": (28, 233), "shmget": (29, 194),
+                "semget": (64, 190), "msgget": (68, 186), "io_setup": (206, 0), "io_destroy": (207, 1),
+                "io_getevents": (208, 4), "io_submit": (209, 2), "io_cancel": (210, 3), "io_pgetevents": (333, 292),
+                "socket": (41, 198), "socketpair": (53, 199), "pipe": (22, None), "pipe2": (293, 59),
+                "memfd_create": (319, 279)}
+# machine: (AUDIT_ARCH_*, {name: number}) of those calls the machine has
+MACHINES = {machine: (audit_arch, {name: numbers[column] for name, numbers in CALL_NUMBERS.items()
+                                   if numbers[column] is not None})
+            for column, (machine, audit_arch) in enumerate((("x86_64", 0xC000003E), ("aarch64", 0xC00000B7)))}
 FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
              "add_key", "request_key", "keyctl", "flock", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
              "lremovexattr", "fremovexattr", "utime", "utimes", "futimesat", "utimensat", "inotify_init",
