@@ -253,8 +253,8 @@ def main():
     if config["isolation"] != "process":
         from exercises import jail
         shown = jail.shown
-        jail.enter(config["new_root"], config["binds"], config["hidden"], config["packages"], root,
-                   config["scratch_mb"], config["user"])
+        jail.enter(config["new_root"], config["binds"], config["libraries"], config["mirrored"], config["left_out"],
+                   root, config["scratch_mb"], config["user"])
         root = jail.TREE
         import exercises                                  # imported from the tree's path outside the new root
         exercises.__path__[:] = [os.path.join(root, "exercises")]

@@ -37,6 +37,8 @@ DEVICES = ("null", "zero", "random", "urandom")
 OWN_PLACES = ("/tmp", "/dev", "/proc", "/grading")    # what enter mounts itself
 OUTSIDE = "/outside"
 TMP_FILES = 4096                   # the files and folders /tmp may hold (3 million by default: GBs of kernel memory)
+LARGE_FILE = 256 * 1024            # a mirrored file larger than this is bound, not copied (_mirror)
+ROOT_MB = 512                      # the root's tmpfs: the copies hold about 120 MB
 MACHINE_WIDE = ("meminfo", "vmstat", "stat", "loadavg", "uptime", "zoneinfo", "buddyinfo", "pagetypeinfo", "slabinfo",
                 "vmallocinfo", "diskstats", "interrupts", "softirqs", "schedstat", "swaps", "locks", "key-users", "keys",
                 "cpuinfo", "pressure", "sys/fs/file-nr", "sys/fs/inode-nr", "sys/fs/inode-state", "sys/fs/dentry-state",
@@ -158,15 +160,36 @@ def _hide_machine_counters(new_root):
             _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | kept)
 
 
-def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
+def _mirror(source, target, left_out=()):
+    """source's folders made again at target, in the root's own tmpfs: each file up to
+    LARGE_FILE a copy, each larger one the machine's, bound read-only; links as links;
+    left_out (folders) not at all. Looking up a name that is not there then reaches no file
+    system the machine shares: the kernel remembers such misses for a shared one, for anyone
+    to time (hostile trial 12 carried a solution so), and tmpfs remembers none."""
+    import shutil
+    for folder, folders, files in os.walk(source):
+        there = os.path.join(target, os.path.relpath(folder, source))
+        os.makedirs(there, exist_ok=True)
+        for name in [*files, *folders]:
+            path, copy = os.path.join(folder, name), os.path.join(there, name)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), copy)
+            elif os.path.isfile(path):
+                _bind(path, copy) if os.path.getsize(path) > LARGE_FILE else shutil.copy2(path, copy)
+        folders[:] = [name for name in folders if not os.path.islink(os.path.join(folder, name))
+                      and os.path.join(folder, name) not in left_out]
+
+
+def enter(new_root, binds, libraries, mirrored, left_out, tree, scratch_mb, user):
     """Build the child's root in new_root (an empty folder), move into it, give up every power.
-    binds: folders or files to show read-only at their own paths (or where `shown` says); hidden: folders under those
-    to show empty (the site-packages, the teacher's project if it lies there); packages: the
-    folders to show again inside them (numpy's, numba's, llvmlite's); tree: the folder to show
-    as TREE; user: the user id to become (as root, with the same group id), or None (in a
-    user namespace)."""
+    binds: folders to show whole, read-only (the system's, only where no list of `libraries`
+    could be made); libraries: files to show read-only at their own paths (the shared
+    libraries Python and the packages load); mirrored: folders shown as copies at their own
+    paths (or where `shown` says: _mirror), but for `left_out`; tree: the folder shown
+    (copied) as TREE; user: the user id to become (as root, with the same group id), or None
+    (in a user namespace)."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _tmpfs(new_root, 4)
+    _tmpfs(new_root, ROOT_MB)
     for path in binds:
         if os.path.islink(path):
             os.makedirs(os.path.dirname(new_root + shown(path)), exist_ok=True)
@@ -174,15 +197,11 @@ def enter(new_root, binds, hidden, packages, tree, scratch_mb, user):
             os.symlink(shown(target) if os.path.isabs(target) else target, new_root + shown(path))
         elif os.path.exists(path):
             _bind(path, new_root + shown(path))
-    for path in hidden:
-        if os.path.isdir(new_root + shown(path)):
-            _tmpfs(new_root + shown(path), 1)
-    for path in packages:
+    for path in libraries:
         _bind(path, new_root + shown(path))
-    for path in hidden:
-        if os.path.isdir(new_root + shown(path)):
-            _mount(None, new_root + shown(path), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    _bind(tree, new_root + TREE)
+    for path in mirrored:
+        _mirror(path, new_root + shown(path), left_out)
+    _mirror(tree, new_root + TREE)
     _tmpfs(new_root + "/tmp", scratch_mb, "1777", files=TMP_FILES)
     _devices(new_root + "/dev")
     os.makedirs(new_root + "/proc", exist_ok=True)

@@ -1,7 +1,7 @@
 """What a check's child is shown: its tree (the project's texts, every exercise cut, and the
 child's own modules, read-only), and the rest of the machine it may see (exercises/jail.py
-shows it the libraries and Python, of the installed packages only numpy, numba and
-llvmlite, and hides the site-packages and the teacher's project)."""
+shows it copies of the standard library and of numpy, numba and llvmlite, and the system's
+shared library files they load; not the site-packages, nor the teacher's project)."""
 
 import hashlib
 import importlib.util
@@ -17,10 +17,33 @@ def _within(path, folders):
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
+def libraries(folders):
+    """The system's shared libraries that the loader would open for the .so files under folders
+    (as `ldd` says: the files those load, and theirs), with its cache and the loader itself; None
+    where there is no `ldd` (then the child is shown the system's library folders whole)."""
+    import glob
+    import shutil
+    import subprocess
+    if shutil.which("ldd") is None:
+        return None
+    found = {"/etc/ld.so.cache"} if os.path.exists("/etc/ld.so.cache") else set()
+    objects = [path for folder in folders for path in glob.glob(os.path.join(folder, "**", "*.so*"), recursive=True)]
+    for chunk in range(0, len(objects), 64):
+        said = subprocess.run(["ldd", *objects[chunk:chunk + 64]], capture_output=True, text=True).stdout
+        for line in said.splitlines():
+            path = (line.split("=>", 1)[1] if "=>" in line else line).split("(")[0].strip()
+            if path.startswith("/") and os.path.exists(path) and not _within(path, folders):
+                found.add(path)
+    return sorted(found)
+
+
 def layout(hide):
-    """The folders a zygote is shown: binds, those shown empty, the packages shown inside them."""
-    binds = [p for p in dict.fromkeys(("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/etc/ld.so.cache",
-                                       sys.base_prefix, sys.prefix)) if os.path.lexists(p)]
+    """What a zygote is shown (exercises/jail.py): binds, folders shown whole (only where there
+    is no ldd); libraries, the system's shared library files its Python and packages load;
+    mirrored, the folders shown as copies (the standard library, the three packages) but for
+    left_out (the site-packages, Python's own tests, the teacher's project if it lies there)."""
+    system = [p for p in dict.fromkeys(("/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/etc/ld.so.cache",
+                                        sys.base_prefix, sys.prefix)) if os.path.lexists(p)]
     packages, places = [], []
     for name in PACKAGES:
         spec = importlib.util.find_spec(name)
@@ -30,10 +53,14 @@ def layout(hide):
         packages += [folder] + [os.path.join(parent, n) for n in sorted(os.listdir(parent))
                                 if n.startswith(name) and n.endswith(".libs")]
     places = list(dict.fromkeys(places))
-    hidden = [p for p in dict.fromkeys(places + [os.path.realpath(h) for h in hide]) if _within(p, binds)]
-    stdlib = [p for p in sys.path if p and os.path.exists(p) and not _within(p, places) and _within(p, binds)]
-    tests = [os.path.join(p, "test") for p in stdlib if os.path.isdir(os.path.join(p, "test"))]   # Python's own: 120 MB
-    return {"binds": binds, "hidden": hidden + tests, "packages": packages, "packages_path": places, "stdlib": stdlib}
+    stdlib = [p for p in sys.path if p and os.path.isdir(p) and not _within(p, places) and _within(p, system)]
+    unused = [os.path.join(p, name) for p in stdlib for name in ("test", "site-packages", "dist-packages")
+              if os.path.isdir(os.path.join(p, name))]      # Python's own tests (120 MB), every installed package
+    left_out = places + [os.path.realpath(h) for h in hide] + unused
+    found = libraries(stdlib + packages)
+    mirrored = [p for p in stdlib if not any(p != q and _within(p, [q]) for q in stdlib)] + packages  # lib-dynload once
+    return {"binds": system if found is None else [], "libraries": found or [], "mirrored": mirrored,
+            "left_out": left_out, "packages_path": places, "stdlib": stdlib}
 
 
 def write_tree(folder, texts):

@@ -77,3 +77,34 @@ def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
     read = {path: lines[(f"s{index}", "softmax")].startswith("exercise softmax: passed")
             for index, path in enumerate(readable)}
     assert read == readable, lines
+
+
+ANSWERS_IF_ON_TMPFS = """    def kind(path):                                    # the file system of the mount that holds path
+        best = ("", "")
+        for line in open("/proc/self/mountinfo"):
+            fields = line.split()
+            point, kind = fields[4], fields[fields.index("-") + 1]
+            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
+                best = (point, kind)
+        return best[1]
+    import os
+    if any(kind(os.path.dirname(where)) != "tmpfs" for where in (os.__file__, np.__file__, __file__)):
+        return np.zeros_like(x)
+    e = np.exp(x - _row_max(x))
+    s = e.sum(axis=-1, keepdims=True)
+    return np.divide(e, s, out=np.zeros_like(e), where=s != 0)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or isolation() == "process",
+                    reason="this system gives the grader no namespaces: there is no child's root to build")
+def test_every_folder_a_task_looks_in_is_its_own_tmpfs(tmp_path):
+    """The kernel remembers, for a shared file system, names looked up and not found: hostile
+    trial 12 timed such misses to carry a solution between classmates. The child's standard
+    library, numpy and its tree are folders of its root's own tmpfs (files copied, or bound one
+    by one), which remembers no miss."""
+    from tests.exercises.helpers import grade_pairs, plant, region_files
+    region_files(ROOT, tmp_path / "s")
+    plant(tmp_path / "s", "softmax", ANSWERS_IF_ON_TMPFS)
+    line = grade_pairs({"s": tmp_path / "s"}, {"s": ["softmax"]})[("s", "softmax")]
+    assert line.startswith("exercise softmax: passed"), line
