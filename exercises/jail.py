@@ -5,11 +5,15 @@ network, IPC and UTS namespaces, and, when the grader is not root, its own user 
 where it is root without any power outside). Before any student code runs, `enter` builds
 the child a root of its own and moves into it:
 
-    /              a small empty tmpfs, made read-only at the end
-    /usr, /lib...  the system's libraries and Python, read-only (bound at the same paths;
-                   those under /tmp, a venv there say, under /outside: see `shown`)
-    site-packages  emptied (a tmpfs over each), then only numpy, numba and llvmlite bound back
-    /grading/tree  the source the child imports: no solution of the exercise it checks, read-only
+    /              a tmpfs of its own, made read-only at the end, holding:
+    Python's lib   copies of the standard library and of numpy, numba and llvmlite (files over
+                   LARGE_FILE bound one by one, read-only), at their own paths (those under
+                   /tmp, a venv there say, under /outside: see `shown`); no other package
+    /lib...        the system's shared library files those load, bound one by one
+    /grading/tree  a copy of the source the child imports: no solution of the exercise it checks
+    (no folder of the machine is bound whole: the kernel remembers, for a shared file system,
+    each name looked up and not found, and a child timing its own lookups could read what
+    another looked up; a tmpfs remembers none)
     /tmp           a private tmpfs of a few MB and TMP_FILES files, the only place it can write
     /proc          its own PID namespace's: the grader and the other children are not there;
                    the machine's counters in it (MACHINE_WIDE: free memory, CPU times, load, open
