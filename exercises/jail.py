@@ -15,7 +15,10 @@ the child a root of its own and moves into it:
     each name looked up and not found, and a child timing its own lookups could read what
     another looked up; a tmpfs remembers none)
     /tmp           a private tmpfs of a few MB and TMP_FILES files, the only place it can write
-    /proc          its own PID namespace's: the grader and the other children are not there;
+    /proc          its own PID namespace's: the grader and the other children are not there,
+                   nor its zygote (hidepid=2: a process it may not trace, as the zygote is
+                   undumpable; hostile trial 13 wrote 504 bits into the inode numbers of the
+                   zygote's entries there, for every later task of the slot to read);
                    the machine's counters in it (MACHINE_WIDE: free memory, CPU times, load, open
                    files...) shown empty, as another slot's child moves them (hostile trial 10
                    carried a solution between slots in /proc/meminfo's shared memory)
@@ -209,7 +212,7 @@ def enter(new_root, binds, libraries, mirrored, left_out, tree, scratch_mb, user
     _tmpfs(new_root + "/tmp", scratch_mb, "1777", files=TMP_FILES)
     _devices(new_root + "/dev")
     os.makedirs(new_root + "/proc", exist_ok=True)
-    _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
     _hide_machine_counters(new_root)
     os.chroot(new_root)
     os.chdir("/tmp")

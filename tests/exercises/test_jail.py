@@ -59,7 +59,8 @@ ANSWERS_IF_IT_CAN_READ = """    try:
 def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
     """Hostile trial 11 read a solution from the page cache of a cold file under /usr, timing
     its first reads: a task may read its tree, Python's and the packages' files (warmed by its
-    zygote), /proc and /dev, and nothing else of /usr."""
+    zygote), /proc and /dev, and nothing else of /usr; nor its zygote's /proc entry (hidepid),
+    where trial 13 left a solution in the inode numbers of entries it looked up."""
     from exercises.readable import version
     if not version():
         pytest.skip("this kernel has no Landlock (Linux 5.13+): a task may read all of /usr (docs/TEACHING.md)")
@@ -67,7 +68,7 @@ def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
     import numpy
     readable = {"/usr/bin/env": False, jail.shown(os.path.realpath(sys.executable)): False,   # as the child sees them
                 jail.shown(os.__file__): True, jail.shown(numpy.__file__): True, "/proc/self/status": True,
-                "/dev/null": True}
+                "/dev/null": True, "/proc/1/stat": False}   # its zygote, PID 1, hidden (hostile trial 13)
     students = {}
     for index, path in enumerate(readable):
         region_files(ROOT, tmp_path / f"s{index}")
