@@ -33,7 +33,7 @@ from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, 
 from exercises.loose import stubs_of
 from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
-from exercises.sandbox import MEMORY_MB, RunsAsRoot
+from exercises.sandbox import MEMORY_MB, Unisolated
 from exercises.submissions import find_project, find_projects
 from exercises.versions import versions
 
@@ -226,7 +226,7 @@ def main(argv=None):
                   "grade": grade_class}[args.command](parser, args)
         sys.stdout.flush()                # inside the try: a pipe closed early fails here, not at exit
         return status
-    except RunsAsRoot as err:
+    except Unisolated as err:
         parser.exit(2, f"python -m exercises: error: {err}\n")
     except BrokenPipeError:             # the reader stopped early (| head): no traceback, no more output
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

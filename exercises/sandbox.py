@@ -53,26 +53,31 @@ def isolation():
     return mode if subprocess.run(command, capture_output=True, timeout=30).returncode == 0 else "process"
 
 
-class RunsAsRoot(RuntimeError):
-    """Grading would run submissions' code as root, unisolated: the grader refuses."""
+class Unisolated(RuntimeError):
+    """Grading would run submissions' code less isolated than it must: the grader refuses."""
 
 
 def first_zygote(tree, scratch, hide, notes, group, as_root):
     """The first zygote, in the strongest isolation this machine allows; a note where that is
-    by process only. as_root: whether a child may stay root, by process only, where Python
-    cannot run as another user (a student checking their own code may; a class's grade may not)."""
+    by process only. as_root: whether a child may run less isolated than the machine allows (by
+    process only where its namespaces fail; as root where Python cannot run as another user):
+    a student checking their own code may; a class's grade may not, and refuses (Unisolated)."""
     mode, failed = isolation(), ""
     if mode != "process":
         try:
             return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
         except RuntimeError as err:
+            if not as_root:                  # a broken setup must not grade a class with the teacher's rights
+                raise Unisolated(f"not graded: this machine has namespaces, but the check's child did not start in "
+                                 f"them ({err}). Mend that, or grade by process only knowingly: "
+                                 "EXERCISES_ISOLATION=process") from None
             mode, failed = "process", f" (in namespaces, {err})"
     notes.append(ISOLATION_NOTE["process"] + failed)
     try:                   # as root, its child becomes a user of its own, if Python can run as one here
         return Zygote(tree, os.path.join(scratch, "0"), mode, hide, group)
     except RuntimeError:
         if not as_root:
-            raise RunsAsRoot("not graded: every submission's code would run as root, isolated by process only "
+            raise Unisolated("not graded: every submission's code would run as root, isolated by process only "
                              f"(no namespaces here{failed}, and this Python lies in a folder only root may read, so "
                              "a child cannot become another user). Install Python where every user may read it, "
                              "or grade as a user who is not root") from None

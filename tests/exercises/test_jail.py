@@ -109,3 +109,24 @@ def test_every_folder_a_task_looks_in_is_its_own_tmpfs(tmp_path):
     plant(tmp_path / "s", "softmax", ANSWERS_IF_ON_TMPFS)
     line = grade_pairs({"s": tmp_path / "s"}, {"s": ["softmax"]})[("s", "softmax")]
     assert line.startswith("exercise softmax: passed"), line
+
+
+def test_where_namespaces_exist_but_the_child_cannot_start_in_them_a_grade_refuses(monkeypatch):
+    """A hostile trial's teacher set-up (a Python the child's root did not hold) fell back to
+    isolation by process only, and graded a class with the teacher's rights: a class's grade
+    now refuses, naming why; a student's check of their own code still falls back, saying so."""
+    from exercises import sandbox
+
+    class Zygote:
+        def __init__(self, tree, scratch, mode, *args, **kwargs):
+            if mode != "process":
+                raise RuntimeError("the check's child did not start (userns): EOFError; no numpy")
+            self.mode = mode
+    monkeypatch.setattr(sandbox, "isolation", lambda: "userns")
+    monkeypatch.setattr(sandbox, "Zygote", Zygote)
+    with pytest.raises(sandbox.Unisolated, match=r"^not graded: this machine has namespaces, but the check's child "
+                                                 r"did not start in them \(the check's child did not start .*no numpy\)"):
+        sandbox.first_zygote("tree", "scratch", [], [], None, as_root=False)
+    notes = []
+    assert sandbox.first_zygote("tree", "scratch", [], notes, None, as_root=True).mode == "process"
+    assert notes and "isolation by process only" in notes[0] and "no numpy" in notes[0], notes
