@@ -11,6 +11,7 @@ import pytest
 from exercises import jail
 from exercises.sandbox import isolation
 from tests.exercises.helpers import ROOT
+from tests.exercises.test_hostile import SOLUTION, _lines
 
 
 @pytest.mark.parametrize("path, seen", [
@@ -44,14 +45,9 @@ def test_a_venv_under_tmp_is_seen_by_the_child_and_the_check_runs_in_namespaces(
     assert [line.split(":")[0] for line in run.stdout.splitlines()] == ["exercise value_mul", "exercise softmax"], run.stdout
 
 
-ANSWERS_IF_IT_CAN_READ = """    try:
-        open({path!r}, "rb").read(1)
-    except OSError:
-        return np.zeros_like(x)
-    e = np.exp(x - _row_max(x))
-    s = e.sum(axis=-1, keepdims=True)
-    return np.divide(e, s, out=np.zeros_like(e), where=s != 0)
-"""
+def _answers_if_it_can_read(path):
+    """softmax's region: the right answer only if it can open path."""
+    return _lines("try:", f"    open({path!r}, 'rb').read(1)", "except OSError:", "    return np.zeros_like(x)", *SOLUTION)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or isolation() == "process",
@@ -72,7 +68,7 @@ def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
     students = {}
     for index, path in enumerate(readable):
         region_files(ROOT, tmp_path / f"s{index}")
-        plant(tmp_path / f"s{index}", "softmax", ANSWERS_IF_IT_CAN_READ.format(path=path))
+        plant(tmp_path / f"s{index}", "softmax", _answers_if_it_can_read(path))
         students[f"s{index}"] = tmp_path / f"s{index}"
     lines = grade_pairs(students, {student: ["softmax"] for student in students})
     read = {path: lines[(f"s{index}", "softmax")].startswith("exercise softmax: passed")
@@ -80,21 +76,14 @@ def test_a_task_reads_only_the_warm_files_it_needs(tmp_path):
     assert read == readable, lines
 
 
-ANSWERS_IF_ON_TMPFS = """    def kind(path):                                    # the file system of the mount that holds path
-        best = ("", "")
-        for line in open("/proc/self/mountinfo"):
-            fields = line.split()
-            point, kind = fields[4], fields[fields.index("-") + 1]
-            if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) >= len(best[0]):
-                best = (point, kind)
-        return best[1]
-    import os
-    if any(kind(os.path.dirname(where)) != "tmpfs" for where in (os.__file__, np.__file__, __file__)):
-        return np.zeros_like(x)
-    e = np.exp(x - _row_max(x))
-    s = e.sum(axis=-1, keepdims=True)
-    return np.divide(e, s, out=np.zeros_like(e), where=s != 0)
-"""
+ANSWERS_IF_ON_TMPFS = _lines(
+    "def kind(path):                                    # the file system of the mount that holds path",
+    "    best = ('', '')", "    for line in open('/proc/self/mountinfo'):", "        fields = line.split()",
+    "        point, kind = fields[4], fields[fields.index('-') + 1]",
+    "        if (path == point or path.startswith(point.rstrip('/') + '/')) and len(point) >= len(best[0]):",
+    "            best = (point, kind)", "    return best[1]", "import os",
+    "if any(kind(os.path.dirname(where)) != 'tmpfs' for where in (os.__file__, np.__file__, __file__)):",
+    "    return np.zeros_like(x)", *SOLUTION)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or isolation() == "process",
