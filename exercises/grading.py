@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from exercises.catalog import EXERCISES
 from exercises.child_text import shown
 from exercises.handout import not_started_or_unfinished
+from exercises.loose import handed_in
 from exercises.regions import find_regions, line_in_submission, python_files, read, regions_of, rewrite, splice
 from exercises.sandbox import MEMORY_MB, run_jobs
 from exercises.tree import write_tree
@@ -236,11 +237,11 @@ def _too_large(folder):
     return [path for path in python_files(folder) if os.path.getsize(os.path.join(folder, path)) > MAX_SOURCE_BYTES]
 
 
-def not_handed_in(regions, folder):
+def not_handed_in(regions, folder, files):
     """The files holding an exercise's regions (the teacher's `regions`) that the submission at
-    folder lacks: not in its project, or, for loose files, not among those handed in."""
-    from exercises.loose import handed_in
-    files, paths = handed_in(folder), list(dict.fromkeys(path for path, _, _ in regions))
+    folder lacks: not in its project, or, for loose files, not among those handed in (`files`:
+    loose.handed_in's, None for a whole project)."""
+    paths = list(dict.fromkeys(path for path, _, _ in regions))
     return [p for p in paths if (p not in files if files is not None else not os.path.isfile(os.path.join(folder, p)))]
 
 
@@ -249,10 +250,10 @@ def tasks_for(teacher, student, folder, names):
     if (too_large := _too_large(folder)):
         return [], [Result(student, name, "not yet", f"{too_large[0]} is over {MAX_SOURCE_BYTES // 1024} KB, "
                            "not read (the project's source files are a few KB)") for name in names]
-    submitted, places = regions_of(folder), find_regions(folder)
+    submitted, places, files = regions_of(folder), find_regions(folder), handed_in(folder)
     tasks, known = [], []
     for name in names:
-        if (missing := not_handed_in(teacher.regions[name], folder)):
+        if (missing := not_handed_in(teacher.regions[name], folder, files)):
             known.append(Result(student, name, "not yet", f"not handed in: {', '.join(missing)}, where {name} is "
                                 "written"))
             continue
@@ -298,7 +299,6 @@ def held_by_some(submissions, current, names):
 def _holding(submissions, current):
     """{exercise: how many submissions hold a region of it at its current version}; loose
     files count for the files handed in only (the stubs beside them hand nothing out)."""
-    from exercises.loose import handed_in
     counts = {}
     for folder in submissions.values():
         if not _too_large(folder):

@@ -8,9 +8,10 @@ one classmate's child to another's that way, reading about 12 kbit/s. Refusing r
 possible; making every page a child can read already warm is: then no read of the sender's
 changes what a later child times.
 
-So the zygote, before its first task, reads every file it will let its tasks read (its
-tree, the standard library, numpy's, numba's and llvmlite's folders: a few hundred MB, once
-a zygote, from memory after the first time), then restricts itself and every process it
+So the zygote, before its first task, reads every file it will let its tasks read that is the
+machine's (its tree, the standard library, numpy's, numba's and llvmlite's folders are copies
+in its own tmpfs, but for their large files, bound one by one: about 230 MB, once a zygote,
+from memory after the first time), then restricts itself and every process it
 forks, for good, to those folders for reading, /tmp for writing, /dev, and /proc for reading
 only (no setting of the zygote's or its namespaces' may be written there): a Landlock
 ruleset (Linux 5.13 and later; an unprivileged process may install one, as it may a seccomp
@@ -51,12 +52,15 @@ def handled(abi):
 
 
 def warm(folders):
-    """Read every file under folders (links not followed), so that each page is in memory."""
+    """Read every file under folders (links not followed) that lies on another file system than
+    its folder, so that each page is in memory: in the child's root (exercises/jail.py) those
+    are the machine's files bound one by one; the copies beside them are in memory already."""
     for top in folders:
         for folder, _, files in os.walk(top):
+            own = os.stat(folder).st_dev
             for name in files:
                 path = os.path.join(folder, name)
-                if os.path.isfile(path) and not os.path.islink(path):
+                if os.path.isfile(path) and not os.path.islink(path) and os.stat(path).st_dev != own:
                     try:
                         with open(path, "rb", buffering=0) as f:
                             while f.read(CHUNK):

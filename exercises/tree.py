@@ -3,6 +3,7 @@ child's own modules, read-only), and the rest of the machine it may see (exercis
 shows it copies of the standard library and of numpy, numba and llvmlite, and the system's
 shared library files they load; not the site-packages, nor the teacher's project)."""
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -17,6 +18,7 @@ def _within(path, folders):
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
+@functools.lru_cache(maxsize=None)
 def libraries(folders):
     """The system's shared libraries that the loader would open for the .so files under folders
     (as `ldd` says: the files those load, and theirs), with its cache and the loader itself; None
@@ -57,7 +59,7 @@ def layout(hide):
     unused = [os.path.join(p, name) for p in stdlib for name in ("test", "site-packages", "dist-packages")
               if os.path.isdir(os.path.join(p, name))]      # Python's own tests (120 MB), every installed package
     left_out = places + [os.path.realpath(h) for h in hide] + unused
-    found = libraries(stdlib + packages)
+    found = libraries(tuple(stdlib + packages))                  # ldd once a grading run, not once a zygote
     mirrored = [p for p in stdlib if not any(p != q and _within(p, [q]) for q in stdlib)] + packages  # lib-dynload once
     return {"binds": system if found is None else [], "libraries": found or [], "mirrored": mirrored,
             "left_out": left_out, "packages_path": places, "stdlib": stdlib}
