@@ -14,8 +14,8 @@ The targets, each with the instruction set it is compiled for (the host must hav
 - znver3, haswell: AVX2 and FMA, no AVX-512 (numpy's OpenBLAS and PyTorch are held to
   AVX2 too: OPENBLAS_CORETYPE=Haswell; ATEN_CPU_CAPABILITY=avx2 for PyTorch's own kernels,
   and MKL_ENABLE_INSTRUCTIONS=AVX2, ONEDNN_MAX_CPU_ISA=AVX2 for the MKL and oneDNN its
-  matrix products run on, which choose their instructions themselves: held to avx2 alone,
-  PyTorch's float32 products ran at AVX-512's rate, about 1.5 times AVX2's, on this Xeon);
+  matrix products run on, which choose their instructions themselves: with the capability
+  alone, PyTorch's float32 products still ran AVX-512 code on an AVX-512 CPU);
 - x86-64-v2: SSE4.2 only (OpenBLAS's Nehalem kernels, PyTorch's default capability, MKL's
   and oneDNN's SSE4 code).
 """

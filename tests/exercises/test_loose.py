@@ -109,3 +109,14 @@ def test_check_all_of_a_solved_copy_that_hands_out_some_exits_0(solved):
     assert status == 0 and sum(": not in that copy: " in line for line in lines) == 17, out
     assert [line.split(" (")[0] for line in lines if ": passed" in line] == ["exercise softmax: passed",
                                                                              "exercise causal_mask: passed"], out
+
+
+def test_grade_like_a_folder_that_is_no_copy_is_refused_in_one_line(solved, tmp_path):
+    folder = tmp_path / "submissions"
+    _flat(solved, folder / "lia", "transformer/masks.py")
+    status, out = exercises("grade", str(folder), "--like", str(tmp_path / "nowhere"))
+    assert status == 2 and out.strip().splitlines()[-1] == (
+        f"python -m exercises: error: --like {str(tmp_path / 'nowhere')!r}: not a student copy made by make "
+        "(no readable exercises/handout.json)"), out
+    status, out = exercises("grade", str(folder), "--like", str(solved), "--only", "softmax")
+    assert status == 2 and "not allowed with argument" in out, out
