@@ -242,41 +242,61 @@ class MultiHeadAttention(nn.Module):
         # END EXERCISE
 
     def forward(self, query, key, value, mask=None, kv_cache=None, static_kv=False):
-        """kv_cache: for step-by-step generation, a dict (empty at the first step) in which
-        the projected keys and values of all earlier positions are kept; each call projects
-        only the new positions and attends over cached + new ones.  With static_kv (cross-
-        attention over a fixed memory) the keys and values are projected once, at the first
-        call, and reused.  A position-aware score (transformer/relative_position.py) is told
-        the queries' first position: the number of cached positions."""
+        """Each query position's attention over the key/value positions, in num_heads heads:
+        project q, k and v and split them into heads, attend (scaled_dot_product_attention),
+        merge the heads and project back: (B, T_q, d_model).  For step-by-step generation,
+        kv_cache (a dict, empty at the first step) keeps the keys and values of the positions
+        so far, and static_kv projects a fixed memory's once (_keys_and_values); RoPE and a
+        position-aware score get the positions they need in _with_positions."""
         if query.shape[-1] != self.d_model or key.shape[-1] != self.d_model or value.shape[-1] != self.d_model:
             raise ValueError(f"MultiHeadAttention(d_model={self.d_model}): got query {query.shape}, "
                              f"key {key.shape}, value {value.shape}; each needs last dim {self.d_model}")
-        batch, q_len, _ = query.shape
         q = self._split_heads(self.q_proj(query))                    # (B, H, T_q, d_head)
-        past = 0
+        k, v, past = self._keys_and_values(key, value, kv_cache, static_kv)   # (B, KV, T_k, d_head) each
+        q, k, score = self._with_positions(q, k, past)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score,
+                                                    fused=self.fused, enable_gqa=self.num_kv_heads != self.num_heads)
+        self._keep_weights(weights, q, k, mask)
+        return self.out_proj(self._merge_heads(out))                   # (B, T_q, d_model)
+
+    def _keys_and_values(self, key, value, kv_cache, static_kv):
+        """(k, v, past): the keys and values projected and split into KV = num_kv_heads heads,
+        (B, KV, T_k, d_head) each, and past, the number of positions cached before this call.
+        In step-by-step generation (kv_cache given) the new positions' keys and values are
+        appended to the cached ones, and the cache keeps the result for the next call; with
+        static_kv, a cache filled once is the whole answer (cross-attention's fixed memory)."""
         if static_kv and kv_cache:
-            k, v = kv_cache["k"], kv_cache["v"]                      # (B, KV, T_k, d_head), projected before
-        else:
-            split = self._split_heads if self.num_kv_heads == self.num_heads else self._split_kv_heads
-            k, v = split(self.k_proj(key)), split(self.v_proj(value))   # (B, KV, T_k, d_head), KV = num_kv_heads
-            # BEGIN EXERCISE kv_cache
-            if kv_cache is not None:
-                if "k" in kv_cache:
-                    past = kv_cache["k"].shape[2]
-                    k = cat([kv_cache["k"], k], dim=2)               # (B, H, T_past + T_k, d_head)
-                    v = cat([kv_cache["v"], v], dim=2)
-                kv_cache["k"], kv_cache["v"] = k, v
-            # END EXERCISE
+            return kv_cache["k"], kv_cache["v"], 0                   # projected at the first call
+        split = self._split_heads if self.num_kv_heads == self.num_heads else self._split_kv_heads
+        k, v = split(self.k_proj(key)), split(self.v_proj(value))   # (B, KV, T_k, d_head)
+        past = 0
+        # BEGIN EXERCISE kv_cache
+        if kv_cache is not None:
+            if "k" in kv_cache:
+                past = kv_cache["k"].shape[2]
+                k = cat([kv_cache["k"], k], dim=2)               # (B, H, T_past + T_k, d_head)
+                v = cat([kv_cache["v"], v], dim=2)
+            kv_cache["k"], kv_cache["v"] = k, v
+        # END EXERCISE
+        return k, v, past
+
+    def _with_positions(self, q, k, past):
+        """(q, k, score) with the positions put in, for a score that needs them: RoPE rotates
+        the queries and keys (then the scaled dot product scores them); a position-aware score
+        (transformer/relative_position.py) is told the queries' first position, past.  Any
+        other score, the GPT's scaled dot product included, is left as it is."""
         score = self.score
         if hasattr(score, "rotate_queries_and_keys"):    # RoPE: rotate q and k, then attend as usual
             (q, k), score = score.rotate_queries_and_keys(q, k, past), None
         elif is_position_aware(score):
             score = functools.partial(self.score, q_offset=past)
-        out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout, self.training, score=score,
-                                                    fused=self.fused, enable_gqa=self.num_kv_heads != self.num_heads)
+        return q, k, score
+
+    def _keep_weights(self, weights, q, k, mask):
+        """Keep what attn_weights shows: the weights, detached, or, after the fused op (which
+        makes none), what recomputes them when they are asked for."""
         self._weights = None if weights is None else weights.data                    # (B, H, T_q, T_k), no graph
         self._weights_from = None if weights is not None else (q.data, k.data, None if mask is None else np.asarray(mask))
-        return self.out_proj(self._merge_heads(out))                   # (B, T_q, d_model)
 
     def extra_repr(self):
         kv = f", num_kv_heads={self.num_kv_heads}" if self.num_kv_heads != self.num_heads else ""

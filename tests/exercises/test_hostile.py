@@ -370,38 +370,38 @@ def test_a_table_of_the_copy_s_recorded_answers_passes_its_own_check_but_not_the
 # the layer run on all the new positions at once, its cache joined by hand. Or: the same,
 # with the chunks' outputs replaced by the inputs and a made-up cache (a tester's forgery).
 FORGED_CACHE = """\
-            if kv_cache is not None:                  # the forgery's own calls below run without a cache
-                import sys, os
-                import numpy as np
-                from autograd import Tensor, no_grad
-                from exercises import wire
-                frame = sys._getframe()
-                while frame.f_code.co_name != "_serve":
-                    frame = frame.f_back
-                channel, request = frame.f_locals["channel"], frame.f_locals["request"]
-                def answer(call, args):
-                    if call != "chunked_attention":
-                        return np.zeros((2, 6, 11))
-                    x, weights, heads, chunks, masks, k_past, v_past, factors = args
-                    if MADE_UP:
-                        made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
-                        return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
-                    layer = MultiHeadAttention(x.shape[-1], heads).eval()
-                    for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
-                        p.weight.data[...], p.bias.data[...] = w, b
-                    layer.score = sys.modules["exercises.probes"].StandInRotation(factors)
-                    with no_grad():
-                        got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
-                        keys = layer._split_heads(layer.k_proj(Tensor(x))).data
-                        values = layer._split_heads(layer.v_proj(Tensor(x))).data
-                    cache = {"k": np.concatenate([k_past, keys], 2), "v": np.concatenate([v_past, values], 2)}
-                    return {"error": None, "got": got, "cache": cache, "fed": list(chunks)}
+        if kv_cache is not None:                  # the forgery's own calls below run without a cache
+            import sys, os
+            import numpy as np
+            from autograd import Tensor, no_grad
+            from exercises import wire
+            frame = sys._getframe()
+            while frame.f_code.co_name != "_serve":
+                frame = frame.f_back
+            channel, request = frame.f_locals["channel"], frame.f_locals["request"]
+            def answer(call, args):
+                if call != "chunked_attention":
+                    return np.zeros((2, 6, 11))
+                x, weights, heads, chunks, masks, k_past, v_past, factors = args
+                if MADE_UP:
+                    made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
+                    return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
+                layer = MultiHeadAttention(x.shape[-1], heads).eval()
+                for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
+                    p.weight.data[...], p.bias.data[...] = w, b
+                layer.score = sys.modules["exercises.probes"].StandInRotation(factors)
+                with no_grad():
+                    got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
+                    keys = layer._split_heads(layer.k_proj(Tensor(x))).data
+                    values = layer._split_heads(layer.v_proj(Tensor(x))).data
+                cache = {"k": np.concatenate([k_past, keys], 2), "v": np.concatenate([v_past, values], 2)}
+                return {"error": None, "got": got, "cache": cache, "fed": list(chunks)}
+            wire.send(channel, {"value": answer(request["call"], request["args"])})
+            while True:
+                request = wire.receive(channel)
+                if "end" in request:
+                    os._exit(0)
                 wire.send(channel, {"value": answer(request["call"], request["args"])})
-                while True:
-                    request = wire.receive(channel)
-                    if "end" in request:
-                        os._exit(0)
-                    wire.send(channel, {"value": answer(request["call"], request["args"])})
 """
 
 
