@@ -63,8 +63,8 @@ def draw_graph(tensor, path, title=None, names=None):
     boxes = _boxes(nodes, {id(t): name for name, t in (names or {}).items()})
     where, widest, levels = _positions(boxes)
     fig, ax = plt.subplots(figsize=(2 + 1.8 * widest, 1.5 + 1.3 * levels))
-    _draw_arrows(ax, nodes, where)
-    _draw_boxes(ax, boxes, where)
+    texts = _draw_boxes(ax, boxes, where)
+    _draw_arrows(ax, nodes, where, texts)
     xs = [x for x, _ in where.values()]
     ax.set_xlim(min(xs) - 1, max(xs) + 1)
     ax.set_ylim(-0.7, levels - 0.3)
@@ -84,7 +84,8 @@ def _key(t):
 def _boxes(nodes, name_of):
     """(key, label, level, leaf or None) for every leaf and node; a leaf's level is 0, a
     node's one above its highest input.  A leaf's label holds its name (name_of: {id: name})
-    and its gradient, once it has one."""
+    and its gradient, once it has one; a node's, its output's gradient where that output
+    kept it (Tensor.retain_grad: an inner tensor's gradient is freed once used, as PyTorch's is)."""
     level, boxes = {}, []
     for node in nodes:
         for t in node.inputs:
@@ -94,7 +95,10 @@ def _boxes(nodes, name_of):
                 kind = ("leaf" if t.requires_grad else "const") + (f" {name_of[id(t)]}" if id(t) in name_of else "")
                 boxes.append((id(t), f"{kind}\n{t.shape}{grad}", 0, t))
         level[id(node)] = max((level[_key(t)] + 1 for t in node.inputs), default=0)
-        boxes.append((id(node), f"{node.name}\n{node.out_shape}", level[id(node)], None))
+        kept = (node.retained or {}).get(0)
+        grad = None if kept is None or kept() is None else kept().grad
+        grad = "" if grad is None else f"\ngrad {_values(grad)}"
+        boxes.append((id(node), f"{node.name}\n{node.out_shape}{grad}", level[id(node)], None))
     return boxes
 
 
@@ -108,16 +112,18 @@ def _positions(boxes):
     return where, max(len(keys) for keys in rows.values()), len(rows)
 
 
-def _draw_arrows(ax, nodes, where):
+def _draw_arrows(ax, nodes, where, texts):
     """One arrow from each input's box to the box of the node that used it, for every use: a
-    value a node takes twice (a * a) sends two arrows, bowed apart so that both show."""
+    value a node takes twice (a * a) sends two arrows, bowed apart so that both show.  Each
+    arrow runs from edge to edge of the two boxes (texts: each box's Text), however tall."""
     for node in nodes:
         keys = [_key(t) for t in node.inputs]
         for position, key in enumerate(keys):
             uses, nth = keys.count(key), keys[:position].count(key)
             bend = 0.0 if uses == 1 else 0.35 * (nth - (uses - 1) / 2)
             ax.annotate("", xy=where[id(node)], xytext=where[key],
-                        arrowprops=dict(arrowstyle="->", color="gray", shrinkA=18, shrinkB=18,
+                        arrowprops=dict(arrowstyle="->", color="gray", shrinkA=2, shrinkB=2,
+                                        patchA=texts[key].get_bbox_patch(), patchB=texts[id(node)].get_bbox_patch(),
                                         connectionstyle=f"arc3,rad={bend}"))
 
 
@@ -130,7 +136,7 @@ def _values(array, most=12):
 
 
 def _draw_boxes(ax, boxes, where):
-    """Ops in blue, leaves in yellow (with their gradients, after backward)."""
-    for key, label, _, leaf in boxes:
-        ax.text(*where[key], label, ha="center", va="center", fontsize=9,
-                bbox=dict(boxstyle="round", fc="#dbeafe" if leaf is None else "#fef3c7", ec="#555"))
+    """Ops in blue, leaves in yellow (with their gradients, after backward); {key: its Text}."""
+    return {key: ax.text(*where[key], label, ha="center", va="center", fontsize=9,
+                         bbox=dict(boxstyle="round", fc="#dbeafe" if leaf is None else "#fef3c7", ec="#555"))
+            for key, label, _, leaf in boxes}

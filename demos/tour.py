@@ -8,6 +8,8 @@ a drawing of the graph.  Put a breakpoint in `autograd/engine.py:run_backward` t
 """
 
 
+import os
+
 import numpy as np
 
 from autograd import Tensor, draw_graph, gradcheck, kernels, print_graph
@@ -29,16 +31,21 @@ def main(argv=None):
     parser.add_argument("--out", default="runs/tour")
     args = parser.parse_args(argv)
     out_dir = output_dir(args.out)
-    kernels.prepare(np.float64)   # the float64 kernels loaded (compiled, the first time) before anything you step through
+    if kernels.tier() == "fast" and "AUTOGRAD_KERNELS" not in os.environ:
+        kernels.use_tier("numpy")     # a graph this small needs no compiled kernels: their numpy definitions, at once
     rng = np.random.default_rng(0)
     x = Tensor(rng.standard_normal((2, 3)))                          # data: no gradient needed
     w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)      # parameters
     b = Tensor(np.zeros(2), requires_grad=True)
+    names = {"x": x, "w": w, "b": b}
 
     print("loss = mean(tanh(x @ w + b)^2): x (2, 3) data, w (3, 2) and b (2,) parameters\n")
     print("== forward: each op makes a node that remembers its inputs ==")
     loss = expression(x, w, b)
+    loss.retain_grad()
     for node in graph_nodes(loss.grad_fn):
+        for t in node.inputs:
+            t.retain_grad()          # keep each inner tensor's gradient too, to show (leaves keep theirs anyway)
         inputs = ", ".join(str(t.shape) for t in node.inputs)
         print(f"  {node.name:<6} inputs {inputs:<18} -> output {node.out_shape}")
     print(f"  loss = {loss.item():.6f}")
@@ -52,12 +59,11 @@ def main(argv=None):
     print(f"\n  ran loss.backward(): dL/dw =\n{np.array2string(w.grad, precision=4)}\n  dL/db = {np.array2string(b.grad, precision=4)}")
 
     print("\n== the graph, output first ==")
-    print_graph(loss)
+    print_graph(loss, names=names)
     print("\n== gradcheck: the backward pass against central finite differences ==")
     ok = gradcheck(lambda w, b: expression(x, w, b), [w, b])
     print(f"  gradcheck passed: {ok}")
-    path = draw_graph(loss, f"{out_dir}/graph.png", title="loss = mean(tanh(x @ w + b)^2)",
-                      names={"x": x, "w": w, "b": b})
+    path = draw_graph(loss, f"{out_dir}/graph.png", title="loss = mean(tanh(x @ w + b)^2)", names=names)
     print(f"\nwrote {path}")
 
 

@@ -221,6 +221,31 @@ def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_pat
     assert sorted(drawn).count("arc3,rad=0.0") == 6 and {"arc3,rad=-0.175", "arc3,rad=0.175"} <= set(drawn)
 
 
+def test_draw_graph_shows_the_gradient_an_inner_tensor_kept(monkeypatch, tmp_path):
+    """After backward, a box shows its output's gradient where that tensor kept it (retain_grad):
+    the values themselves, not only for the leaves; a tensor that kept none shows none."""
+    import matplotlib.axes
+    from autograd import draw_graph
+    labels = []
+    original_text = matplotlib.axes.Axes.text
+
+    def text(ax, x, y, label, *args, **kw):
+        labels.append(label)
+        return original_text(ax, x, y, label, *args, **kw)
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", text)
+    rng = np.random.default_rng(3)
+    a, b = Tensor(rng.standard_normal(2), requires_grad=True), Tensor(rng.standard_normal(2), requires_grad=True)
+    kept, forgotten = a * b, (a + b)
+    kept.retain_grad()
+    out = (kept.tanh() - forgotten).sum()
+    out.backward()
+    draw_graph(out, tmp_path / "graph.png")
+    by_op = {label.split("\n")[0]: label for label in labels}
+    expected = np.array2string(kept.grad, precision=3, suppress_small=True)
+    assert by_op["Mul"].endswith(f"grad {expected}") and not np.allclose(kept.grad, 1.0)
+    assert "grad" not in by_op["Add"] and "grad" not in by_op["Tanh"]
+
+
 def test_print_graph_names_parameters_and_keeps_columns_for_long_op_names():
     import nn
     from autograd import print_graph
