@@ -1,6 +1,6 @@
 """The reading edition: one training step, traced, written as one page of the code it ran.
 
-    python -m demos.reading --out docs/reading           # gpt_step, seq2seq_step and scalar_backward .md and .html
+    python -m demos.reading --out docs/reading           # gpt_step, seq2seq_step, scalar_backward, loops_tier
     python -m demos.reading --out runs/reading --page gpt_step --json runs/reading/measures.json
 
 Traces a real step (demos/reading/steps.py says which, and on which tier of kernels) and
@@ -17,7 +17,8 @@ from demos._flags import a_file_to_write, command_line
 from demos._results import write_json
 from demos.reading import graph, html, listing, markdown, steps
 
-PAGES = {"gpt_step": steps.gpt_step, "seq2seq_step": steps.seq2seq_step, "scalar_backward": steps.scalar_backward}
+PAGES = {"gpt_step": steps.gpt_step, "seq2seq_step": steps.seq2seq_step, "scalar_backward": steps.scalar_backward,
+         "loops_tier": steps.loops_tier}
 
 
 def debugger_note(step):

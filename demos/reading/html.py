@@ -14,7 +14,6 @@ import numpy as np
 
 from demos.reading.listing import ONE_LINERS, Fold, exercises_shown, first_reading, fold_text, sections
 from demos.reading.markdown import ONE_LINERS_ABOUT, contents_count
-from demos.reading.steps import PHASE_DEBUG
 
 TOKENS = re.compile(r"(?P<comment>#.*$)|(?P<string>[rbfRBF]{0,2}(\"\"\"|'''|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'))"
                     r"|(?P<number>\b\d+(?:\.\d*)?(?:e-?\d+)?\b)|(?P<word>\b[A-Za-z_]\w*\b)")
@@ -146,8 +145,7 @@ def heatmaps(values, labels, note="", axes=None):
 
 
 def function_html(function, step):
-    environment, demo = PHASE_DEBUG.get(function.phase, (step.environment, step.debug))
-    command = f"{environment} python -m demos.debug -b {function.breakpoint()} {demo}".strip()
+    command = f"{step.environment} python -m demos.debug -b {function.breakpoint()} {step.debug}".strip()
     watched = [values for (path, name, _), values in (step.heatmaps or step.trace.watched).items()
                if path == function.path and name == function.name.rsplit(".", 1)[-1]]
     return (f'<h4><span class="where">{html.escape(function.path)}:{function.first}</span> {html.escape(function.name)}</h4>'
@@ -185,7 +183,9 @@ def render(step, shown, top_html, bottom_html, graph_svg=None):
 
 
 def inline(text):
-    """Markdown's `code` and [links](url) of a paragraph, as HTML."""
+    """Markdown's `code` and [links](url) of a paragraph, as HTML; a link to another reading
+    page (`gpt_step.md`) goes to its HTML page, beside this one."""
     escaped = html.escape(text, quote=False)
     escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    escaped = re.sub(r"\]\((\w+)\.md\)", r"](\1.html)", escaped)
     return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', escaped)

@@ -238,14 +238,14 @@ def class_starts(path):
 def functions(trace, phases):
     """The Functions a trace entered, each once, in reading order (phases: their order; a
     function CHECKS names is in phase "checks" where phases has it, and one of the forward pass
-    is_plumbing names in phase "plumbing" where phases has it)."""
+    or the step is_plumbing names in phase "plumbing" where phases has it)."""
     found = []
     for order, (code, (path, phase)) in enumerate(trace.functions.items()):
         if not code.co_name.startswith("<") and code.co_firstlineno not in class_starts(path):   # no lambda, class body
             node = definition(path, code.co_firstlineno)
             if "checks" in phases and CHECKS.fullmatch(code.co_name):
                 phase = "checks"
-            elif phase == "forward" and "plumbing" in phases and is_plumbing(path, code.co_name):
+            elif phase in ("forward", "step") and "plumbing" in phases and is_plumbing(path, code.co_name):
                 phase = "plumbing"
             found.append((path, code.co_firstlineno, node.end_lineno, code.co_qualname, phase, order))
     outer = [(path, first, last) for path, first, last, *_ in found]
@@ -342,7 +342,7 @@ def first_reading(grouped):
     return (f"A first reading: sections {', '.join(numbers[:-1])} and {numbers[-1]}, the model and the step "
             f"({sum(code_lines(functions) for _, functions in first)} lines of code), read as nanoGPT's model.py "
             "and its training loop are. The other sections are what PyTorch does under nanoGPT (the plumbing, the "
-            "backward pass op by op, the optimizer, the checks, the kernels): a second reading.")
+            "backward pass op by op, the optimizer, the checks): a second reading.")
 
 
 def suffix(line):

@@ -1,12 +1,12 @@
 """The calls a reading edition traces: one training step of nanoGPT's small GPT, one of the
-main demo's encoder-decoder (demos.train --task reverse), and the scalar engine's backward
-through a neuron.
+main demo's encoder-decoder (demos.train --task reverse), the scalar engine's backward
+through a neuron, and the loops tier's kernels in a small GPT step.
 
 The tensor steps run on the numpy tier of the kernels (AUTOGRAD_KERNELS=numpy): each kernel is
 its one-line numpy definition (autograd/kernels/reference.py), which is what a reader
 wants on one page, and the full-size step takes seconds.  The loops tier would run its
 kernels as Python with NUMBA_DISABLE_JIT=1, about 4 GFLOP through Python loops: an hour
-for one step of this size.  Attention is composed (matmul, masked_fill, softmax, matmul),
+for one step of this size (its page traces them in a small step).  Attention is composed (matmul, masked_fill, softmax, matmul),
 the ops a learner steps through, not the fused op.
 
 A traced step is an early one (the second), so its model is untrained and attends almost
@@ -37,20 +37,19 @@ SMALL_GPT = "--layers 1 --heads 2 --d-model 16 --block-size 8 --batch-size 2"   
 SCRATCH = "--out runs/scratch"    # every command a page prints writes there, never over a run of the learner's
 GPT_QUICK = "--max-iters 1 --eval-iters 1 --sample-tokens 1"     # demos.gpt ends seconds after its one step
 TRAIN_QUICK = "--steps 1 --beam-examples 1"                       # demos.train likewise
-PHASE_DEBUG = {"loops": ("NUMBA_DISABLE_JIT=1", f"demos.gpt --attention composed {GPT_QUICK} {SMALL_GPT} {SCRATCH}")}
-# a phase's own (environment, demo) for the debugger's commands: the loops, run as Python, only at a small size
 HEATMAP_POSITIONS = 24     # the GPT's heatmaps: the first positions of 64, each wide enough to name its character
 TRAINED_STEPS = 300          # the heatmaps' models: this many seeded steps, enough for their heads to specialise
 Code = collections.namedtuple("Code", "co_name co_firstlineno co_qualname")      # a code object, as JSON brings it
 TIERS_NOTE = ("Attention is composed (matmul, masked_fill, softmax, matmul: the ops to step through), not the one "
-              "fused op `demos.gpt` runs by default. Each kernel is its numpy definition (`AUTOGRAD_KERNELS=numpy`, "
-              "autograd/kernels/reference.py); the loops tier (autograd/kernels/loops.py), which a debugger steps "
-              "into, computes the same in plain loops, too slowly at this size to trace")
+              "fused op `demos.gpt` runs by default, and each kernel is its numpy definition "
+              "(`AUTOGRAD_KERNELS=numpy`, autograd/kernels/reference.py): the loops tier, which a debugger steps "
+              "into, computes the same in plain loops, too slowly at this size to trace; "
+              "[its own page](loops_tier.md) shows its kernels in a small step")
 TRAINING_PHASES = ("config", "model", "forward", "plumbing", "step", "backward", "optimizer")   # a page's order
 TRAINING_PINS = (("nn/recipe.py", "optimize", "step"), ("nn/optim.py", "Optimizer.zero_grad", "optimizer"),
                  ("nn/optim.py", "Optimizer._params", "optimizer"), ("nn/module.py", "Module.__call__", "forward"),
-                 ("transformer/training/lm.py", "LMTrainConfig.lr_at", "optimizer"),
-                 ("nn/schedule.py", "warmup_cosine", "optimizer"))
+                 ("transformer/training/lm.py", "LMTrainConfig.lr_at", "step"),
+                 ("nn/schedule.py", "warmup_cosine", "step"), ("nn/schedule.py", "warmup_cosine.<locals>.f", "step"))
 
 
 @dataclasses.dataclass
@@ -77,7 +76,7 @@ def gpt_step():
     batch of the text; its heatmaps are those of the same GPT trained TRAINED_STEPS steps."""
     from autograd import manual_seed
     from transformer.families.decoder_only import DecoderOnly, gpt_config
-    from transformer.training.lm import LMTrainConfig, step_functions
+    from transformer.training.lm import LMJob, LMTrainConfig, step_functions
 
     data = text_data(LMTrainConfig.block_size)
     tokens, heatmaps = trained_attention(LMTrainConfig(), data)
@@ -90,30 +89,27 @@ def gpt_step():
     cfg, config = trace.record("config", lambda: (LMTrainConfig(), gpt_config(len(ALPHABET), attention="composed")))
     manual_seed(cfg.seed)
     model = built(trace, DecoderOnly, config)
-    step = step_functions(model, cfg)[0]
-    rng = np.random.default_rng(cfg.seed)
-    step(*data.batch("train", cfg.batch_size, rng), cfg.lr_at(0))
+    job = LMJob(data, *step_functions(model, cfg)[:2], cfg)
+    job.step(1)
     trace.watched.clear()
-    batch = data.batch("train", cfg.batch_size, rng)
-    trace.record("step", lambda: step(*batch, cfg.lr_at(1)))
-    add_loops_tier(trace)
+    trace.record("step", job.step, 2)
+    trace.record("step", job.evaluate, 2)
     intro = (f"One training step of the GPT that `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context {cfg.block_size}, "
              f"batch {cfg.batch_size}), as the code ran it: its configuration, the model (embeddings, blocks, "
-             "attention, MLP), the loss, the backward pass and AdamW's update, in that order. Its text is kept to "
+             "attention, MLP), the step (a batch, the learning rate's schedule, the evaluation), the loss, the "
+             f"backward pass and AdamW's update, in that order. {TIERS_NOTE}. Its text is kept to "
              f"{len(ALPHABET)} characters (printable ASCII and a newline), so that every Python gives the same shapes: "
              f"a shape ending in {len(ALPHABET)} is the vocabulary (`demos.gpt` keeps every character of its text, so "
              "its vocabulary is a few larger).")
-    about = ("The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings. "
-             + TIERS_NOTE
-             + ": its kernels come last, as a small GPT step runs them (1 layer, 2 heads, 16 wide, context 8, "
-             "batch 2).")
+    about = ("The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings, "
+             f"and its evaluation the recipe's: {cfg.eval_iters} batches of each split.")
     note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "
             "the default kernels), not of the step traced here: at its second step the model is untrained and "
             f"attends almost evenly. They are for the first {HEATMAP_POSITIONS} positions of one sequence of the "
             f"validation text (of {cfg.block_size}: under the causal mask no query attends past them, so their rows "
             "are whole); ⏎ is a newline, ␣ a space.")
-    return Step("gpt_step", "One GPT training step", intro, about, TRAINING_PHASES + ("checks", "loops"), trace,
+    return Step("gpt_step", "One GPT training step", intro, about, TRAINING_PHASES + ("checks",), trace,
                 f"demos.gpt --attention composed {GPT_QUICK} {SCRATCH}", "AUTOGRAD_KERNELS=numpy",
                 tuple(f"layer {n}" for n in range(config.num_layers)), heatmaps={ATTENTION: heatmaps},
                 heatmap_note=note, heatmap_axes=[(tokens, tokens)] * config.num_layers)
@@ -183,10 +179,11 @@ def attention_after_training(model, train, forward):
     return watcher.watched[ATTENTION]
 
 
-def add_loops_tier(trace):
-    """Add to `trace` the loops tier's kernels as they run, with the JIT off, in a small GPT step
-    (demos/bench/lines.py's), traced in a subprocess (the JIT is off from before Numba's import);
-    their functions in phase "loops", their lines, no shapes (a small step's are not this page's)."""
+def loops_tier():
+    """Trace the loops tier's kernels as they run, with the JIT off, in a small GPT step
+    (demos/bench/lines.py's), in a subprocess (the JIT is off from before Numba's import): their
+    functions, their lines, no shapes (the small step's are not the GPT page's)."""
+    trace = Trace()
     with tempfile.TemporaryDirectory() as folder:
         found = os.path.join(folder, "loops.json")
         result = subprocess.run([sys.executable, "-c", "import sys; from demos.reading.steps import trace_loops_tier; "
@@ -199,6 +196,14 @@ def add_loops_tier(trace):
     for name, first, qualname in functions:
         trace.functions[Code(name, first, qualname)] = (LOOPS, "loops")
     trace.lines[LOOPS] = set(lines)
+    intro = ("The kernels of the loops tier (autograd/kernels/loops.py) as one step of a small GPT runs them (1 layer, "
+             "2 heads, 16 wide, context 8, batch 2): each op's kernel (matmul, softmax, log-softmax and their "
+             "backwards) as plain loops, one multiply-add or exponential at a time, the same mathematics as the "
+             "numpy definitions that [one GPT training step](gpt_step.md) was traced on. Numba compiles these loops; "
+             "under a debugger they run as Python instead, so that `s` from an op lands here.")
+    about = "The step is the second of a seeded run, traced with the JIT off (`NUMBA_DISABLE_JIT=1`)."
+    return Step("loops_tier", "The loops tier, where a debugger steps in", intro, about, ("loops",), trace,
+                f"demos.gpt --attention composed {GPT_QUICK} {SMALL_GPT} {SCRATCH}", "NUMBA_DISABLE_JIT=1")
 
 
 def trace_loops_tier(path):

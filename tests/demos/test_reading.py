@@ -23,7 +23,7 @@ from demos.reading.trace import Trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 READING = os.path.join(ROOT, "docs", "reading")
-PAGES = ("gpt_step", "seq2seq_step", "scalar_backward")
+PAGES = ("gpt_step", "seq2seq_step", "scalar_backward", "loops_tier")
 HEADING = re.compile(r"^#### \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) (?P<name>\S+)$")
 ONE_LINER = re.compile(r"^- \[`(?P<path>[^`:]+):(?P<first>\d+)`\]\([^)]*\) `(?P<name>[^`]+)`: `(?P<line>[^`]+)`$")
 FOLDED = re.compile(r"^\s*# \.\.\. (\d+) lines? not run on this step(?: \(a raise\))?$")
@@ -194,8 +194,7 @@ def test_a_training_page_reads_from_the_model_down(committed, name):
     present = [title for title in sections if title in order]           # seq2seq's config: dataclasses and checks
     assert present == [title for title in order if title in present] and set(order[1:]) <= set(present), sections
     checking = sections.index("Checking the inputs")
-    assert set(sections[checking:]) <= {"Checking the inputs", "The loops tier, in a small step",
-                                         listing.ONE_LINERS}, sections
+    assert set(sections[checking:]) <= {"Checking the inputs", listing.ONE_LINERS}, sections
     assert sections[-1] == listing.ONE_LINERS
     checks = markdown.split(f"## {checking + 1}. Checking the inputs")[1].split("\n## ")[0]
     for path, first, function, shown in blocks(markdown):
@@ -219,12 +218,20 @@ def test_the_contents_count_each_section_s_lines_and_name_a_first_reading(commit
         assert int(lines) == read_page(text)["code"] - bare, title
     first = re.search(r"^A first reading: sections ([\d, ]+) and (\d+), the model and the step \((\d+) lines of code\)",
                       markdown, re.M)
-    if name == "scalar_backward":
+    if name in ("scalar_backward", "loops_tier"):
         assert first is None                                       # all of it is a first reading
         return
     numbers = [int(n) for n in first[1].split(", ")] + [int(first[2])]
     assert {counted[n - 1][0] for n in numbers} >= {"The model's parts", "The forward pass"}
     assert int(first[3]) == sum(int(counted[n - 1][2]) for n in numbers) <= 450
+
+
+def test_the_gpt_step_s_step_is_what_nanogpt_s_loop_does_around_the_model(committed):
+    """The step, in the first reading, as nanoGPT's training loop has it: a batch of random
+    blocks, the learning rate's warm-up and cosine schedule, the update, and the evaluation."""
+    names = {function for _, _, function, _ in section(committed["gpt_step"][0], "The step")}
+    assert {"LMJob.step", "TextDataset.batch", "LMTrainConfig.lr_at", "warmup_cosine", "optimize", "LMJob.evaluate",
+            "estimate_loss", "step_functions.<locals>.evaluate"} <= names, names
 
 
 def section(markdown, title):
@@ -420,14 +427,14 @@ def test_every_printed_debugger_command_ends_soon_after_its_stop(committed, demo
     assert not slow, slow[:3]
 
 
-@pytest.mark.parametrize("spec, where, shape", [
-    ("transformer/attention.py:scaled_dot_product_attention", r"attention\.py\(\d+\)scaled_dot_product_attention\(\)",
-     "(12, 4, 64, 32)"),                                          # the shape the page shows for q
-    ("autograd/kernels/loops.py:softmax_loops", r"loops\.py\(\d+\)softmax_loops\(\)",
+@pytest.mark.parametrize("page, spec, where, shape", [
+    ("gpt_step", "transformer/attention.py:scaled_dot_product_attention",
+     r"attention\.py\(\d+\)scaled_dot_product_attention\(\)", "(12, 4, 64, 32)"),       # the shape the page shows for q
+    ("loops_tier", "autograd/kernels/loops.py:softmax_loops", r"loops\.py\(\d+\)softmax_loops\(\)",
      "(32, 8)")])                                                 # the small GPT's scores: 2 x 2 heads x 8 rows
-def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path, spec, where, shape):
+def test_a_printed_debugger_command_stops_in_its_function(committed, tmp_path, page, spec, where, shape):
     command = re.search(rf"<code>(\S+=\S+) python -m demos\.debug -b {re.escape(spec)} ([^<]+)</code>",
-                        committed["gpt_step"][1])
+                        committed[page][1])
     assert command, spec
     environment, demo = command[1].split("=", 1), html.unescape(command[2]).split()
     result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, *demo, "--out", str(tmp_path)],

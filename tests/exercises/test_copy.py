@@ -119,6 +119,7 @@ def test_make_only_hands_out_some_and_leaves_the_rest_solved(tmp_path):
     assert solutions_found(copy, ["softmax", "causal_mask"]) == []
     pages = {f"docs/reading/{step}.{kind}": ["softmax", "causal_mask"] for step in ("gpt_step", "seq2seq_step")
              for kind in ("md", "html")}                                       # each shows both regions solved
+    pages.update({f"docs/reading/loops_tier.{kind}": ["softmax"] for kind in ("md", "html")})   # softmax's loops
     assert handout["tests_left_out"] == {"tests/transformer/test_gpt.py": ["softmax", "causal_mask"],
                                          "notebooks/03_attention_by_hand.py": ["softmax"],    # softmax by hand
                                          **pages, "tests/demos/test_reading.py": ["softmax", "causal_mask"]}
