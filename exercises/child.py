@@ -222,7 +222,7 @@ def _zygote(config, root):
     pid_one = os.getpid() == 1
     settings = writable_settings()
     before = _state(settings, pid_one)
-    inode = _tmp_mark() if pid_one else 0
+    inode = _counters_moved_on(_tmp_mark()) if pid_one else 0
     wire.send(control.fileno(), {"zygote": config["isolation"]})
     while True:
         try:
@@ -239,11 +239,29 @@ def _zygote(config, root):
         status = _clean_up(child, pid_one)
         used = last_pid() - pids if pid_one else 0
         mark = _tmp_mark() if pid_one else 0
-        files, inode = mark - inode - 1 if pid_one else 0, mark             # the files the task made in /tmp
+        files = mark - inode - 1 if pid_one else 0                         # the files the task made in /tmp
         if _state(settings, pid_one) != before or not 0 <= used <= PIDS_PER_TASK or not 0 <= files <= FILES_PER_TASK:
             wire.send(control.fileno(), {"ended": status, "retire": True})
             return
+        if pid_one:
+            inode = _counters_moved_on(mark)
         wire.send(control.fileno(), {"ended": status})
+
+
+def _counters_moved_on(mark):
+    """Start and end threads until the PID namespace's last PID, and make and remove files in
+    /tmp until its last inode number (mark, the clean-up's), are multiples of COUNTER_STEP: the
+    next task's PID and inode numbers then tell it how many tasks came before, not what they
+    did (exercises/lasting.py). Returns the last inode number."""
+    import threading
+    from exercises.lasting import COUNTER_STEP, last_pid
+    while last_pid() % COUNTER_STEP:
+        thread = threading.Thread(target=int)
+        thread.start()
+        thread.join()
+    while mark % COUNTER_STEP:
+        mark = _tmp_mark()
+    return mark
 
 
 def main():

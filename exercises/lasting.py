@@ -17,11 +17,13 @@ last PID, the scheduler's statistics) are left out: `writable_settings` reads ea
 around a fork and keeps those that stay.
 
 One of those moves with every process: the PID namespace's last PID. A task that started
-and ended k processes or threads tells the next task of its zygote k, in that task's own
-PID. An honest task uses one or a few (its child); one that used more than PIDS_PER_TASK
-retires the zygote too, so a task can say at most a few bits that way. So with /tmp's inode
-numbers (hostile trial 11 read 16 bits in them): a task that made more than FILES_PER_TASK
-files there retires the zygote (exercises/child.py's clean-up counts them).
+and ended k processes or threads would tell the next task of its zygote k, in that task's
+own PID; and /tmp's inode numbers, which tmpfs counts up file by file, the files it made
+(hostile trial 11 read 16 bits in them). So after each task the zygote moves both counters
+on to the next multiple of COUNTER_STEP (exercises/child.py: threads started and ended, files
+made and removed), and the next task's PID and first inode number say only how many tasks
+came before it. A task that used more than PIDS_PER_TASK PIDs or made more than
+FILES_PER_TASK files would reach past that multiple: it retires the zygote.
 
 Why not give each task fresh namespaces instead: the zygote holds no capability (it gave
 them all up before its first task, exercises/jail.py) and lives in a chroot, where the
@@ -36,6 +38,7 @@ import os
 PLACES = ("/proc/sys", "/proc/self", "/proc/self/attr")    # /proc/sys walked whole; the process's entry, two levels
 PIDS_PER_TASK = 32
 FILES_PER_TASK = 32                # the same for /tmp's inode numbers, which tmpfs counts up file by file
+COUNTER_STEP = 64                  # > either limit plus the clean-up's own: the counters' next multiple is unreached
 
 
 def last_pid():

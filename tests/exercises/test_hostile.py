@@ -635,6 +635,30 @@ def test_what_a_task_sets_that_outlives_it_retires_the_zygote(tmp_path):
     assert rows == writes                                  # each write took (or was refused), and no later task saw it
 
 
+@pytest.mark.parametrize("mode", ["root", "userns"])
+def test_a_task_s_pid_and_tmp_inode_numbers_say_nothing_of_what_the_task_before_did(tmp_path, mode):
+    """Each task may start up to PIDS_PER_TASK threads and make FILES_PER_TASK files, which
+    would move the next task's PID and /tmp inode numbers (trial 14 read ~5 bits a task in
+    each): the zygote moves both on to a multiple of COUNTER_STEP after each task. Writers
+    that use 0, 9 and 20 of each are graded, one job, each before a reader that passes only
+    if it starts at the step's first PID and inode number (a writer's own pass: its threads
+    and files were made)."""
+    from exercises.lasting import COUNTER_STEP
+    once = "if not hasattr(os, 'noted'):"
+    bodies = {}
+    for index, count in enumerate((20, 0, 9)):
+        bodies[f"{index}a_uses_{count}"] = _lines(
+            "import os, tempfile, threading", once, f"    for _ in range({count}):",
+            "        t = threading.Thread(target=int); t.start(); t.join()", "        tempfile.TemporaryFile().close()",
+            "    os.noted = True", *SOLUTION)
+        bodies[f"{index}b_reads"] = _lines(
+            "import os", once, "    made = os.open('/tmp/note', os.O_CREAT | os.O_WRONLY)",    # its first file
+            f"    os.noted = (os.getpid() % {COUNTER_STEP}, os.fstat(made).st_ino % {COUNTER_STEP})",
+            "if os.noted != (1, 1): return np.zeros_like(x)", *SOLUTION)
+    rows = _grade_softmax(tmp_path, bodies, mode, jobs=1)
+    assert rows == dict.fromkeys(bodies, "passed"), rows
+
+
 def test_a_task_holding_its_processes_does_not_stop_a_classmate_s_in_the_other_slot(tmp_path):
     """RLIMIT_NPROC counts a user's processes: each slot's children run as a user of their
     own, so a task holding its four forks leaves the other slot's task room for a thread and
