@@ -194,7 +194,21 @@ def test_draw_graph_writes_an_image(tmp_path):
     assert path.stat().st_size > 1000
 
 
-def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_path):
+@pytest.fixture
+def box_labels(monkeypatch):
+    """The text of every box draw_graph draws, in order (matplotlib's Axes.text recorded)."""
+    import matplotlib.axes
+    labels = []
+    original_text = matplotlib.axes.Axes.text
+
+    def text(ax, x, y, label, *args, **kw):
+        labels.append(label)
+        return original_text(ax, x, y, label, *args, **kw)
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", text)
+    return labels
+
+
+def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_path, box_labels):
     """a * a takes a twice: two arrows, bowed apart (one straight arrow would hide the square);
     leaves named as given."""
     import matplotlib.axes
@@ -206,13 +220,7 @@ def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_pat
         drawn.append(kw["arrowprops"]["connectionstyle"])
         return original(ax, *args, **kw)
     monkeypatch.setattr(matplotlib.axes.Axes, "annotate", annotate)
-    labels = []
-    original_text = matplotlib.axes.Axes.text
-
-    def text(ax, x, y, label, *args, **kw):
-        labels.append(label)
-        return original_text(ax, x, y, label, *args, **kw)
-    monkeypatch.setattr(matplotlib.axes.Axes, "text", text)
+    labels = box_labels
     a, b = leaf(2), leaf(2)
     t = (a * b).tanh()
     draw_graph((t * t + a).sum(), tmp_path / "graph.png", names={"a": a, "b": b})
@@ -221,18 +229,10 @@ def test_draw_graph_draws_an_arrow_for_every_use_of_a_value(monkeypatch, tmp_pat
     assert sorted(drawn).count("arc3,rad=0.0") == 6 and {"arc3,rad=-0.175", "arc3,rad=0.175"} <= set(drawn)
 
 
-def test_draw_graph_shows_the_gradient_an_inner_tensor_kept(monkeypatch, tmp_path):
+def test_draw_graph_shows_the_gradient_an_inner_tensor_kept(tmp_path, box_labels):
     """After backward, a box shows its output's gradient where that tensor kept it (retain_grad):
     the values themselves, not only for the leaves; a tensor that kept none shows none."""
-    import matplotlib.axes
     from autograd import draw_graph
-    labels = []
-    original_text = matplotlib.axes.Axes.text
-
-    def text(ax, x, y, label, *args, **kw):
-        labels.append(label)
-        return original_text(ax, x, y, label, *args, **kw)
-    monkeypatch.setattr(matplotlib.axes.Axes, "text", text)
     rng = np.random.default_rng(3)
     a, b = Tensor(rng.standard_normal(2), requires_grad=True), Tensor(rng.standard_normal(2), requires_grad=True)
     kept, forgotten = a * b, (a + b)
@@ -240,7 +240,7 @@ def test_draw_graph_shows_the_gradient_an_inner_tensor_kept(monkeypatch, tmp_pat
     out = (kept.tanh() - forgotten).sum()
     out.backward()
     draw_graph(out, tmp_path / "graph.png")
-    by_op = {label.split("\n")[0]: label for label in labels}
+    by_op = {label.split("\n")[0]: label for label in box_labels}
     expected = np.array2string(kept.grad, precision=3, suppress_small=True)
     assert by_op["Mul"].endswith(f"grad {expected}") and not np.allclose(kept.grad, 1.0)
     assert "grad" not in by_op["Add"] and "grad" not in by_op["Tanh"]
