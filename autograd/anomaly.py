@@ -57,7 +57,8 @@ def _where(stack):
     if not stack:
         return "(no stack recorded: was the node made outside detect_anomaly?)"
     frame = stack[-1]
-    return f'{frame.filename}, line {frame.lineno}, in {frame.name}: {frame.line}'
+    line = f": {frame.line}" if frame.line else ""               # no source to quote from stdin or -c
+    return f'{frame.filename}, line {frame.lineno}, in {frame.name}{line}'
 
 
 def _bad(array):

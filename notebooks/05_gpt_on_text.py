@@ -68,7 +68,7 @@ for it in range(5):
     x, y = data.batch("train", cfg.batch_size, batches)  # (12, 64) token ids; y is x shifted by one
     for group in optimizer.param_groups:
         group["lr"] = cfg.lr_at(it)                      # warm-up, then cosine decay
-    loss = F.cross_entropy(model(x), y)                  # logits (12, 64, 95) -> one number
+    loss = F.cross_entropy(model(x), y)                  # logits (12, 64, vocab) -> one number
     optimizer.zero_grad()
     loss.backward()
     clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], cfg.grad_clip)

@@ -178,18 +178,11 @@ class SiLU(Function):
     negative a gives -0, not NaN);  dout/da = s + a s (1 - s) = s (1 + a (1 - s)), s = sigmoid(a)."""
 
     def forward(ctx, a):
-        denominator = np.negative(a)
         with np.errstate(over="ignore"):
-            np.exp(denominator, out=denominator)
-        denominator += 1                                   # 1 + e^-a, in one buffer
-        out = a / denominator
-        ctx.save_for_backward(a, np.reciprocal(denominator, out=denominator))   # s = sigmoid(a)
-        return out
+            denominator = 1 + np.exp(-a)                   # 1 + e^-a: inf where e^-a overflows
+        ctx.save_for_backward(a, 1 / denominator)          # s = sigmoid(a)
+        return a / denominator
 
     def backward(ctx, grad):
         a, s = ctx.saved_tensors
-        slope = 1 - s
-        slope *= a
-        slope += 1
-        slope *= s                                         # s (1 + a (1 - s)), in one buffer
-        return slope * grad
+        return s * (1 + a * (1 - s)) * grad

@@ -93,17 +93,21 @@ def gpt_step():
     job.step(1)
     trace.watched.clear()
     trace.record("step", job.step, 2)
+    trace.record("step", cfg.lr_at, cfg.max_iters // 2)      # the schedule past its warm-up: both its branches run
     trace.record("step", job.evaluate, 2)
     intro = (f"One training step of the GPT that `python -m demos.gpt` trains (nanoGPT's CPU recipe: "
              f"{config.num_layers} layers, {config.num_heads} heads, {config.d_model} wide, context {cfg.block_size}, "
              f"batch {cfg.batch_size}), as the code ran it: its configuration, the model (embeddings, blocks, "
              "attention, MLP), the step (a batch, the learning rate's schedule, the evaluation), the loss, the "
-             f"backward pass and AdamW's update, in that order. {TIERS_NOTE}. Its text is kept to "
+             "backward pass and AdamW's update, in that order ([notebook 5](../../notebooks/05_gpt_on_text.py) "
+             "writes the same loop out on one page, nanoGPT's way, and checks it gives these functions' losses bit "
+             f"for bit). {TIERS_NOTE}. Its text is kept to "
              f"{len(ALPHABET)} characters (printable ASCII and a newline), so that every Python gives the same shapes: "
              f"a shape ending in {len(ALPHABET)} is the vocabulary (`demos.gpt` keeps every character of its text, so "
              "its vocabulary is a few larger).")
     about = ("The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings, "
-             f"and its evaluation the recipe's: {cfg.eval_iters} batches of each split.")
+             f"and its evaluation the recipe's: {cfg.eval_iters} batches of each split. The learning rate's schedule "
+             f"is also traced at iteration {cfg.max_iters // 2}, past its warm-up, so that its cosine decay shows as run.")
     note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "
             "the default kernels), not of the step traced here: at its second step the model is untrained and "
             f"attends almost evenly. They are for the first {HEATMAP_POSITIONS} positions of one sequence of the "

@@ -28,6 +28,20 @@ def test_log_of_zero_deep_in_a_model_names_the_op_and_the_user_line():
     assert info.value.node.name == "Log"
 
 
+def test_a_line_with_no_source_to_quote_is_named_without_a_dangling_colon():
+    """Code from stdin or `python -c` has no source line to quote: the message names the place
+    and ends there, not with 'in <module>: '."""
+    import subprocess
+    import sys
+    script = ("import numpy as np\nfrom autograd import Tensor, detect_anomaly\nx = Tensor(np.zeros(3))\n"
+              "with detect_anomaly():\n    x.log().sum()\n")
+    result = subprocess.run([sys.executable, "-W", "ignore", "-"], input=script, capture_output=True, text=True,
+                            timeout=120)
+    last = result.stderr.strip().splitlines()[-1]
+    assert "forward pass of Log produced infinity" in last and "created at <stdin>, line 5, in <module>" in last
+    assert not last.rstrip().endswith(":"), last
+
+
 @pytest.mark.filterwarnings("ignore:invalid value encountered in sqrt:RuntimeWarning")   # the NaN made on purpose
 @pytest.mark.filterwarnings("ignore:divide by zero encountered in divide:RuntimeWarning")   # its gradient, inf
 def test_sqrt_of_negative_is_caught_in_forward_and_nan_gradient_in_backward():
