@@ -41,6 +41,16 @@ and container). Trial 12: every call that makes a pipe, a socket or a memfd (`pi
 the whole machine, which the next task can read (and a loopback that is down still counted
 the packets a socket sent). A task talks to its judge through the socket it was given.
 
+Hostile trial 15: `sched_setattr` (a task set its zygote's time slice, which `lasting` does
+not compare, and a later task read it back: 26 bits; `sched_setscheduler` and
+`sched_setparam` with it), and futexes shared between processes: two slots' children both
+map the same library file, so a wait on an address in its pages is woken by the other slot
+(a whole solution at 2 kbit/s, with --jobs 2). A futex call whose operation lacks
+FUTEX_PRIVATE_FLAG may only wake (no one ever waits on a shared one, so a wake says
+nothing); any other is answered EAGAIN, which C libraries take as "look again" (pthread_join
+then spins instead of sleeping); the newer futex calls (`futex_waitv`, `futex_wait`,
+`futex_wake`, `futex_requeue`), which no C library here uses, are refused.
+
 and every call made as another architecture's (x86-64's 32-bit calls through `int 0x80`,
 its x32 ABI: the same calls under other numbers). A filter is a small program the kernel
 runs on each system call: load the call's architecture (not this machine's: refused), then
@@ -52,15 +62,17 @@ import platform
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 LOAD_WORD, JUMP_IF_EQUAL, JUMP_IF_AT_LEAST, RETURN = 0x20, 0x15, 0x35, 0x06     # BPF opcodes
-ALLOW, REFUSE = 0x7FFF0000, 0x00050000 | 1                                     # RET_ALLOW, RET_ERRNO | EPERM
+JUMP_IF_ANY_BIT, AND = 0x45, 0x54                                              # jump if A & k, A &= k
+ALLOW, REFUSE, TRY_AGAIN = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 11         # RET_ALLOW, RET_ERRNO | EPERM, EAGAIN
 ARCH_OFFSET, NUMBER_OFFSET = 4, 0                                               # in struct seccomp_data
 SECOND_ARGUMENT_OFFSET, THIRD_ARGUMENT_OFFSET = 24, 32                          # (their low words)
 X32 = 0x40000000
 # {call: (its number on x86-64, on aarch64; None where that machine has no such call)}: the
-# forbidden calls, ioprio_get for child.py's state, fcntl and madvise for their arguments
+# forbidden calls, ioprio_get and sched_getattr to read, fcntl, madvise and futex for their arguments
 CALL_NUMBERS = {"mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
                 "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
                 "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219), "ioprio_get": (252, 31),
+                "sched_getattr": (315, 275),
                 "flock": (73, 32), "fcntl": (72, 25), "setxattr": (188, 5), "lsetxattr": (189, 6),
                 "fsetxattr": (190, 7), "removexattr": (197, 14), "lremovexattr": (198, 15),
                 "fremovexattr": (199, 16), "utime": (132, None), "utimes": (235, None), "futimesat": (261, None),
@@ -73,7 +85,9 @@ CALL_NUMBERS = {"mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": 
                 "semget": (64, 190), "msgget": (68, 186), "io_setup": (206, 0), "io_destroy": (207, 1),
                 "io_getevents": (208, 4), "io_submit": (209, 2), "io_cancel": (210, 3), "io_pgetevents": (333, 292),
                 "socket": (41, 198), "socketpair": (53, 199), "pipe": (22, None), "pipe2": (293, 59),
-                "memfd_create": (319, 279)}
+                "memfd_create": (319, 279), "sched_setattr": (314, 274), "sched_setscheduler": (144, 119),
+                "sched_setparam": (142, 118), "futex": (202, 98), "futex_waitv": (449, 449), "futex_wake": (454, 454),
+                "futex_wait": (455, 455), "futex_requeue": (456, 456)}
 # machine: (AUDIT_ARCH_*, {name: number}) of those calls the machine has
 MACHINES = {machine: (audit_arch, {name: numbers[column] for name, numbers in CALL_NUMBERS.items()
                                    if numbers[column] is not None})
@@ -85,13 +99,16 @@ FORBIDDEN = ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_noti
              "pwritev2", "fadvise64", "readahead", "cachestat", "io_uring_setup", "io_uring_enter",
              "io_uring_register", "perf_event_open", "sysinfo", "sched_setaffinity", "shmget", "semget", "msgget",
              "io_setup", "io_destroy", "io_getevents", "io_submit", "io_cancel", "io_pgetevents", "socket",
-             "socketpair", "pipe", "pipe2", "memfd_create")
+             "socketpair", "pipe", "pipe2", "memfd_create", "sched_setattr", "sched_setscheduler", "sched_setparam",
+             "futex_waitv", "futex_wake", "futex_wait", "futex_requeue")
 # calls refused for some values of one argument only: {call: (the argument's offset, values)}.
 # fcntl's commands on record locks and leases: F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK,
 # F_OFD_SETLKW, F_SETLEASE, F_GETLEASE (its other commands, on descriptors' flags, stay allowed);
 # madvise's MADV_COLD and MADV_PAGEOUT (its others, which malloc uses, stay allowed)
 LOCK_COMMANDS = (5, 6, 7, 36, 37, 38, 1024, 1025)
 BY_ARGUMENT = {"fcntl": (SECOND_ARGUMENT_OFFSET, LOCK_COMMANDS), "madvise": (THIRD_ARGUMENT_OFFSET, (20, 21))}
+# futex's operation (its second argument): private (FUTEX_PRIVATE_FLAG set), or a wake of a shared one
+FUTEX_PRIVATE_FLAG, FUTEX_COMMAND_MASK, FUTEX_WAKES = 128, 127, (1, 10)       # FUTEX_WAKE, FUTEX_WAKE_BITSET
 
 
 class Instruction(ctypes.Structure):
@@ -109,10 +126,11 @@ def call_number(name):
     return machine[1].get(name) if machine else None
 
 
-def _program(arch, numbers, by_argument=()):
+def _program(arch, numbers, by_argument=(), futex=None):
     """[Instruction]: refuse the calls `numbers`, and each call of `by_argument` [(number, the
     argument's offset, values)] when that argument is one of its values; every call of another
-    architecture and, on x86-64, every x32 call; allow the rest."""
+    architecture and, on x86-64, every x32 call; answer EAGAIN to a call of `futex` (its
+    number) on a shared futex that is not a wake; allow the rest."""
     checks = [(JUMP_IF_AT_LEAST, X32)] if arch == MACHINES["x86_64"][0] else []
     checks += [(JUMP_IF_EQUAL, number) for number in numbers]
     program = [(LOAD_WORD, None, None, ARCH_OFFSET), (JUMP_IF_EQUAL, None, "refuse", arch),
@@ -123,6 +141,11 @@ def _program(arch, numbers, by_argument=()):
         program += [(JUMP_IF_EQUAL, None, after, number), (LOAD_WORD, None, None, argument)]
         program += [(JUMP_IF_EQUAL, "refuse", None, value) for value in values]
         program += [(RETURN, None, None, ALLOW), (f"label {after}", None, None, None)]
+    if futex is not None:
+        program += [(JUMP_IF_EQUAL, None, "allow", futex), (LOAD_WORD, None, None, SECOND_ARGUMENT_OFFSET),
+                    (JUMP_IF_ANY_BIT, "allow", None, FUTEX_PRIVATE_FLAG), (AND, None, None, FUTEX_COMMAND_MASK)]
+        program += [(JUMP_IF_EQUAL, "allow", None, command) for command in FUTEX_WAKES]
+        program += [(RETURN, None, None, TRY_AGAIN)]
     program += [(RETURN, None, None, ALLOW), (RETURN, None, None, REFUSE)]
     labels, instructions = {}, []
     for code, true, false, k in program:                    # a label names the place of the next instruction
@@ -146,7 +169,8 @@ def forbid_lasting_channels():
         return False
     arch, numbers = machine
     instructions = _program(arch, [numbers[name] for name in FORBIDDEN if name in numbers],
-                            [(numbers[name], *BY_ARGUMENT[name]) for name in BY_ARGUMENT if name in numbers])
+                            [(numbers[name], *BY_ARGUMENT[name]) for name in BY_ARGUMENT if name in numbers],
+                            numbers.get("futex"))
     program = Program(len(instructions), (Instruction * len(instructions))(*instructions))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), 0, 0, 0) != 0 or \

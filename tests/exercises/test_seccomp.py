@@ -189,3 +189,50 @@ def test_hostile_trials_11_and_12_s_counters_are_refused():
     assert free.stdout.split() == ["allowed"] * 10, free.stdout + free.stderr
     run = _run(code, filtered=True)
     assert run.stdout.split() == ["1"] * 10, run.stdout + run.stderr
+
+
+TRIAL_15 = """
+import ctypes, mmap, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+number = {NUMBERS}
+results = []
+def asked(answer):
+    results.append(str(ctypes.get_errno()) if answer == -1 else "allowed")
+attributes = ctypes.create_string_buffer(56)                            # struct sched_attr, as the kernel fills it
+ctypes.memmove(attributes, (56).to_bytes(4, "little"), 4)
+asked(libc.syscall(number["sched_getattr"], 0, attributes, 56, 0))      # reading it stays allowed
+asked(libc.syscall(number["sched_setattr"], 0, attributes, 0))          # the same values back: a write
+asked(libc.syscall(number["sched_setscheduler"], 0, 0, ctypes.byref(ctypes.c_int(0))))
+asked(libc.syscall(number["sched_setparam"], 0, ctypes.byref(ctypes.c_int(0))))
+libc.mmap.restype = ctypes.c_void_p
+with open(sys.argv[1], "rb") as f:                                      # a file both slots map
+    page = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+word = ctypes.c_uint32.from_address(page).value
+timeout = (ctypes.c_long * 2)(0, 1000000)                               # 1 ms
+asked(libc.syscall(number["futex"], ctypes.c_void_p(page), 0, word, timeout))        # FUTEX_WAIT, shared
+asked(libc.syscall(number["futex"], ctypes.c_void_p(page), 9, word, timeout, None, -1))   # FUTEX_WAIT_BITSET
+asked(libc.syscall(number["futex"], ctypes.c_void_p(page), 1, 1))                    # FUTEX_WAKE, shared: 0 woken
+asked(libc.syscall(number["futex_waitv"], None, 0, 0, None, 0))
+own = ctypes.c_uint32(7)
+asked(libc.syscall(number["futex"], ctypes.byref(own), 128, 8, timeout))            # private: EAGAIN (7 != 8)
+thread = threading.Thread(target=lambda: None); thread.start(); thread.join()        # a thread's life still works
+print(*results, os.getpid() > 0)
+"""
+
+
+def test_hostile_trial_15_s_time_slice_and_shared_futexes_are_refused(tmp_path):
+    """A task set its zygote's time slice (sched_setattr) for a later one to read; two slots'
+    children waited and woke on a futex in a library page both map (2 kbit/s): the writes of
+    scheduling refused (EPERM, 1), a shared futex's wait answered EAGAIN (11) while its wake
+    and every private futex still work, the newer futex calls refused."""
+    shared = tmp_path / "library.bin"
+    shared.write_bytes(bytes(8192))
+    names = ("sched_getattr", "sched_setattr", "sched_setscheduler", "sched_setparam", "futex", "futex_waitv")
+    code = TRIAL_15.replace("{NUMBERS}", repr({name: call_number(name) for name in names}))
+    free = subprocess.run([sys.executable, "-c", code, str(shared)], capture_output=True, text=True, timeout=60)
+    said = free.stdout.split()
+    assert said[:4] == ["allowed"] * 4 and said[4:6] == ["110", "110"] and said[6] == "allowed", \
+        free.stdout + free.stderr                          # unfiltered: the shared waits time out (ETIMEDOUT)
+    run = _run(code.replace("sys.argv[1]", repr(str(shared))), filtered=True)
+    assert run.stdout.split() == ["allowed", "1", "1", "1", "11", "11", "allowed", "1", "11", "True"], \
+        run.stdout + run.stderr
