@@ -106,6 +106,7 @@ def _task(control, root, channel):
     its own channel (so that the zygote, whose memory later children inherit, never holds a
     task's texts), run, then exit."""
     control.close()
+    _own_standard_streams()
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     from exercises import wire
@@ -128,14 +129,52 @@ def _task(control, root, channel):
     os._exit(code)
 
 
-def _clean_up(child, pid_one):
-    """Reap the task child; kill whatever it left (in our PID namespace: everything but us);
-    empty /tmp. The exit status of the task child."""
-    _, status = os.waitpid(child, 0)
+def _own_standard_streams():
+    """Give the task child a /dev/null of its own on 0, 1 and 2. The zygote's are one open
+    file that every task would share, whose flags (O_APPEND, the signal of F_SETSIG) one task
+    could set for a later one to read (hostile trial 15 carried 8 bits a task that way)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _ended_or_orphaned(child, control):
+    """Wait for the task child to end; if the grader goes first (the control socket closes: it
+    was killed, say, while a task stalled), kill the task child's processes and end the
+    zygote too, so that nothing of the run outlives it."""
+    import select
     try:
-        os.kill(-1, signal.SIGKILL) if pid_one else os.killpg(child, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        ending = os.pidfd_open(child)
+    except (AttributeError, OSError):                     # no pidfd (Linux before 5.3): wait only
+        return
+    try:
+        ready = select.select([ending, control], [], [])[0]
+        if ending not in ready and not control.recv(1, socket.MSG_PEEK):
+            _kill_task(child, os.getpid() == 1)
+            os._exit(0)
+    finally:
+        os.close(ending)
+
+
+def _kill_task(child, pid_one):
+    """Kill the task child and every process it started: as PID 1 of our namespace, all but
+    us; else its session's process group (and the child itself, if it had not made one yet)."""
+    for kill in ((lambda: os.kill(-1, signal.SIGKILL)) if pid_one else (lambda: os.killpg(child, signal.SIGKILL)),
+                 lambda: os.kill(child, signal.SIGKILL)):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _clean_up(child, pid_one, control):
+    """Reap the task child (ending the zygote if the grader is gone: _ended_or_orphaned); kill
+    whatever it left (in our PID namespace: everything but us); empty /tmp. The exit status
+    of the task child."""
+    _ended_or_orphaned(child, control)
+    _, status = os.waitpid(child, 0)
+    _kill_task(child, pid_one)
     while pid_one:
         try:
             os.waitpid(-1, 0)
@@ -205,19 +244,28 @@ def _state(settings, pid_one):
     return found
 
 
-def _zygote(config, root):
+def _prepared(config, control):
+    """Import what every task needs and warm Numba, then keep the tasks to reading what is warm
+    (exercises/readable.py); False, said to the grader, if that failed."""
     from exercises import wire
-    from exercises.lasting import FILES_PER_TASK, PIDS_PER_TASK, last_pid, writable_settings
-    control = socket.socket(fileno=config["control_fd"])
     try:
         for module in PRELOADED:
             __import__(module)
         _warm_up_numba()
-        if config["isolation"] != "process":              # its tasks read only what is warm (exercises/readable.py)
+        if config["isolation"] != "process":
             from exercises.readable import keep_to
             keep_to(sys.path)
     except Exception as err:                              # no student code has run: say why to the grader
         wire.send(control.fileno(), {"failed": f"{type(err).__name__}: {err}"[:300]})
+        return False
+    return True
+
+
+def _zygote(config, root):
+    from exercises import wire
+    from exercises.lasting import FILES_PER_TASK, PIDS_PER_TASK, last_pid, writable_settings
+    control = socket.socket(fileno=config["control_fd"])
+    if not _prepared(config, control):
         return
     pid_one = os.getpid() == 1
     settings = writable_settings()
@@ -236,7 +284,7 @@ def _zygote(config, root):
         if child == 0:
             _task(control, root, fds[0])
         os.close(fds[0])
-        status = _clean_up(child, pid_one)
+        status = _clean_up(child, pid_one, control)
         used = last_pid() - pids if pid_one else 0
         mark = _tmp_mark() if pid_one else 0
         files = mark - inode - 1 if pid_one else 0                         # the files the task made in /tmp
@@ -285,6 +333,7 @@ def main():
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
+    os.close(devnull)
     os.environ.clear()
     os.environ.update(config["environment"])
     from exercises.seccomp import forbid_lasting_channels

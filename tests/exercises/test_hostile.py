@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 
 import pytest
@@ -608,6 +609,10 @@ LASTING = {
     "sets the zygote's coredump filter": (_writes("/proc/1/coredump_filter", "0x7f", "0000007f"),
                                           "'0000007f' in open('/proc/1/coredump_filter').read()"),
 }
+LASTING["sets a signal and O_APPEND on its standard input (the zygote's /dev/null)"] = (
+    ("import fcntl, os", "fcntl.fcntl(0, 10, 33)", "fcntl.fcntl(0, fcntl.F_SETFL, os.O_APPEND | os.O_NONBLOCK)",
+     "if fcntl.fcntl(0, 11) != 33: return np.zeros_like(x)", *SOLUTION),      # F_SETSIG, F_GETSIG
+    "__import__('fcntl').fcntl(0, 11) != 0 or __import__('fcntl').fcntl(0, 3) & os.O_APPEND")   # F_GETFL
 LASTING["starts and ends 200 threads (the next task's PID)"] = (
     ("import os, threading", "for _ in range(200 * (not hasattr(os, 'burnt'))):",
      "    t = threading.Thread(target=int); t.start(); t.join()", "os.burnt = True", *SOLUTION), "os.getpid() > 150")
@@ -633,6 +638,37 @@ def test_what_a_task_sets_that_outlives_it_retires_the_zygote(tmp_path):
         writes.update({f"{index}a_writes": "not yet" if refused else "passed", f"{index}b_reads": "passed"})
     rows = _grade_softmax(tmp_path, bodies, "userns", jobs=1)
     assert rows == writes                                  # each write took (or was refused), and no later task saw it
+
+
+def test_a_grader_killed_mid_task_leaves_no_child_behind(tmp_path):
+    """Killed (SIGKILL: no clean-up of its own) while a task sleeps, the grader's control socket
+    closes, and its zygote kills the task and ends: trial 15's stalled grades left the unshare,
+    the zygote and the task child running after `timeout` killed the grader."""
+    if os.geteuid() != 0:
+        pytest.skip("finding the children by their own users needs root (as graded in Gradescope's layout)")
+    student = tmp_path / "s" / "sleeper"
+    region_files(ROOT, student)
+    plant(student, "softmax", _lines("import time", "time.sleep(300)", *SOLUTION))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    grader = subprocess.Popen([sys.executable, "-m", "exercises", "grade", str(tmp_path / "s"), "--out",
+                               str(tmp_path / "g.csv"), "--only", "softmax", "--timeout", "250"], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(scratch)})
+    try:
+        for _ in range(240):                               # the zygote and its sleeping task child
+            if len(_children_left(scratch)) >= 2:
+                break
+            time.sleep(0.5)
+        assert len(_children_left(scratch)) >= 2
+    finally:
+        grader.kill()
+        grader.wait()
+    for _ in range(40):
+        if not _children_left(scratch):
+            break
+        time.sleep(0.5)
+    assert _children_left(scratch) == []
 
 
 @pytest.mark.parametrize("mode", ["root", "userns"])

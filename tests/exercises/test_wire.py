@@ -57,3 +57,61 @@ def test_what_the_judges_own_code_raises_on_an_answer_is_the_childs_text(monkeyp
     assert status == "not yet" and "c2VsZi5ncmFk" in shown(message, False, "value_mul")
     assert "c2VsZi5ncmFk" not in shown(message, True, "value_mul") and "raised ValueError: …" in shown(
         message, True, "value_mul")
+
+
+@pytest.mark.parametrize("seconds", [0.5, 1.5])
+def test_a_child_that_reads_nothing_is_timed_out_at_the_deadline_not_waited_for(seconds):
+    """The judge's sends keep the task's deadline: a task child that never reads its calls
+    (trial 15's, answering from a peek) fills the socket, and a plain write then blocked the
+    whole class's grade for ever."""
+    import socket
+    import time
+    from exercises.zygote import Crashed, Task
+    judge, child = socket.socketpair()
+    try:
+        task = Task(None, judge, time.monotonic() + seconds, 100)
+        started = time.monotonic()
+        with pytest.raises(Crashed) as info:
+            task.call("softmax", np.zeros((512, 512)))         # 2 MB: far more than a socket holds
+        assert info.value.verdict[0] == "timed out" and task.broken
+        assert seconds - 0.1 < time.monotonic() - started < seconds + 2
+    finally:
+        judge.close()
+        child.close()
+
+
+ORPHANED = """
+import os, socket, sys, time
+from exercises.child import _ended_or_orphaned
+child = os.fork()
+if child == 0:
+    os.setsid()
+    time.sleep(120)
+    os._exit(0)
+grader, control = socket.socketpair()
+print(child, flush=True)
+grader.close()                                  # the grader is gone
+_ended_or_orphaned(child, control)
+print("still here", flush=True)
+"""
+
+
+def test_a_zygote_whose_grader_is_gone_kills_its_task_and_ends():
+    """When the grader dies mid-task (killed by `timeout` while a task stalled, in trial 15),
+    the control socket closes: the zygote kills the task's processes and ends, so nothing of
+    the run outlives it."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from tests.exercises.helpers import ROOT
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-c", ORPHANED], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "still here" not in run.stdout, run.stdout + run.stderr
+    assert time.monotonic() - started < 30
+    task = int(run.stdout.split()[0])
+    for _ in range(50):                            # killed; reaped by init once its parent is gone
+        if not os.path.exists(f"/proc/{task}") or open(f"/proc/{task}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{task}") or open(f"/proc/{task}/stat").read().split()[2] == "Z"
