@@ -265,19 +265,20 @@ class MultiHeadAttention(nn.Module):
         In step-by-step generation (kv_cache given) the new positions' keys and values are
         appended to the cached ones, and the cache keeps the result for the next call; with
         static_kv, a cache filled once is the whole answer (cross-attention's fixed memory)."""
-        if static_kv and kv_cache:
-            return kv_cache["k"], kv_cache["v"], 0                   # projected at the first call
-        split = self._split_heads if self.num_kv_heads == self.num_heads else self._split_kv_heads
-        k, v = split(self.k_proj(key)), split(self.v_proj(value))   # (B, KV, T_k, d_head)
         past = 0
-        # BEGIN EXERCISE kv_cache
-        if kv_cache is not None:
-            if "k" in kv_cache:
-                past = kv_cache["k"].shape[2]
-                k = cat([kv_cache["k"], k], dim=2)               # (B, H, T_past + T_k, d_head)
-                v = cat([kv_cache["v"], v], dim=2)
-            kv_cache["k"], kv_cache["v"] = k, v
-        # END EXERCISE
+        if static_kv and kv_cache:
+            k, v = kv_cache["k"], kv_cache["v"]                      # projected at the first call
+        else:
+            split = self._split_heads if self.num_kv_heads == self.num_heads else self._split_kv_heads
+            k, v = split(self.k_proj(key)), split(self.v_proj(value))   # (B, KV, T_k, d_head)
+            # BEGIN EXERCISE kv_cache
+            if kv_cache is not None:
+                if "k" in kv_cache:
+                    past = kv_cache["k"].shape[2]
+                    k = cat([kv_cache["k"], k], dim=2)               # (B, H, T_past + T_k, d_head)
+                    v = cat([kv_cache["v"], v], dim=2)
+                kv_cache["k"], kv_cache["v"] = k, v
+            # END EXERCISE
         return k, v, past
 
     def _with_positions(self, q, k, past):

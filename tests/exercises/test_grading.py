@@ -128,7 +128,7 @@ def test_make_refuses_a_folder_in_use(fresh):
 
 SYNTAX_ERRORS = {    # exercise: (body, the text of its bad line), a region of a file with other regions before it
     "log_softmax": ("    a = 1\n    b = 2\n    c = (a\n    return b\n", "c = (a"),
-    "kv_cache": ("        y = 1\n        y = y +\n        z = 3\n", "y = y +"),
+    "kv_cache": ("            y = 1\n            y = y +\n            z = 3\n", "y = y +"),
     "sinusoidal": ("    return )\n    x = 2\n", "return )"),
 }
 
