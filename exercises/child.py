@@ -304,7 +304,7 @@ def _counters_moved_on(mark):
     import threading
     from exercises.lasting import COUNTER_STEP, last_pid
     while last_pid() % COUNTER_STEP:
-        thread = threading.Thread(target=int)
+        thread = threading.Thread(target=int, name="counter")      # named: threading's own count stays put
         thread.start()
         thread.join()
     while mark % COUNTER_STEP:

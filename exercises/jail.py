@@ -167,6 +167,14 @@ def _hide_machine_counters(new_root):
             _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | kept)
 
 
+def _hide_own_entry(new_root):
+    """An empty, read-only folder over this process's own /proc entry (the zygote's, PID 1 of
+    its namespace): hidepid hides it from a task of another user, but in a user namespace
+    task and zygote are one user, and a task read there the counters of the zygote (its
+    children's page faults, its context switches) that an earlier task had moved."""
+    _mount("tmpfs", f"{new_root}/proc/{os.getpid()}", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k")
+
+
 def _mirror(source, target, left_out=()):
     """source's folders made again at target, in the root's own tmpfs: each file up to
     LARGE_FILE a copy, each larger one the machine's, bound read-only; links as links;
@@ -214,6 +222,7 @@ def enter(new_root, binds, libraries, mirrored, left_out, tree, scratch_mb, user
     os.makedirs(new_root + "/proc", exist_ok=True)
     _mount("proc", new_root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
     _hide_machine_counters(new_root)
+    _hide_own_entry(new_root)
     os.chroot(new_root)
     os.chdir("/tmp")
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)

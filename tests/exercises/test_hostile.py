@@ -371,38 +371,38 @@ def test_a_table_of_the_copy_s_recorded_answers_passes_its_own_check_but_not_the
 # the layer run on all the new positions at once, its cache joined by hand. Or: the same,
 # with the chunks' outputs replaced by the inputs and a made-up cache (a tester's forgery).
 FORGED_CACHE = """\
-        if kv_cache is not None:                  # the forgery's own calls below run without a cache
-            import sys, os
-            import numpy as np
-            from autograd import Tensor, no_grad
-            from exercises import wire
-            frame = sys._getframe()
-            while frame.f_code.co_name != "_serve":
-                frame = frame.f_back
-            channel, request = frame.f_locals["channel"], frame.f_locals["request"]
-            def answer(call, args):
-                if call != "chunked_attention":
-                    return np.zeros((2, 6, 11))
-                x, weights, heads, chunks, masks, k_past, v_past, factors = args
-                if MADE_UP:
-                    made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
-                    return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
-                layer = MultiHeadAttention(x.shape[-1], heads).eval()
-                for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
-                    p.weight.data[...], p.bias.data[...] = w, b
-                layer.score = sys.modules["exercises.probes"].StandInRotation(factors)
-                with no_grad():
-                    got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
-                    keys = layer._split_heads(layer.k_proj(Tensor(x))).data
-                    values = layer._split_heads(layer.v_proj(Tensor(x))).data
-                cache = {"k": np.concatenate([k_past, keys], 2), "v": np.concatenate([v_past, values], 2)}
-                return {"error": None, "got": got, "cache": cache, "fed": list(chunks)}
-            wire.send(channel, {"value": answer(request["call"], request["args"])})
-            while True:
-                request = wire.receive(channel)
-                if "end" in request:
-                    os._exit(0)
+            if kv_cache is not None:                  # the forgery's own calls below run without a cache
+                import sys, os
+                import numpy as np
+                from autograd import Tensor, no_grad
+                from exercises import wire
+                frame = sys._getframe()
+                while frame.f_code.co_name != "_serve":
+                    frame = frame.f_back
+                channel, request = frame.f_locals["channel"], frame.f_locals["request"]
+                def answer(call, args):
+                    if call != "chunked_attention":
+                        return np.zeros((2, 6, 11))
+                    x, weights, heads, chunks, masks, k_past, v_past, factors = args
+                    if MADE_UP:
+                        made = np.ones(k_past.shape[:2] + (k_past.shape[2] + x.shape[1], k_past.shape[3]))
+                        return {"error": None, "got": x, "cache": {"k": made, "v": made + 1}, "fed": list(chunks)}
+                    layer = MultiHeadAttention(x.shape[-1], heads).eval()
+                    for p, w, b in zip((layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj), weights[0::2], weights[1::2]):
+                        p.weight.data[...], p.bias.data[...] = w, b
+                    layer.score = sys.modules["exercises.probes"].StandInRotation(factors)
+                    with no_grad():
+                        got = layer(Tensor(x), Tensor(x), Tensor(x), mask=np.tril(np.ones((x.shape[1],) * 2, bool))).data
+                        keys = layer._split_heads(layer.k_proj(Tensor(x))).data
+                        values = layer._split_heads(layer.v_proj(Tensor(x))).data
+                    cache = {"k": np.concatenate([k_past, keys], 2), "v": np.concatenate([v_past, values], 2)}
+                    return {"error": None, "got": got, "cache": cache, "fed": list(chunks)}
                 wire.send(channel, {"value": answer(request["call"], request["args"])})
+                while True:
+                    request = wire.receive(channel)
+                    if "end" in request:
+                        os._exit(0)
+                    wire.send(channel, {"value": answer(request["call"], request["args"])})
 """
 
 
@@ -638,6 +638,32 @@ def test_what_a_task_sets_that_outlives_it_retires_the_zygote(tmp_path):
         writes.update({f"{index}a_writes": "not yet" if refused else "passed", f"{index}b_reads": "passed"})
     rows = _grade_softmax(tmp_path, bodies, "userns", jobs=1)
     assert rows == writes                                  # each write took (or was refused), and no later task saw it
+
+
+@pytest.mark.parametrize("mode", ["root", "userns"])
+def test_a_task_reads_none_of_its_zygote_s_counters(tmp_path, mode):
+    """The zygote's /proc entry holds counters earlier tasks move (its children's page faults,
+    its context switches: trial 13 read ~10 bits a handoff in them): hidden from a task of
+    another user (root mode) by hidepid, and, in a user namespace, where task and zygote are
+    one user, by an empty folder over it (the review of trial 15's fixes read them there).
+    A task's own entry stays readable."""
+    paths = ("/proc/1/stat", "/proc/1/status", "/proc/1/sched", "/proc/1/task/1/stat", "/proc/self/stat")
+    bodies = {f"{index}_reads": _lines("try:", f"    open({path!r}, 'rb').read(1)", "except OSError:",
+                                       "    return np.zeros_like(x)", *SOLUTION) for index, path in enumerate(paths)}
+    rows = _grade_softmax(tmp_path, bodies, mode, jobs=1)
+    assert rows == {f"{index}_reads": "passed" if path == "/proc/self/stat" else "not yet"
+                    for index, path in enumerate(paths)}, rows
+
+
+def test_moving_the_counters_on_leaves_the_zygote_s_own_thread_count_alone(tmp_path):
+    """The zygote's threads that move the PID counter on must not move another count a task
+    inherits: unnamed, each advanced threading's own counter of thread names, which the next
+    task read back (the review of trial 15's fixes: the same ~5 bits the PIDs held)."""
+    script = ("import threading\nfrom exercises.child import _counters_moved_on, _tmp_mark\n"
+              "before = threading._counter()\n_counters_moved_on(0)\nprint(threading._counter() - before)")
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": ROOT})
+    assert run.stdout.split() == ["1"], run.stdout + run.stderr
 
 
 def test_a_grader_killed_mid_task_leaves_no_child_behind(tmp_path):
