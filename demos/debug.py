@@ -80,6 +80,16 @@ class ProjectPdb(pdb.Pdb):
         """No stop on entering a function ("--Call--" on its `def` line): the next stop is its
         first line.  (Breakpoints stop as before.)"""
 
+    def interaction(self, frame, traceback):
+        """Stop here, and trace from now on every frame that called this one: pdb traces only the
+        frames it entered while something could stop in them, so leaving a function whose
+        callers began before the breakpoint would run on past them to the next stop."""
+        caller = frame.f_back if frame is not None else None
+        while caller is not None:
+            caller.f_trace = self.trace_dispatch
+            caller = caller.f_back
+        super().interaction(frame, traceback)
+
     def user_return(self, frame, return_value):
         """No stop on leaving a function while stepping ("--Return--", a second press on its
         last line): the next stop is the caller's next line.  `r` still stops there."""

@@ -62,3 +62,22 @@ def test_every_function_stepped_over_is_there_to_step_over():
     for path, qualname in sorted(STEPPED_OVER):
         with open(os.path.join(ROOT, path)) as f:
             assert _function_node(ast.parse(f.read()), qualname.split(".")) is not None, (path, qualname)
+
+
+@pytest.mark.parametrize("spec, commands, caller", [
+    # run_backward returns to Tensor.backward's last line, which returns to the tour's next line
+    ("autograd/engine.py:run_backward", "r\nn\n", ("demos/tour.py", "main")),
+    # optimize, the step's last call, returns into the GPT job's step: its check that the loss is finite
+    ("nn/recipe.py:optimize:loss.item", "n\n", ("transformer/training/lm.py", "step"))])
+def test_leaving_a_function_stops_in_its_caller_entered_before_the_breakpoint(spec, commands, caller, tmp_path):
+    """pdb traces only frames it entered while something could stop there: callers begun before
+    the first breakpoint were run through, so leaving the function ran on to the next stop
+    elsewhere (learner trial 6). demos.debug traces the callers of every stop."""
+    demo = ["demos.tour"] if "engine" in spec else \
+        ["demos.gpt", "--attention", "composed", "--max-iters", "1", "--eval-iters", "1", "--sample-tokens", "1",
+         "--layers", "1", "--heads", "2", "--d-model", "16", "--block-size", "8", "--batch-size", "2"]
+    result = subprocess.run([sys.executable, "-m", "demos.debug", "-b", spec, *demo, "--out", str(tmp_path)],
+                            input=commands + "q\n", capture_output=True, text=True, cwd=ROOT, timeout=300,
+                            env={**os.environ, "AUTOGRAD_KERNELS": "numpy"})
+    places = [(os.path.relpath(path, ROOT), function) for path, _, function in LOCATION.findall(result.stdout)]
+    assert places and places[-1] == caller, f"{places}\n{result.stdout[-1500:]}{result.stderr[-1500:]}"
