@@ -29,8 +29,9 @@ def debugger_note(step):
 
 
 def paragraphs(*texts):
-    """Markdown paragraphs (code and links) as HTML, the empty ones left out."""
-    return "".join(f"<p>{html.inline(text)}</p>" for text in texts if text)
+    """Markdown paragraphs (code and links; a blank line starts another) as HTML, the empty
+    ones left out."""
+    return "".join(f"<p>{html.inline(part)}</p>" for text in texts for part in text.split("\n\n") if part)
 
 
 def write(step, out_dir):

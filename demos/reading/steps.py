@@ -76,7 +76,7 @@ def gpt_step():
     batch of the text; its heatmaps are those of the same GPT trained TRAINED_STEPS steps."""
     from autograd import manual_seed
     from transformer.families.decoder_only import DecoderOnly, gpt_config
-    from transformer.training.lm import LMJob, LMTrainConfig, step_functions
+    from transformer.training.lm import LMJob, LMTrainConfig, decay_groups, step_functions
 
     data = text_data(LMTrainConfig.block_size)
     tokens, heatmaps = trained_attention(LMTrainConfig(), data)
@@ -90,6 +90,7 @@ def gpt_step():
     manual_seed(cfg.seed)
     model = built(trace, DecoderOnly, config)
     job = LMJob(data, *step_functions(model, cfg)[:2], cfg)
+    trace.record("step", decay_groups, model, cfg.weight_decay)    # AdamW's groups, as step_functions made them
     job.step(1)
     trace.watched.clear()
     trace.record("step", job.step, 2)
@@ -101,13 +102,14 @@ def gpt_step():
              "attention, MLP), the step (a batch, the learning rate's schedule, the evaluation), the loss, the "
              "backward pass and AdamW's update, in that order ([notebook 5](../../notebooks/05_gpt_on_text.py) "
              "writes the same loop out on one page, nanoGPT's way, and checks it gives these functions' losses bit "
-             f"for bit). {TIERS_NOTE}. Its text is kept to "
+             f"for bit).\n\n{TIERS_NOTE}. Its text is kept to "
              f"{len(ALPHABET)} characters (printable ASCII and a newline), so that every Python gives the same shapes: "
              f"a shape ending in {len(ALPHABET)} is the vocabulary (`demos.gpt` keeps every character of its text, so "
              "its vocabulary is a few larger).")
     about = ("The step is the second of a seeded run (the first is a warm-up) on the standard library's docstrings, "
              f"and its evaluation the recipe's: {cfg.eval_iters} batches of each split. The learning rate's schedule "
-             f"is also traced at iteration {cfg.max_iters // 2}, past its warm-up, so that its cosine decay shows as run.")
+             f"is also traced at iteration {cfg.max_iters // 2}, past its warm-up, so that its cosine decay shows as run, "
+             "and `decay_groups`, with which `step_functions` gave AdamW its parameter groups before the first step.")
     note = (f"The heatmaps are the weights of the same GPT after {TRAINED_STEPS} steps of the same seeded run (on "
             "the default kernels), not of the step traced here: at its second step the model is untrained and "
             f"attends almost evenly. They are for the first {HEATMAP_POSITIONS} positions of one sequence of the "

@@ -34,6 +34,8 @@ from transformer.masks import causal_mask, combine_masks
 from transformer.positional import make_positional
 from transformer.relative_position import ROPE_PAIRINGS, check_rope_scaling
 
+INITS = ("scaled_embedding", "gpt2")           # DecoderOnly's initialisations (see DecoderOnly._init_gpt2)
+
 
 @dataclasses.dataclass
 class DecoderOnlyConfig(BlockConfig):
@@ -46,7 +48,7 @@ class DecoderOnlyConfig(BlockConfig):
     bias: bool = True                 # biases in every Linear and LayerNorm of the blocks
     head_bias: bool = True            # a bias in the output projection (the "lm head")
     tie_weights: bool = False         # the output projection is the token embedding
-    init: str = "scaled_embedding"    # or "gpt2": see DecoderOnly._init_gpt2
+    init: str = "scaled_embedding"    # one of INITS
     norm: str = "layer_norm"          # or "rms_norm" (Llama's): transformer/layers.py's make_norm
     feed_forward: str = "mlp"         # or "swiglu" (Llama's, gated by SiLU: activation "silu")
     rope_base: float = 10000.0        # RoPE's theta (positional="rope")
@@ -60,7 +62,8 @@ class DecoderOnlyConfig(BlockConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name, allowed in (("norm", NORMS), ("feed_forward", FEED_FORWARDS), ("rope_pairing", ROPE_PAIRINGS)):
+        for name, allowed in (("norm", NORMS), ("feed_forward", FEED_FORWARDS), ("rope_pairing", ROPE_PAIRINGS),
+                              ("init", INITS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"DecoderOnlyConfig: {name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.feed_forward == "swiglu" and self.activation != "silu":
@@ -120,8 +123,6 @@ class DecoderOnly(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.config = c = config
-        if c.init not in ("scaled_embedding", "gpt2"):
-            raise ValueError(f"DecoderOnly: init must be 'scaled_embedding' or 'gpt2', got {c.init!r}")
         self.embed = nn.Embedding(c.vocab, c.d_model)
         self.positional, make_self_score = make_positional(c.positional, c.d_model, c.num_heads, c.max_len,
                                                            c.dropout, c.score, rope_base=c.rope_base,
