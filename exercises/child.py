@@ -107,6 +107,8 @@ def _task(control, root, channel):
     task's texts), run, then exit."""
     control.close()
     _own_standard_streams()
+    from exercises.seccomp import forbid_pidfds
+    forbid_pidfds()
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     from exercises import wire

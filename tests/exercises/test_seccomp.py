@@ -236,3 +236,39 @@ def test_hostile_trial_15_s_time_slice_and_shared_futexes_are_refused(tmp_path):
     run = _run(code.replace("sys.argv[1]", repr(str(shared))), filtered=True)
     assert run.stdout.split() == ["allowed", "1", "1", "1", "11", "11", "allowed", "1", "11", "True"], \
         run.stdout + run.stderr
+
+
+PIDFDS = """
+import ctypes, os, threading
+from exercises.seccomp import call_number, forbid_pidfds
+forbid_pidfds()
+libc = ctypes.CDLL(None, use_errno=True)
+results = []
+try:
+    os.close(os.pidfd_open(os.getpid()))
+    results.append("allowed")
+except OSError as err:
+    results.append(str(err.errno))
+answer = libc.syscall(call_number("clone"), 0x1000 | 17, None, None, None, None)   # CLONE_PIDFD | SIGCHLD
+results.append(str(ctypes.get_errno()) if answer == -1 else "allowed")
+if answer == 0:
+    os._exit(0)
+answer = libc.syscall(call_number("clone3"), None, 0)
+results.append(str(ctypes.get_errno()) if answer == -1 else "allowed")
+seen = []
+thread = threading.Thread(target=lambda: seen.append(1)); thread.start(); thread.join()   # clone3 falls back to clone
+child = os.fork()
+if child == 0:
+    os._exit(7)
+results.append(str(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])) + str(len(seen)))
+print(*results)
+"""
+
+
+def test_a_task_gets_no_pidfd_and_still_starts_threads_and_forks():
+    """A pidfd's inode number counts every process the machine makes: two slots' children read
+    it and moved it (trial 16, 20-65 bits a second with --jobs 2). A task child's own filter
+    refuses pidfd_open and clone's CLONE_PIDFD (EPERM, 1), answers clone3 ENOSYS (38) so that
+    a C library falls back to clone; threads and forks still work."""
+    run = _run(PIDFDS, filtered=True)
+    assert run.stdout.split() == ["1", "1", "38", "71"], run.stdout + run.stderr
