@@ -110,14 +110,16 @@ def test_watching_another_process_s_opens_and_the_page_cache_is_refused(tmp_path
     assert run.stdout.split() == ["1", "1", "1", "1"], run.stdout + run.stderr
 
 
-TRIAL_10 = """
-import ctypes, mmap, os, sys
+ASKING = """
+import ctypes, mmap, os, sys, threading
 libc = ctypes.CDLL(None, use_errno=True)
 number = {NUMBERS}
 results = []
 def asked(answer):
     results.append(str(ctypes.get_errno()) if answer == -1 else "allowed")
-fd = os.open(sys.argv[1], os.O_RDONLY)
+"""     # what each trial's script starts with: the numbers of its calls, and how an answer is noted
+
+TRIAL_10 = ASKING + """fd = os.open(sys.argv[1], os.O_RDONLY)
 buffer = ctypes.create_string_buffer(4096)
 iov = (ctypes.c_void_p * 2)(ctypes.cast(buffer, ctypes.c_void_p), 4096)
 asked(libc.syscall(number["preadv2"], fd, iov, 1, ctypes.c_long(0), 8))               # RWF_NOWAIT
@@ -191,14 +193,7 @@ def test_hostile_trials_11_and_12_s_counters_are_refused():
     assert run.stdout.split() == ["1"] * 10, run.stdout + run.stderr
 
 
-TRIAL_15 = """
-import ctypes, mmap, os, sys, threading
-libc = ctypes.CDLL(None, use_errno=True)
-number = {NUMBERS}
-results = []
-def asked(answer):
-    results.append(str(ctypes.get_errno()) if answer == -1 else "allowed")
-attributes = ctypes.create_string_buffer(56)                            # struct sched_attr, as the kernel fills it
+TRIAL_15 = ASKING + """attributes = ctypes.create_string_buffer(56)                            # struct sched_attr, as the kernel fills it
 ctypes.memmove(attributes, (56).to_bytes(4, "little"), 4)
 asked(libc.syscall(number["sched_getattr"], 0, attributes, 56, 0))      # reading it stays allowed
 asked(libc.syscall(number["sched_setattr"], 0, attributes, 0))          # the same values back: a write
