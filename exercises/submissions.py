@@ -9,8 +9,10 @@ a hard link (a file with more than one name, which may be a name of a file of th
 a device, a FIFO, a socket or a folder another file system is mounted on: anything that reads
 as something other than the bytes the student handed in. It is walked without following any
 link, bounded as zips are and MAX_DEPTH folders deep; the folders the grader never reads
-(.git, .venv, __pycache__, ...: regions.SKIPPED) are not walked. Nothing found is read here
-but names and file types: the grader reads the regions' text later (exercises/grading.py).
+(.git, .venv, __pycache__, ...: regions.SKIPPED, and any virtual environment, a folder holding
+pyvenv.cfg, whatever its name: its links are Python's) are not walked, nor a zip's members
+under them extracted. Nothing found is read here but names and file types: the grader reads
+the regions' text later (exercises/grading.py).
 """
 
 import os
@@ -27,6 +29,7 @@ MAX_MEMBERS = 20_000
 DEPTH = 2                          # how many folders down a project may sit
 MAX_DEPTH = 32                     # how deep a folder submission may nest (the project: 5)
 SHOWN = 120                        # characters of a symbolic link's target shown
+VENV_MARK = "pyvenv.cfg"           # a virtual environment's own file: the folder holding it is never read
 EXPECTED = (f"expected a copy of the project (its {', '.join(p + '/' for p in SOURCES)} folders) in the folder, "
             f"one or two folders down, or in a .zip of it, or the exercise files themselves (scores.py, ...)")
 
@@ -37,7 +40,33 @@ def _is_project(folder):
 
 def _subfolders(folder):
     return [os.path.join(folder, n) for n in sorted(os.listdir(folder)) if not n.startswith((".", "__MACOSX"))
-            and n not in SKIPPED and os.path.isdir(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))]
+            and n not in SKIPPED and os.path.isdir(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))
+            and not _is_venv(os.path.join(folder, n))]
+
+
+def _is_venv(folder):
+    """Whether folder is a virtual environment (holds pyvenv.cfg, a file, not a link)."""
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(folder, VENV_MARK)).st_mode)
+    except OSError:
+        return False
+
+
+def _outside_sources(relative):
+    """Whether a folder (its path in the submission, / between parts) lies outside every
+    source package: a virtual environment is skipped only there, as the grader reads every
+    .py file of a package (a pyvenv.cfg in autograd/ must not hide a link from the check)."""
+    return not set(relative.split("/")) & set(SOURCES)
+
+
+def _kept(members):
+    """A zip's members but those in a folder the grader never reads: one regions.SKIPPED names,
+    or a virtual environment outside the source packages (a folder holding pyvenv.cfg)."""
+    names = [m.filename.replace("\\", "/") for m in members]
+    venvs = tuple(name[:-len(VENV_MARK)] for name in names
+                  if name.split("/")[-1] == VENV_MARK and _outside_sources(name[:-len(VENV_MARK)]))
+    return [m for m, name in zip(members, names) if not name.startswith(venvs)
+            and not any(part in SKIPPED for part in name.split("/")[:-1])]
 
 
 def project_in(folder):
@@ -56,8 +85,8 @@ def project_in(folder):
 
 
 def _refusal(archive):
-    """Why the members of a zip may not be extracted, or None."""
-    members = archive.infolist()
+    """Why the members of a zip may not be extracted (those _kept), or None."""
+    members = _kept(archive.infolist())
     if len(members) > MAX_MEMBERS:
         return f"it has {len(members)} members, more than {MAX_MEMBERS}"
     if sum(m.file_size for m in members) > MAX_BYTES:
@@ -118,7 +147,8 @@ def folder_refusal(folder):
                 return f"it holds more than {MAX_BYTES // 2 ** 20} MB"
             if stat.S_ISREG(info.st_mode) and entry.name.endswith(".py") and not os.access(entry.path, os.R_OK):
                 return f"the member {relative!r} cannot be read by the grader (mode {stat.filemode(info.st_mode)})"
-            if stat.S_ISDIR(info.st_mode) and entry.name not in SKIPPED:
+            if stat.S_ISDIR(info.st_mode) and entry.name not in SKIPPED and not (
+                    _is_venv(entry.path) and _outside_sources(relative.replace(os.sep, "/"))):
                 if depth + 1 > MAX_DEPTH:
                     return f"the member {relative!r} is more than {MAX_DEPTH} folders deep"
                 subfolders.append((entry.path, depth + 1))
@@ -127,8 +157,8 @@ def folder_refusal(folder):
 
 
 def _extract(archive, destination):
-    """Extract every member, refusing (ValueError) one that writes more than it declared."""
-    for member in archive.infolist():
+    """Extract every member _kept, refusing (ValueError) one that writes more than it declared."""
+    for member in _kept(archive.infolist()):
         target = os.path.join(destination, *member.filename.replace("\\", "/").split("/"))
         if member.is_dir():
             os.makedirs(target, exist_ok=True)

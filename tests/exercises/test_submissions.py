@@ -302,3 +302,39 @@ def test_an_unreadable_source_file_refuses_its_submission_not_the_class_s_grade(
     project, why = find_project(str(student), str(tmp_path / "scratch"))
     assert project is None and why.startswith(f"eve refused: the member {relative!r} cannot be read by the grader "
                                               "(mode -"), why
+
+
+@pytest.mark.parametrize("venv", ["venv", "env", ".venv", "class-copy/my-python"])
+def test_a_virtual_environment_handed_in_is_skipped_whatever_its_name_in_a_folder_or_a_zip(tmp_path, venv):
+    """A student's own venv (any folder holding pyvenv.cfg: `python -m venv venv`, the most
+    common habit) holds links of its own (lib64 -> lib, bin/python): the grader never reads
+    it, so it does not refuse the submission (teacher trial 5 saw 0 for a right student), in
+    a folder or a zip, and nothing of it is extracted."""
+    teacher, eve = _honest(tmp_path)
+    _write(eve / venv, {"pyvenv.cfg": "home = /usr/bin\n", "lib/python3.11/site-packages/x.py": "x = 1\n"})
+    os.symlink("lib", eve / venv / "lib64")
+    os.makedirs(eve / venv / "bin")
+    os.symlink("/usr/bin/python3", eve / venv / "bin" / "python")
+    assert submissions.folder_refusal(str(eve)) is None and find_project(str(eve), str(tmp_path)) == (str(eve), None)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    files = {**PROJECT, f"{venv}/pyvenv.cfg": "home = /usr/bin\n", f"{venv}/lib/python3.11/site-packages/x.py": "x\n"}
+    packed = _zip(tmp_path / "eve.zip", files, symlinks=[f"{venv}/lib64", f"{venv}/bin/python"])
+    found, why = find_project(str(packed), str(scratch))
+    assert why is None and os.path.isdir(os.path.join(found, "autograd"))
+    assert not os.path.exists(os.path.join(found, venv))
+
+
+def test_a_pyvenv_cfg_inside_a_source_package_hides_no_link(tmp_path):
+    """The grader reads every .py file of autograd/, nn/ and transformer/: a folder there is
+    walked (and its links refused) even if it holds a pyvenv.cfg, in a folder or a zip."""
+    teacher, eve = _honest(tmp_path)
+    _write(eve / "autograd" / "ops2", {"pyvenv.cfg": "home = /usr/bin\n"})
+    os.symlink(str(teacher / "autograd" / "scalar.py"), eve / "autograd" / "ops2" / "answers.py")
+    assert _refusal(eve).startswith("eve refused: the member 'autograd/ops2/answers.py' is a symbolic link")
+    packed = _zip(tmp_path / "eve.zip", {**PROJECT, "autograd/ops2/pyvenv.cfg": "x\n"},
+                  symlinks=["autograd/ops2/answers.py"])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    assert find_project(str(packed), str(scratch)) == (None, "eve.zip refused: the member 'autograd/ops2/answers.py' "
+                                                             "is a symlink")
