@@ -69,7 +69,8 @@ def parser_of_commands():
     chosen.add_argument("--only", nargs="+", metavar="NAME", help="grade these exercises (default: all)")
     chosen.add_argument("--like", metavar="COPY", help="grade the exercises handed out in COPY, a copy make wrote")
     klass = commands.add_parser("grade", help="grade a class: every folder of SUBMISSIONS is one student's copy")
-    klass.add_argument("submissions")
+    klass.add_argument("submissions", help="a folder with one entry per student: a copy (or a folder holding one, "
+                       "one or two folders down), a .zip of one, or the exercise files a student changed")
     klass.add_argument("--out", default="grades.csv", help="the CSV written: student, exercise, result, message "
                        "(and beside it OUT-totals.csv: student, passed, of, a column per exercise)")
     klass.add_argument("--gradescope", metavar="DIR", help="also write DIR/STUDENT/results.json and DIR/run_autograder")
