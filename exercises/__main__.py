@@ -29,7 +29,7 @@ from exercises import reports
 from exercises.catalog import EXERCISES
 from exercises.gradescope import write_autograder
 from exercises.grading import NO_PROJECT, NOT_IN_COPY, ONE_AT_A_TIME, Result, grade, handed_out_in, held_by_some
-from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, outstanding, student_copy
+from exercises.handout import IS_STUDENT_COPY, NEEDS_TEACHER, handed_out_names, handed_out_versions, outstanding, student_copy
 from exercises.loose import stubs_of
 from exercises.own_check import check_own_copy
 from exercises.regions import find_regions
@@ -123,7 +123,8 @@ def autograder(parser, args):
         parser.exit(2, f"python -m exercises: error: an autograder {NEEDS_TEACHER}\n")
     if not args.zip.endswith(".zip") or os.path.isdir(args.zip):
         parser.exit(2, f"python -m exercises: error: {args.zip!r}: expected the name of a .zip to write\n")
-    names = names_of(parser, args.only) if args.only else handed_out_by(parser, args.like) if args.like else list(EXERCISES)
+    names = names_of(parser, args.only) if args.only else list(handed_out_by(parser, args.like)) if args.like else \
+        list(EXERCISES)
     count = write_autograder(ROOT, args.zip, names)
     print(f"wrote {args.zip}: this project ({count} files) with setup.sh and run_autograder, grading "
           f"{reports.plural(len(names), 'exercise')}; upload it as the assignment's autograder (docs/TEACHING.md)")
@@ -131,9 +132,10 @@ def autograder(parser, args):
 
 
 def handed_out_by(parser, copy):
-    """The exercises handed out in the student copy `copy` that make wrote (its exercises/handout.json)."""
+    """{exercise: version} handed out in the student copy `copy` that make wrote (its
+    exercises/handout.json), in the lectures' order."""
     try:
-        return handed_out_names(copy)
+        return handed_out_versions(copy)
     except (OSError, ValueError, KeyError, TypeError):
         parser.exit(2, f"python -m exercises: error: --like {copy!r}: not a student copy made by make "
                        "(no readable exercises/handout.json)\n")
@@ -192,7 +194,8 @@ def grade_class(parser, args):
             print(reports.capped(f"{result.student}: {result.line()}"))
         projects = {student: project for student, (project, why) in found.items() if not why}
         handed_out = handed_out_in(projects, versions(ROOT))
-        chosen = names_of(parser, args.only) if args.only else handed_out_by(parser, args.like) if args.like else None
+        handed = handed_out_by(parser, args.like) if args.like else None
+        chosen = names_of(parser, args.only) if args.only else list(handed) if args.like else None
         names = chosen or handed_out or list(EXERCISES)
         if (left := [name for name in EXERCISES if name not in names]):
             why = "not given to --only" if args.only else "not handed out in --like's copy" if args.like else \
@@ -205,7 +208,7 @@ def grade_class(parser, args):
             print(f"graded though in no more than half the submissions at its version: {', '.join(absent)} "
                   "(their rows will say why)")
         notes = []
-        graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes) if projects else []
+        graded = grade(ROOT, projects, names, args.timeout, args.jobs, args.memory, notes, handed) if projects else []
         print("\n".join(notes), end="\n" if notes else "")
     order = {student: index for index, student in enumerate(found)}
     results = sorted(graded + unread, key=lambda r: order[r.student])

@@ -90,8 +90,10 @@ class Teacher:
     """The teacher's project as the grader sees it: its regions, the current version of each
     exercise, and the child's tree (every exercise cut), written once per grading run."""
 
-    def __init__(self, root, folder):
+    def __init__(self, root, folder, handed=None):
+        """handed: {exercise: version} of the copy handed out, where the teacher names it (--like)."""
         from exercises.handout import cut_all
+        self.handed = handed or {}
         self.regions = regions_of(root)
         self.versions = versions(root)
         texts = {path: read(root, path) for path in python_files(root)}
@@ -112,6 +114,10 @@ class Teacher:
             return NOT_IN_COPY, (f"the copy has no region for {name}: it was made before {name} was added, or "
                                  "without it (make --only), or its # BEGIN EXERCISE and # END EXERCISE lines were "
                                  "removed")
+        edited = sorted({v for _, v, _ in submitted if v and name in self.handed and v != self.handed[name]})
+        if edited:
+            return "not yet", (f"the version on its # BEGIN EXERCISE line is {edited[0]}, not {self.handed[name]} as "
+                               "in the copy handed out: put the line back as the copy had it")
         old = sorted({v for _, v, _ in submitted if v and v != self.versions[name]})
         if old:
             return NOT_IN_COPY, (f"the copy has version {old[0]} of {name}, the grader {self.versions[name]}: it "
@@ -312,11 +318,13 @@ def _holding(submissions, current):
 ONE_AT_A_TIME = 1    # the default: no two children run at once (see grade)
 
 
-def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=ONE_AT_A_TIME, memory_mb=MEMORY_MB, notes=None):
+def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=ONE_AT_A_TIME, memory_mb=MEMORY_MB, notes=None,
+          handed=None):
     """[Result] of the exercises `names` (default: all; or {student: names}) of every
     submission ({student: folder}), checked over `jobs` processes at once, each in at most
     `memory_mb` of memory. notes: a list that gets a line if the checks' isolation is by
-    process only.  One at a time by default: nearly every check's child holds a solution its
+    process only. handed: {exercise: version} of the copy handed out (--like), so that a
+    version edited on a BEGIN line is `not yet`, not `not in that copy`.  One at a time by default: nearly every check's child holds a solution its
     check needs (topological_sort's, for a Tensor's backward), and two children running at
     once can signal each other through the cores, caches and memory they share (a hostile
     trial timed about 130 bits a second): enough, over a check's time, for a solution."""
@@ -326,7 +334,7 @@ def grade(teacher_root, submissions, names=None, timeout=20.0, jobs=ONE_AT_A_TIM
     feedback.FRESH[:] = [secrets.randbelow(2 ** 31) for _ in range(2)]      # the cases no copy has seen
     with tempfile.TemporaryDirectory(prefix="exercises-teacher-") as folder:
         os.chmod(folder, 0o711)
-        teacher = Teacher(teacher_root, folder)
+        teacher = Teacher(teacher_root, folder, handed)
         tasks, results = [], []
         for student, path in submissions.items():
             more, known = tasks_for(teacher, student, path, wanted[student])

@@ -165,12 +165,18 @@ def student_copy(root, destination, handed_out):
     return [path for path in changed if "# BEGIN EXERCISE" in read(destination, path)], untracked
 
 
-def handed_out_names(root=None):
-    """The exercises this student copy (or the one at root) hands out, in the lectures' order."""
+def handed_out_versions(root=None):
+    """{exercise: version} of what this student copy (or the one at root) hands out, in the
+    lectures' order."""
     root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, HANDOUT)) as f:
         handed_out = json.load(f)["handed_out"]
-    return [name for name in EXERCISES if name in handed_out]
+    return {name: str(handed_out[name]) for name in EXERCISES if name in handed_out}
+
+
+def handed_out_names(root=None):
+    """The exercises this student copy (or the one at root) hands out, in the lectures' order."""
+    return list(handed_out_versions(root))
 
 
 def outstanding(root):

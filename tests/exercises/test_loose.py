@@ -120,3 +120,29 @@ def test_grade_like_a_folder_that_is_no_copy_is_refused_in_one_line(solved, tmp_
         "(no readable exercises/handout.json)"), out
     status, out = exercises("grade", str(folder), "--like", str(solved), "--only", "softmax")
     assert status == 2 and "not allowed with argument" in out, out
+
+
+def test_a_version_edited_on_a_begin_line_is_not_yet_and_counted_when_graded_like_the_copy(solved, tmp_path):
+    """A student who changes the version on a region's BEGIN line made it `not in that copy`,
+    which the totals leave out of `of` (teacher trial 5: a wrong answer's 0 of 1 became 0 of 0).
+    Graded --like the copy handed out, whose versions are known, it is `not yet`, saying why,
+    and counted; without --like, as before (the copy may be an older one)."""
+    import re
+    folder = tmp_path / "submissions"
+    shutil.copytree(solved, folder / "jo")
+    masks = folder / "jo" / "transformer" / "masks.py"
+    text = masks.read_text()
+    version = re.search(r"# BEGIN EXERCISE causal_mask \(version (\w+)\)", text)[1]
+    edited = version[:-1] + ("0" if version[-1] != "0" else "1")
+    masks.write_text(text.replace(f"(version {version})", f"(version {edited})"))
+    status, out = exercises("grade", str(folder), "--out", str(tmp_path / "g.csv"), "--like", str(solved))
+    with open(tmp_path / "g.csv", newline="") as f:
+        rows = {r["exercise"]: r for r in csv.DictReader(f)}
+    assert rows["softmax"]["result"] == "passed" and rows["causal_mask"]["result"] == "not yet", out
+    assert f"is {edited}, not {version} as in the copy handed out" in rows["causal_mask"]["message"]
+    with open(tmp_path / "g-totals.csv", newline="") as f:
+        total = next(csv.DictReader(f))
+    assert (total["passed"], total["of"]) == ("1", "2"), total
+    exercises("grade", str(folder), "--out", str(tmp_path / "h.csv"), "--only", "softmax", "causal_mask")
+    with open(tmp_path / "h.csv", newline="") as f:
+        assert {r["exercise"]: r["result"] for r in csv.DictReader(f)}["causal_mask"] == "not in that copy"
