@@ -63,6 +63,8 @@ def parser_of_commands():
     check.add_argument("names", nargs="+", metavar="NAME", help=f"exercise names, or 'all' ({', '.join(EXERCISES)})")
     check.add_argument("--project", help="the copy to grade (default: this project)")
     check.add_argument("--gradescope", metavar="FILE", help="also write Gradescope's results.json here")
+    check.add_argument("--like", metavar="COPY", help="the copy handed out (a copy make wrote): a version edited on "
+                       "a BEGIN line of --project is then 'not yet', not 'not in that copy'")
     autograder = commands.add_parser("autograder", help="write the .zip to upload to Gradescope as its autograder")
     autograder.add_argument("zip", metavar="ZIP", help="the .zip to write (e.g. autograder.zip)")
     chosen = autograder.add_mutually_exclusive_group()
@@ -125,7 +127,7 @@ def autograder(parser, args):
         parser.exit(2, f"python -m exercises: error: {args.zip!r}: expected the name of a .zip to write\n")
     names = names_of(parser, args.only) if args.only else list(handed_out_by(parser, args.like)) if args.like else \
         list(EXERCISES)
-    count = write_autograder(ROOT, args.zip, names)
+    count = write_autograder(ROOT, args.zip, names, args.like)
     print(f"wrote {args.zip}: this project ({count} files) with setup.sh and run_autograder, grading "
           f"{reports.plural(len(names), 'exercise')}; upload it as the assignment's autograder (docs/TEACHING.md)")
     return 0
@@ -154,8 +156,9 @@ def grade_one(parser, args, names):
             if args.gradescope:
                 reports.write_gradescope([Result(student, "", NO_PROJECT, why)], args.gradescope)
             parser.exit(2, f"python -m exercises: error: --project {given!r}: {NO_PROJECT}: {why}\n")
-        notes = []
-        results = grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory, notes=notes)
+        notes, handed = [], handed_out_by(parser, args.like) if args.like else None
+        results = grade(ROOT, {student: project}, names, args.timeout, memory_mb=args.memory, notes=notes,
+                        handed=handed)
         print("\n".join(notes), end="\n" if notes else "")
         return results, notes
 

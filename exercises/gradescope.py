@@ -18,6 +18,7 @@ exercises named (all, without --only) with `python -m exercises check`, whose is
 import os
 import zipfile
 
+from exercises.handout import HANDOUT
 from exercises.regions import SKIPPED
 
 SETUP = """#!/usr/bin/env bash
@@ -57,7 +58,7 @@ python="$autograder/venv/bin/python"
 results="$autograder/results/results.json"
 mkdir -p "$autograder/results" && rm -f "$results"
 chmod -R go-rwx "$autograder/source"     # the checks' definitions: root's only, whatever isolation the container allows
-(cd "$autograder/source" && "$python" -m exercises check EXERCISES --project "$autograder/submission" --gradescope "$results")
+(cd "$autograder/source" && "$python" -m exercises check EXERCISES --project "$autograder/submission" --gradescope "$results" LIKE)
 if [ ! -s "$results" ]; then
     failed="The grader failed before grading this submission (the autograder output says why): tell your teacher."
     echo "{\\"score\\": 0.0, \\"tests\\": [], \\"output\\": \\"$failed\\"}" > "$results"
@@ -66,28 +67,37 @@ exit 0
 """
 
 
-def run_autograder(names):
-    """The run_autograder script grading the exercises `names`."""
-    return RUN_AUTOGRADER.replace("EXERCISES", " ".join(names))
+LIKE = "like"                      # in the .zip: the handed-out copy's exercises/handout.json (its versions)
+
+
+def run_autograder(names, like=False):
+    """The run_autograder script grading the exercises `names` (like: against the versions of
+    the copy handed out, shipped in the .zip under LIKE)."""
+    return RUN_AUTOGRADER.replace("EXERCISES", " ".join(names)).replace(
+        " LIKE)", f' --like "$autograder/source/{LIKE}")' if like else ")")
 
 
 SHIPPED = ("pyproject.toml", "README.md", "autograd", "nn", "transformer", "exercises")   # all grading reads
 
 
-def write_autograder(root, path, names):
+def write_autograder(root, path, names, like=None):
     """Write the .zip to upload to Gradescope: what grading reads of the project at root (its
     packages and exercises/, never a folder of submissions kept beside them, nor caches) and,
-    at its top, setup.sh and run_autograder grading `names`; returns how many files it holds."""
+    at its top, setup.sh and run_autograder grading `names`; with `like` (the copy handed out),
+    that copy's exercises/handout.json under LIKE, which run_autograder grades against (a
+    version edited on a BEGIN line is then 'not yet'). Returns how many files it holds."""
     files = [name for name in SHIPPED if os.path.isfile(os.path.join(root, name))]
     for package in (name for name in SHIPPED if os.path.isdir(os.path.join(root, name))):
         for folder, subfolders, names_here in os.walk(os.path.join(root, package)):
             subfolders[:] = sorted(s for s in subfolders if s not in SKIPPED)
             files += [os.path.relpath(os.path.join(folder, name), root) for name in sorted(names_here)]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for script, text in (("setup.sh", SETUP), ("run_autograder", run_autograder(names))):
+        for script, text in (("setup.sh", SETUP), ("run_autograder", run_autograder(names, like is not None))):
             info = zipfile.ZipInfo(script, date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = 0o100755 << 16                 # a regular file, executable
             archive.writestr(info, text)
         for relative in files:
             archive.write(os.path.join(root, relative), relative)
-    return len(files) + 2
+        if like is not None:
+            archive.write(os.path.join(like, HANDOUT), f"{LIKE}/{HANDOUT}".replace(os.sep, "/"))
+    return len(files) + 2 + (like is not None)

@@ -3,6 +3,7 @@ GitHub Classroom entry point, one test per exercise."""
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -183,7 +184,19 @@ def test_the_autograder_zip_grades_a_submission_as_gradescope_would(submissions,
     status, text = exercises("autograder", str(tmp_path / "like.zip"), "--like", str(submissions.parent / "template"))
     with zipfile.ZipFile(tmp_path / "like.zip") as archive:
         script = archive.read("run_autograder").decode()
+        archive.extractall(tmp_path / "like")
     assert status == 0 and "-m exercises check softmax causal_mask --project" in script, text
+    assert '--like "$autograder/source/like"' in script and (tmp_path / "like" / "like" / "exercises" / "handout.json").exists()
+    edited = tmp_path / "edited"                   # ada's right copy, causal_mask's version edited on its BEGIN line
+    shutil.copytree(submissions / "ada", edited)
+    masks = edited / "transformer" / "masks.py"
+    masks.write_text(re.sub(r"(# BEGIN EXERCISE causal_mask \(version \w+)\w\)", r"\g<1>z)", masks.read_text()))
+    run_in = tmp_path / "like-run"
+    run_in.mkdir()
+    status, results = _run_autograder(tmp_path / "like", run_in, edited, source=tmp_path / "like")
+    scored = {t["name"]: (t["score"], t["output"]) for t in results["tests"] if t["max_score"]}
+    assert status == 0 and scored["softmax"][0] == 1 and scored["causal_mask"][0] == 0, results
+    assert "as in the copy handed out" in scored["causal_mask"][1], scored
     status, text = exercises("autograder", str(tmp_path / "x.zip"), "--like", str(tmp_path))
     assert status == 2 and "not a student copy made by make" in text, text
 
