@@ -79,7 +79,9 @@ def contents_count(functions):
 
 def how_to_read(shown, measures):
     """The few sentences a reader needs before the code."""
-    shapes = " A trailing `# (12, 64, 128)` is the shape of the array the line made." if measures["shapes"] else ""
+    shapes = (" A trailing `# (12, 64, 128)` is the shape of the array the line made; a line the step ran on arrays "
+              "of several shapes (in each layer, or for several ops) lists the first three apart by `|`, and how many "
+              "more there were." if measures["shapes"] else "")
     checks = " Functions that only check their inputs come last." if any(f.phase == "checks" for f in shown) else ""
     whole = ("whole, or, if it is one line (a property, a getter), as that line in a list at the end"
              if measures["one_liners"] else "whole")
