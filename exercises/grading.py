@@ -108,8 +108,13 @@ class Teacher:
         """(status, message) of an exercise whose submitted regions (`submitted`: [(file, version,
         body)]) cannot be graded: NOT_IN_COPY and why (no region, another version, another
         count of regions), or "not yet" where one region of a copy at the grader's version was
-        removed; None where they can."""
+        removed, or, graded against the copy handed out (self.handed), where a region's lines
+        or version differ from that copy's; None where they can."""
         own = self.regions[name]
+        if name in self.handed and (not submitted or len(submitted) != len(own)):
+            return "not yet", (f"the copy has {len(submitted)} region{'s' * (len(submitted) != 1)} for {name} that the "
+                               f"grader can read, the copy handed out {len(own)}: a # BEGIN EXERCISE or # END "
+                               "EXERCISE line was changed or removed; put them back as the copy had them")
         if not submitted:
             return NOT_IN_COPY, (f"the copy has no region for {name}: it was made before {name} was added, or "
                                  "without it (make --only), or its # BEGIN EXERCISE and # END EXERCISE lines were "

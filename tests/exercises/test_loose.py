@@ -146,3 +146,27 @@ def test_a_version_edited_on_a_begin_line_is_not_yet_and_counted_when_graded_lik
     exercises("grade", str(folder), "--out", str(tmp_path / "h.csv"), "--only", "softmax", "causal_mask")
     with open(tmp_path / "h.csv", newline="") as f:
         assert {r["exercise"]: r["result"] for r in csv.DictReader(f)}["causal_mask"] == "not in that copy"
+
+
+@pytest.mark.parametrize("breaking", ["a word after the name", "the BEGIN and END lines removed"])
+def test_a_begin_line_broken_past_reading_is_not_yet_and_counted_when_graded_like_the_copy(solved, tmp_path, breaking):
+    """A BEGIN line the grader cannot read made the exercise `not in that copy`, out of the
+    totals (hostile replay 17: 18 of 18 for a class of 19): graded --like the copy, whose
+    exercises are known, it is `not yet`, counted."""
+    import re
+    folder = tmp_path / "submissions"
+    shutil.copytree(solved, folder / "jo")
+    masks = folder / "jo" / "transformer" / "masks.py"
+    text = masks.read_text()
+    if breaking == "a word after the name":
+        text = re.sub(r"(# BEGIN EXERCISE causal_mask) \(version \w+\)", r"\1 edited", text)
+    else:
+        text = re.sub(r"^\s*# (BEGIN EXERCISE causal_mask.*|END EXERCISE)\n", "", text, flags=re.M)
+    masks.write_text(text)
+    status, out = exercises("grade", str(folder), "--out", str(tmp_path / "g.csv"), "--like", str(solved))
+    with open(tmp_path / "g.csv", newline="") as f:
+        rows = {r["exercise"]: r for r in csv.DictReader(f)}
+    assert rows["causal_mask"]["result"] == "not yet" and "put them back" in rows["causal_mask"]["message"], out
+    with open(tmp_path / "g-totals.csv", newline="") as f:
+        total = next(csv.DictReader(f))
+    assert (total["passed"], total["of"]) == ("1", "2"), total
