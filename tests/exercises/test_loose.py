@@ -120,6 +120,10 @@ def test_grade_like_a_folder_that_is_no_copy_is_refused_in_one_line(solved, tmp_
         "(no readable exercises/handout.json)"), out
     status, out = exercises("grade", str(folder), "--like", str(solved), "--only", "softmax")
     assert status == 2 and "not allowed with argument" in out, out
+    status, out = exercises("check", "softmax", "--project", str(solved), "--like", str(tmp_path / "nowhere"))
+    assert status == 2 and out.strip().splitlines()[-1] == (
+        f"python -m exercises: error: --like {str(tmp_path / 'nowhere')!r}: not a student copy made by make "
+        "(no readable exercises/handout.json)"), out
 
 
 def test_a_version_edited_on_a_begin_line_is_not_yet_and_counted_when_graded_like_the_copy(solved, tmp_path):
