@@ -141,29 +141,34 @@ def _own_standard_streams():
     os.close(null)
 
 
-def _ended_or_orphaned(child, control):
-    """Wait for the task child to end; if the grader goes first (the control socket closes: it
-    was killed, say, while a task stalled), kill the task child's processes and end the
-    zygote too, so that nothing of the run outlives it."""
+def _ended_or_orphaned(child, pid_one, control):
+    """Wait for the task child to end; if the grader goes first (the control socket closes, or
+    fails: it was killed, say, while a task stalled), kill the task child's processes and end
+    the zygote too, so that nothing of the run outlives it."""
     import select
     try:
         ending = os.pidfd_open(child)
     except (AttributeError, OSError):                     # no pidfd (Linux before 5.3): wait only
         return
     try:
-        ready = select.select([ending, control], [], [])[0]
-        if ending not in ready and not control.recv(1, socket.MSG_PEEK):
-            _kill_task(child, os.getpid() == 1)
-            os._exit(0)
+        if ending not in select.select([ending, control], [], [])[0]:
+            try:
+                gone = not control.recv(1, socket.MSG_PEEK)
+            except OSError:
+                gone = True
+            if gone:
+                _kill_task(child, pid_one, reaped=False)
+                os._exit(0)
     finally:
         os.close(ending)
 
 
-def _kill_task(child, pid_one):
-    """Kill the task child and every process it started: as PID 1 of our namespace, all but
-    us; else its session's process group (and the child itself, if it had not made one yet)."""
-    for kill in ((lambda: os.kill(-1, signal.SIGKILL)) if pid_one else (lambda: os.killpg(child, signal.SIGKILL)),
-                 lambda: os.kill(child, signal.SIGKILL)):
+def _kill_task(child, pid_one, reaped):
+    """Kill every process the task child started: as PID 1 of our namespace, all but us; else
+    its session's process group; and, not yet reaped, the child itself (if it had not made its
+    group yet; once reaped its PID may be another process's)."""
+    kills = [(lambda: os.kill(-1, signal.SIGKILL)) if pid_one else (lambda: os.killpg(child, signal.SIGKILL))]
+    for kill in kills + ([] if reaped else [lambda: os.kill(child, signal.SIGKILL)]):
         try:
             kill()
         except (ProcessLookupError, PermissionError):
@@ -174,9 +179,9 @@ def _clean_up(child, pid_one, control):
     """Reap the task child (ending the zygote if the grader is gone: _ended_or_orphaned); kill
     whatever it left (in our PID namespace: everything but us); empty /tmp. The exit status
     of the task child."""
-    _ended_or_orphaned(child, control)
+    _ended_or_orphaned(child, pid_one, control)
     _, status = os.waitpid(child, 0)
-    _kill_task(child, pid_one)
+    _kill_task(child, pid_one, reaped=True)
     while pid_one:
         try:
             os.waitpid(-1, 0)

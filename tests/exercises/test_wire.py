@@ -91,7 +91,7 @@ if child == 0:
 grader, control = socket.socketpair()
 print(child, flush=True)
 grader.close()                                  # the grader is gone
-_ended_or_orphaned(child, control)
+_ended_or_orphaned(child, False, control)
 print("still here", flush=True)
 """
 
